@@ -1,0 +1,71 @@
+/* arena.c - bump allocator (see arena.h). */
+#include "arena.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TW_ARENA_MIN_BLOCK (64u * 1024u)
+
+struct tw_arena_block {
+    tw_arena_block *next;
+    size_t size;
+    _Alignas(16) unsigned char data[];
+};
+
+void tw_arena_init(tw_arena *a)
+{
+    a->head = NULL;
+    a->used = 0;
+    a->total = 0;
+}
+
+void tw_arena_free(tw_arena *a)
+{
+    tw_arena_block *b = a->head;
+    while (b != NULL) {
+        tw_arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    tw_arena_init(a);
+}
+
+void *tw_arena_alloc(tw_arena *a, size_t size)
+{
+    size_t need = (size + 15u) & ~(size_t)15u;
+    if (need < size)
+        return NULL; /* overflow */
+    if (a->head == NULL || a->head->size - a->used < need) {
+        size_t bsize = need > TW_ARENA_MIN_BLOCK ? need : TW_ARENA_MIN_BLOCK;
+        tw_arena_block *b = malloc(sizeof(*b) + bsize);
+        if (b == NULL)
+            return NULL;
+        b->size = bsize;
+        b->next = a->head;
+        a->head = b;
+        a->used = 0;
+    }
+    void *p = a->head->data + a->used;
+    a->used += need;
+    a->total += need;
+    memset(p, 0, size);
+    return p;
+}
+
+char *tw_arena_strndup(tw_arena *a, const char *s, size_t len)
+{
+    if (s == NULL)
+        return NULL;
+    char *p = tw_arena_alloc(a, len + 1);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+char *tw_arena_strdup(tw_arena *a, const char *s)
+{
+    return s == NULL ? NULL : tw_arena_strndup(a, s, strlen(s));
+}

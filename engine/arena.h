@@ -1,0 +1,30 @@
+/*
+ * arena.h - a bump allocator: many small allocations, freed all at once.
+ *
+ * Used for everything whose lifetime is "this batch" or "this job's
+ * dictionary". Allocations are 16-byte aligned. Ownership: the arena owns
+ * every block it handed out; tw_arena_free() releases them all.
+ */
+#ifndef TW_ARENA_H
+#define TW_ARENA_H
+
+#include <stddef.h>
+
+typedef struct tw_arena_block tw_arena_block;
+
+typedef struct tw_arena {
+    tw_arena_block *head; /* newest block first */
+    size_t used;          /* bytes used in head */
+    size_t total;         /* bytes handed out, for accounting */
+} tw_arena;
+
+void tw_arena_init(tw_arena *a);
+void tw_arena_free(tw_arena *a);
+
+/* NULL on out-of-memory. Memory is zeroed. */
+void *tw_arena_alloc(tw_arena *a, size_t size);
+/* Copy of s (len bytes, NUL added). NULL in -> NULL out. */
+char *tw_arena_strndup(tw_arena *a, const char *s, size_t len);
+char *tw_arena_strdup(tw_arena *a, const char *s);
+
+#endif /* TW_ARENA_H */

@@ -1,0 +1,66 @@
+/*
+ * batch.h - the in-memory form of one batch of events from one node of one
+ * job: what the wire decoder (wire.h) and the agent-file readers (reader.h)
+ * both produce, and what the job pipeline (job.h) consumes.
+ *
+ * Ownership: a tw_batch owns everything it points to through its arena.
+ * tw_batch_free() releases all of it; nothing inside may be freed alone.
+ */
+#ifndef TW_BATCH_H
+#define TW_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "trainwatch/plugin.h"
+
+/* One entry of the batch's series dictionary. Samples refer to it by
+ * index (tw_sample.series is a batch-local index here). */
+typedef struct tw_batch_series {
+    const char *type;
+    const char *name; /* NULL when the agent wrote null */
+    const char *dimension;
+} tw_batch_series;
+
+typedef enum tw_marker_kind {
+    TW_MARKER_NONE = 0,
+    TW_MARKER_JOB_START, /* with the profiler configuration        */
+    TW_MARKER_JOB_END    /* job finished / hook closed             */
+} tw_marker_kind;
+
+typedef struct tw_marker {
+    tw_marker_kind kind;
+    int64_t time_us;               /* when it happened                 */
+    uint32_t sampling_interval_ms; /* JOB_START: the agent's interval  */
+} tw_marker;
+
+typedef struct tw_batch {
+    tw_arena arena; /* owns every pointer below */
+
+    const char *job;
+    const char *node;     /* node id of the producer (system or framework) */
+    uint64_t seq;         /* per (job, node), strictly increasing           */
+    int64_t file_ts_us;   /* timestamp of the agent file these events came
+                             from (0 = unknown); orders batches as the
+                             reference orders files (RULES.md §1.5)        */
+    const char *file_path;/* the agent file's path, or NULL               */
+
+    tw_batch_series *series;
+    size_t nseries;
+
+    tw_sample *samples; /* .series indexes this->series */
+    size_t nsamples;
+
+    tw_fw_event *events; /* .node points into the arena too */
+    size_t nevents;
+
+    tw_marker *markers;
+    size_t nmarkers;
+} tw_batch;
+
+/* An empty batch with a fresh arena. Never fails except on OOM (NULL). */
+tw_batch *tw_batch_new(void);
+void tw_batch_free(tw_batch *b);
+
+#endif /* TW_BATCH_H */

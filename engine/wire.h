@@ -1,0 +1,51 @@
+/*
+ * wire.h - the C API over the FlatBuffers wire format (schemas/metrics.fbs).
+ * The FlatBuffers runtime does all parsing and verification; this layer
+ * only copies between the generated accessors and plain C structs.
+ *
+ * Ownership: tw_wire_encode() returns a malloc'd buffer owned by the caller
+ * (free()). tw_wire_decode() returns a tw_batch owned by the caller
+ * (tw_batch_free); it copies everything, so the input buffer may be freed
+ * right after.
+ */
+#ifndef TW_WIRE_H
+#define TW_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tw_wire_status {
+    TW_WIRE_OK = 0,
+    TW_WIRE_TOO_SHORT,        /* shorter than a FlatBuffer header          */
+    TW_WIRE_BAD_IDENTIFIER,   /* file_identifier is not "TWM1"             */
+    TW_WIRE_VERIFY_FAILED,    /* the FlatBuffers verifier rejected it      */
+    TW_WIRE_MISSING_FIELD,    /* a required field is absent                */
+    TW_WIRE_BAD_REFERENCE,    /* a sample names a series that is not there */
+    TW_WIRE_UNSUPPORTED_VERSION,
+    TW_WIRE_NO_MEMORY
+} tw_wire_status;
+
+/* A short, stable name for a status ("bad_identifier"): used as the
+ * dead-letter reason and as a counter label. */
+const char *tw_wire_status_name(tw_wire_status st);
+
+/* Encodes b (b->arena is not needed). On success *out/*outlen receive a
+ * malloc'd buffer. */
+tw_wire_status tw_wire_encode(const tw_batch *b, uint8_t **out, size_t *outlen);
+
+/* Verifies and decodes. On failure *out is NULL and err (if given) holds a
+ * sentence naming what is wrong. */
+tw_wire_status tw_wire_decode(const uint8_t *buf, size_t len, tw_batch **out,
+                              char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TW_WIRE_H */

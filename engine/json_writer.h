@@ -21,6 +21,8 @@
 tw_json *tw_json_new(void);
 void tw_json_free(tw_json *j);
 void tw_json_reset(tw_json *j);
+/* Compact separators ("," and ":") instead of Python's defaults. */
+void tw_json_set_compact(tw_json *j, int compact);
 const char *tw_json_str(const tw_json *j);
 size_t tw_json_len(const tw_json *j);
 char *tw_json_take(tw_json *j);

@@ -290,6 +290,12 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r)
             r->has_semantics = 1;
             continue;
         }
+        if (strcmp(key, "name") != 0 && strcmp(key, "rule") != 0 &&
+            strcmp(key, "source") != 0 && strcmp(key, "rule_to_invoke") != 0)
+            return bad(l, k,
+                       "unknown key '%s' in a rule (known: name, rule, "
+                       "source, rule_to_invoke, parameters, semantics)",
+                       key);
         if (v->kind != NODE_SCALAR)
             return bad(l, v, "key '%s' must be a plain value", key);
         if (strcmp(key, "name") == 0)
@@ -298,13 +304,8 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r)
             r->rule = v->text;
         else if (strcmp(key, "source") == 0)
             r->source = v->text;
-        else if (strcmp(key, "rule_to_invoke") == 0)
-            r->entry = v->text;
         else
-            return bad(l, k,
-                       "unknown key '%s' in a rule (known: name, rule, "
-                       "source, rule_to_invoke, parameters, semantics)",
-                       key);
+            r->entry = v->text;
     }
     if (r->name == NULL && r->rule == NULL && r->source == NULL)
         return bad(l, m, "a rule needs 'name' (a built-in rule) or 'source'%s",

@@ -143,15 +143,13 @@ static void forget_series(lowgpu *r)
         memset(r->by_series, 0, r->nby * sizeof(*r->by_series));
 }
 
-static void destroy(void *state)
+/* Frees the Details records and the series table (not the parameters). */
+static void clear_all(lowgpu *r)
 {
-    lowgpu *r = state;
-    if (r == NULL)
-        return;
     forget_series(r);
-    free(r->gpus);
-    free(r->nodes);
     free(r->by_series);
+    r->by_series = NULL;
+    r->nby = 0;
     for (size_t i = 0; i < r->ndet; i++) {
         free(r->det[i].node);
         for (size_t g = 0; g < r->det[i].ngpus; g++)
@@ -159,6 +157,18 @@ static void destroy(void *state)
         free(r->det[i].gpus);
     }
     free(r->det);
+    r->det = NULL;
+    r->ndet = 0;
+}
+
+static void destroy(void *state)
+{
+    lowgpu *r = state;
+    if (r == NULL)
+        return;
+    clear_all(r);
+    free(r->gpus);
+    free(r->nodes);
     free(r->scratch);
     free(r);
 }
@@ -517,6 +527,7 @@ static int restore(void *state, const void *data, size_t len, char *err,
     lowgpu *r = state;
     tw_deser d;
     tw_deser_init(&d, data, len);
+    clear_all(r);
     if (tw_deser_u32(&d) != LOWGPU_TAG)
         tw_deser_fail(&d);
     r->triggered = tw_deser_i64(&d);

@@ -410,6 +410,7 @@ int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
     bneck *b = state;
     tw_deser d;
     tw_deser_init(&d, data, len);
+    reset_map(b);
     if (tw_deser_u32(&d) != BNECK_TAG)
         tw_deser_fail(&d);
     b->anchor = tw_deser_f64(&d);
@@ -424,7 +425,9 @@ int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
         (fixed(b) && total - first > b->ring_max) ||
         (!fixed(b) && first != 0))
         tw_deser_fail(&d);
-    reset_map(b);
+    free(b->ring);
+    b->ring = NULL;
+    b->ring_cap = 0;
     if (tw_deser_ok(&d) && total > first) {
         size_t held = (size_t)(total - first);
         size_t cap = fixed(b) ? b->ring_max : held;

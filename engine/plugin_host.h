@@ -35,7 +35,7 @@ void tw_registry_free(tw_registry *r);
  * searched, before the defaults). */
 int tw_registry_add_dir(tw_registry *r, const char *dir);
 
-/* A built-in rule by its name ("LowGPUUtilization"): the first <dir>/*.so
+/* A built-in rule by its name ("LowGPUUtilization"): the first <dir>/NAME.so
  * of the search path whose descriptor carries that name. */
 int tw_registry_find(tw_registry *r, const char *rule_name,
                      const tw_plugin **out, char *err, size_t errlen);

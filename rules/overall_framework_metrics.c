@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fw_ckpt.h"
 #include "fw_strmap.h"
+#include "ser.h"
 #include "trainwatch/plugin.h"
 
 /* Details keys in the order one scan of the reference assigns them; a key
@@ -573,25 +573,25 @@ static int ofm_report(void *state, tw_json *j)
 
 #define OFM_MAGIC 0x4f464d31u /* "OFM1" */
 
-static void put_flat(fwck_w *w, const fwsm *m)
+static void put_flat(tw_ser *w, const fwsm *m)
 {
-    fwck_put_u64(w, m->n);
+    tw_ser_u64(w, m->n);
     for (size_t i = 0; i < m->n; i++) {
-        fwck_put_str(w, m->keys[i]);
-        fwck_put_i64(w, m->vals[i]);
+        tw_ser_str(w, m->keys[i]);
+        tw_ser_i64(w, m->vals[i]);
     }
 }
 
-static void put_nested(fwck_w *w, const fwsm *m)
+static void put_nested(tw_ser *w, const fwsm *m)
 {
-    fwck_put_u64(w, m->n);
+    tw_ser_u64(w, m->n);
     for (size_t i = 0; i < m->n; i++) {
-        fwck_put_str(w, m->keys[i]);
+        tw_ser_str(w, m->keys[i]);
         const fwsm *child = m->ptrs[i];
         if (child) {
             put_flat(w, child);
         } else {
-            fwck_put_u64(w, 0);
+            tw_ser_u64(w, 0);
         }
     }
 }
@@ -599,35 +599,36 @@ static void put_nested(fwck_w *w, const fwsm *m)
 static int ofm_save(void *state, tw_buf *out)
 {
     ofm_state *s = state;
-    fwck_w w = {s->host, out, 0};
-    fwck_put_u64(&w, OFM_MAGIC);
+    tw_ser w;
+    tw_ser_init(&w, s->host, out);
+    tw_ser_u64(&w, OFM_MAGIC);
     put_nested(&w, &s->cpu_ops);
     put_nested(&w, &s->gpu_ops);
     put_flat(&w, &s->step_phases);
-    fwck_put_i64(&w, s->have_others);
-    fwck_put_u64(&w, s->others_pos);
-    fwck_put_f64(&w, s->others);
+    tw_ser_i64(&w, s->have_others);
+    tw_ser_u64(&w, s->others_pos);
+    tw_ser_f64(&w, s->others);
     put_flat(&w, &s->forward);
     put_flat(&w, &s->backward);
     put_flat(&w, &s->general);
     put_flat(&w, &s->horovod);
-    fwck_put_i64(&w, s->gpu_counts);
-    fwck_put_i64(&w, s->have_start);
-    fwck_put_i64(&w, s->start_us);
-    fwck_put_i64(&w, s->have_end);
-    fwck_put_i64(&w, s->end_us);
-    fwck_put_u64(&w, s->norder);
-    fwck_put_bytes(&w, s->order, s->norder);
-    return w.err ? TW_ERR : TW_OK;
+    tw_ser_i64(&w, s->gpu_counts);
+    tw_ser_i64(&w, s->have_start);
+    tw_ser_i64(&w, s->start_us);
+    tw_ser_i64(&w, s->have_end);
+    tw_ser_i64(&w, s->end_us);
+    tw_ser_u64(&w, s->norder);
+    tw_ser_bytes(&w, s->order, s->norder);
+    return tw_ser_ok(&w) ? TW_OK : TW_ERR;
 }
 
-static int get_flat(fwck_r *r, fwsm *m)
+static int get_flat(tw_deser *r, fwsm *m)
 {
-    size_t n = fwck_get_count(r, 16);
-    for (size_t i = 0; i < n && !r->err; i++) {
-        char *key = fwck_get_str(r);
-        int64_t v = fwck_get_i64(r);
-        if (r->err || !key) {
+    size_t n = (size_t)tw_deser_count(r, 16);
+    for (size_t i = 0; i < n && tw_deser_ok(r); i++) {
+        char *key = tw_deser_str(r);
+        int64_t v = tw_deser_i64(r);
+        if (!tw_deser_ok(r) || !key) {
             free(key);
             return TW_ERR;
         }
@@ -637,15 +638,15 @@ static int get_flat(fwck_r *r, fwsm *m)
             return TW_ERR;
         m->vals[at] = v;
     }
-    return r->err ? TW_ERR : TW_OK;
+    return tw_deser_ok(r) ? TW_OK : TW_ERR;
 }
 
-static int get_nested(fwck_r *r, fwsm *m)
+static int get_nested(tw_deser *r, fwsm *m)
 {
-    size_t n = fwck_get_count(r, 16);
-    for (size_t i = 0; i < n && !r->err; i++) {
-        char *key = fwck_get_str(r);
-        if (r->err || !key) {
+    size_t n = (size_t)tw_deser_count(r, 16);
+    for (size_t i = 0; i < n && tw_deser_ok(r); i++) {
+        char *key = tw_deser_str(r);
+        if (!tw_deser_ok(r) || !key) {
             free(key);
             return TW_ERR;
         }
@@ -661,7 +662,7 @@ static int get_nested(fwck_r *r, fwsm *m)
         if (get_flat(r, child) != TW_OK)
             return TW_ERR;
     }
-    return r->err ? TW_ERR : TW_OK;
+    return tw_deser_ok(r) ? TW_OK : TW_ERR;
 }
 
 static int ofm_restore(void *state, const void *data, size_t len, char *err,
@@ -669,37 +670,37 @@ static int ofm_restore(void *state, const void *data, size_t len, char *err,
 {
     ofm_state *s = state;
     ofm_reset(s);
-    fwck_r r;
-    fwck_reader(&r, data, len);
-    int ok = fwck_get_u64(&r) == OFM_MAGIC && !r.err;
+    tw_deser r;
+    tw_deser_init(&r, data, len);
+    int ok = tw_deser_u64(&r) == OFM_MAGIC && tw_deser_ok(&r);
     ok = ok && get_nested(&r, &s->cpu_ops) == TW_OK;
     ok = ok && get_nested(&r, &s->gpu_ops) == TW_OK;
     ok = ok && get_flat(&r, &s->step_phases) == TW_OK;
     if (ok) {
-        s->have_others = fwck_get_i64(&r) != 0;
-        s->others_pos = (size_t)fwck_get_u64(&r);
-        s->others = fwck_get_f64(&r);
-        ok = !r.err && s->others_pos <= s->step_phases.n;
+        s->have_others = tw_deser_i64(&r) != 0;
+        s->others_pos = (size_t)tw_deser_u64(&r);
+        s->others = tw_deser_f64(&r);
+        ok = tw_deser_ok(&r) && s->others_pos <= s->step_phases.n;
     }
     ok = ok && get_flat(&r, &s->forward) == TW_OK;
     ok = ok && get_flat(&r, &s->backward) == TW_OK;
     ok = ok && get_flat(&r, &s->general) == TW_OK;
     ok = ok && get_flat(&r, &s->horovod) == TW_OK;
     if (ok) {
-        s->gpu_counts = fwck_get_i64(&r);
-        s->have_start = fwck_get_i64(&r) != 0;
-        s->start_us = fwck_get_i64(&r);
-        s->have_end = fwck_get_i64(&r) != 0;
-        s->end_us = fwck_get_i64(&r);
-        s->norder = (size_t)fwck_get_u64(&r);
-        ok = !r.err && s->norder <= K_COUNT && s->gpu_counts > 0;
+        s->gpu_counts = tw_deser_i64(&r);
+        s->have_start = tw_deser_i64(&r) != 0;
+        s->start_us = tw_deser_i64(&r);
+        s->have_end = tw_deser_i64(&r) != 0;
+        s->end_us = tw_deser_i64(&r);
+        s->norder = (size_t)tw_deser_u64(&r);
+        ok = tw_deser_ok(&r) && s->norder <= K_COUNT && s->gpu_counts > 0;
     }
     if (ok) {
-        fwck_get_bytes(&r, s->order, s->norder);
+        tw_deser_bytes(&r, s->order, s->norder);
         for (size_t i = 0; i < s->norder; i++)
             if (s->order[i] >= K_COUNT)
                 ok = 0;
-        ok = ok && !r.err && r.pos == r.len;
+        ok = ok && tw_deser_done(&r);
     }
     if (!ok) {
         ofm_reset(s);

@@ -97,7 +97,7 @@ typedef struct dl_state {
 
     tw_countmap times;
 
-    dl_value pin_memory;  /* current settings */
+    dl_value pin_memory; /* current settings */
     dl_value num_workers;
     int prefetch;
 
@@ -111,7 +111,8 @@ typedef struct dl_state {
     size_t norder;
 } dl_state;
 
-/* ---- values --------------------------------------------------------------- */
+/* ---- values ---------------------------------------------------------------
+ */
 
 static void value_clear(dl_value *v)
 {
@@ -214,7 +215,8 @@ static void pid_key(const tw_arg *a, char *buf, size_t len)
     }
 }
 
-/* ---- lifecycle ------------------------------------------------------------ */
+/* ---- lifecycle ------------------------------------------------------------
+ */
 
 static void dl_destroy(void *state)
 {
@@ -231,8 +233,8 @@ static void dl_destroy(void *state)
     free(s);
 }
 
-static int dl_create(const tw_host *host, const tw_params *params,
-                     void **state, char *err, size_t errlen)
+static int dl_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
         snprintf(err, errlen, "Dataloader: expected %d parameters, got %zu",
@@ -283,7 +285,8 @@ static int count_cores(dl_state *s, const tw_scan *scan)
     fwsm_init(&names);
     for (size_t i = 0; i < scan->nsamples; i++) {
         uint32_t id = scan->samples[i].series;
-        if (id >= scan->nseries || scan->series[id].metric != TW_METRIC_CPU_UTIL)
+        if (id >= scan->nseries ||
+            scan->series[id].metric != TW_METRIC_CPU_UTIL)
             continue;
         /* A JSON null name is Python's None: one more distinct key. */
         const char *name = scan->series[id].name;
@@ -326,7 +329,8 @@ static void free_seconds(fwsm *secs)
 /* One DataLoaderWorker/DataLoaderIter event into `secs` (second -> pids). */
 static int record_event(dl_state *s, fwsm *secs, const tw_fw_event *e)
 {
-    if (tw_countmap_add(&s->times, (double)(e->end_us - e->start_us) / 1000000.0) != TW_OK)
+    if (tw_countmap_add(&s->times,
+                        (double)(e->end_us - e->start_us) / 1000000.0) != TW_OK)
         return TW_ERR;
     /* Python: int(start_time / 1000000), truncation toward zero. */
     double sec = trunc((double)e->start_us / 1000000.0);
@@ -473,7 +477,8 @@ oom:
     return TW_ERR;
 }
 
-/* ---- report --------------------------------------------------------------- */
+/* ---- report ---------------------------------------------------------------
+ */
 
 static int write_times(dl_state *s, tw_json *j)
 {
@@ -557,7 +562,8 @@ static int dl_report(void *state, tw_json *j)
     return TW_OK;
 }
 
-/* ---- checkpoint ----------------------------------------------------------- */
+/* ---- checkpoint -----------------------------------------------------------
+ */
 
 #define DL_MAGIC 0x444c3031u /* "DL01" */
 
@@ -645,7 +651,8 @@ static int dl_restore(void *state, const void *data, size_t len, char *err,
     if (!tw_deser_done(&d)) {
         s->norder = 0;
         snprintf(err, errlen,
-                 "Dataloader: checkpoint is truncated, corrupt or not from this rule");
+                 "Dataloader: checkpoint is truncated, corrupt or not from "
+                 "this rule");
         return TW_ERR;
     }
     return TW_OK;

@@ -57,14 +57,16 @@ static int mit_create(const tw_host *host, const tw_params *params,
                       void **state, char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
-        snprintf(err, errlen, "MaxInitializationTime: expected %d parameter(s), got %zu",
+        snprintf(err, errlen,
+                 "MaxInitializationTime: expected %d parameter(s), got %zu",
                  P_COUNT, params->nvalues);
         return TW_ERR;
     }
     const tw_param_value *thr = &params->values[P_THRESHOLD];
     if (thr->is_none || !isfinite(thr->d) || thr->d < 0) {
         snprintf(err, errlen,
-                 "MaxInitializationTime: threshold must be a number of minutes >= 0");
+                 "MaxInitializationTime: threshold must be a number of minutes "
+                 ">= 0");
         return TW_ERR;
     }
     mit_state *s = calloc(1, sizeof(*s));
@@ -134,7 +136,8 @@ static int mit_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     int64_t clock = s->semantics == TW_SEMANTICS_REFERENCE ? scan->rule_clock_us
                                                            : scan->start_us;
     double elapsed = (double)(clock - scan->first_timestamp_us);
-    double limit = s->threshold * 60000000.0; /* one product, as the reference */
+    double limit =
+        s->threshold * 60000000.0; /* one product, as the reference */
     int met = 0;
     if (elapsed > limit && !s->have_first) {
         s->violations++;
@@ -223,13 +226,16 @@ static int mit_restore(void *state, const void *data, size_t len, char *err,
     mit_state *s = state;
     mit_wire w;
     if (len != sizeof(w)) {
-        snprintf(err, errlen, "MaxInitializationTime: checkpoint has %zu bytes, expected %zu",
-                 len, sizeof(w));
+        snprintf(
+            err, errlen,
+            "MaxInitializationTime: checkpoint has %zu bytes, expected %zu",
+            len, sizeof(w));
         return TW_ERR;
     }
     memcpy(&w, data, sizeof(w));
     if (w.magic != MIT_MAGIC) {
-        snprintf(err, errlen, "MaxInitializationTime: checkpoint is not from this rule");
+        snprintf(err, errlen,
+                 "MaxInitializationTime: checkpoint is not from this rule");
         return TW_ERR;
     }
     s->have_system = w.have_system != 0;

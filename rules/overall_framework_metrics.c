@@ -57,17 +57,19 @@ enum {
 };
 
 static const char *const ofm_key_names[K_COUNT] = {
-    "ratio", "CPU", "CPU_total", "GPU", "GPU_total", "phase",
-    "phase_time", "general", "forward_backward", "horovod",
+    "ratio",      "CPU",       "CPU_total",
+    "GPU",        "GPU_total", "phase",
+    "phase_time", "general",   "forward_backward",
+    "horovod",
 };
 
 typedef struct ofm_state {
     const tw_host *host;
     tw_semantics semantics;
 
-    fwsm cpu_ops;      /* phase -> ptrs[i]: fwsm* of name -> µs */
-    fwsm gpu_ops;      /* same for GPU phases */
-    fwsm step_phases;  /* phase -> µs (without "others") */
+    fwsm cpu_ops;     /* phase -> ptrs[i]: fwsm* of name -> µs */
+    fwsm gpu_ops;     /* same for GPU phases */
+    fwsm step_phases; /* phase -> µs (without "others") */
     int have_others;
     size_t others_pos; /* number of step phases inserted before "others" */
     double others;
@@ -77,9 +79,9 @@ typedef struct ofm_state {
     fwsm horovod;
     int64_t gpu_counts;
     int have_start;
-    int64_t start_us;   /* reference: first step start; fixed: earliest */
+    int64_t start_us; /* reference: first step start; fixed: earliest */
     int have_end;
-    int64_t end_us;     /* fixed: latest step end seen */
+    int64_t end_us; /* fixed: latest step end seen */
 
     unsigned char order[K_COUNT]; /* Details keys, first-appearance order */
     size_t norder;
@@ -125,8 +127,7 @@ static void nested_free(fwsm *m)
 }
 
 /* m[outer][inner] += v */
-static int nested_add(fwsm *m, const char *outer, const char *inner,
-                      int64_t v)
+static int nested_add(fwsm *m, const char *outer, const char *inner, int64_t v)
 {
     long i = fwsm_intern(m, outer);
     if (i < 0)
@@ -196,7 +197,8 @@ static double step_sum(const ofm_state *s, int *is_int)
     return fl ? fa : (double)ia;
 }
 
-/* ---- lifecycle ------------------------------------------------------------ */
+/* ---- lifecycle ------------------------------------------------------------
+ */
 
 static void ofm_reset(ofm_state *s)
 {
@@ -222,7 +224,8 @@ static int ofm_create(const tw_host *host, const tw_params *params,
                       void **state, char *err, size_t errlen)
 {
     if (params->nvalues != 0) {
-        snprintf(err, errlen, "OverallFrameworkMetrics takes no parameters, got %zu",
+        snprintf(err, errlen,
+                 "OverallFrameworkMetrics takes no parameters, got %zu",
                  params->nvalues);
         return TW_ERR;
     }
@@ -280,7 +283,8 @@ static int ofm_step_event(ofm_state *s, const tw_fw_event *e, int64_t dur,
             return TW_OK;
         int is_int;
         double sum = step_sum(s, &is_int);
-        others = (double)(*scan_end - s->start_us) - sum / (double)s->gpu_counts;
+        others =
+            (double)(*scan_end - s->start_us) - sum / (double)s->gpu_counts;
     } else {
         if (!s->have_start)
             return TW_OK;
@@ -390,8 +394,7 @@ static void ofm_note_keys(ofm_state *s)
 
 /* filter_events(ops, 2): per operator total over all phases (first-seen
  * order), keep shares > 2 %, renormalise the kept shares to 100. */
-static int write_ops(const tw_host *h, tw_json *j, const fwsm *ops,
-                     int totals)
+static int write_ops(const tw_host *h, tw_json *j, const fwsm *ops, int totals)
 {
     fwsm agg;
     fwsm_init(&agg);
@@ -450,13 +453,15 @@ static int ofm_write_key(const ofm_state *s, tw_json *j, int k)
     switch (k) {
     case K_RATIO: {
         /* GPU phases first, then CPU phases, each with its own total. */
-        double total = (double)(ops_total(&s->cpu_ops) + ops_total(&s->gpu_ops));
+        double total =
+            (double)(ops_total(&s->cpu_ops) + ops_total(&s->gpu_ops));
         h->json_object_begin(j);
         for (int pass = 0; pass < 2; pass++) {
             const fwsm *ops = pass == 0 ? &s->gpu_ops : &s->cpu_ops;
             for (size_t i = 0; i < ops->n; i++) {
                 h->json_key(j, ops->keys[i]);
-                h->json_double(j, (double)nested_sum(ops->ptrs[i]) / total * 100.0);
+                h->json_double(j, (double)nested_sum(ops->ptrs[i]) / total *
+                                      100.0);
             }
         }
         h->json_object_end(j);
@@ -507,11 +512,13 @@ static int ofm_write_key(const ofm_state *s, tw_json *j, int k)
         double total = (double)flat_sum(&s->horovod);
         int64_t kept = 0;
         for (size_t i = 0; i < s->horovod.n; i++)
-            if (s->horovod.vals[i] > 0 && (double)s->horovod.vals[i] / total > 0.02)
+            if (s->horovod.vals[i] > 0 &&
+                (double)s->horovod.vals[i] / total > 0.02)
                 kept += s->horovod.vals[i];
         h->json_object_begin(j);
         for (size_t i = 0; i < s->horovod.n; i++) {
-            if (!(s->horovod.vals[i] > 0 && (double)s->horovod.vals[i] / total > 0.02))
+            if (!(s->horovod.vals[i] > 0 &&
+                  (double)s->horovod.vals[i] / total > 0.02))
                 continue;
             h->json_key(j, s->horovod.keys[i]);
             h->json_double(j, (double)s->horovod.vals[i] / (double)kept * 100);
@@ -524,7 +531,8 @@ static int ofm_write_key(const ofm_state *s, tw_json *j, int k)
     }
 }
 
-/* ---- callbacks ------------------------------------------------------------ */
+/* ---- callbacks ------------------------------------------------------------
+ */
 
 static int ofm_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                     char *err, size_t errlen)
@@ -533,7 +541,8 @@ static int ofm_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     int scan_have_end = 0; /* the reference's scan-local `end` */
     int64_t scan_end = 0;
     for (size_t i = 0; i < scan->nevents; i++) {
-        if (ofm_event(s, &scan->events[i], &scan_have_end, &scan_end) != TW_OK) {
+        if (ofm_event(s, &scan->events[i], &scan_have_end, &scan_end) !=
+            TW_OK) {
             snprintf(err, errlen, "OverallFrameworkMetrics: out of memory");
             return TW_ERR;
         }

@@ -73,9 +73,9 @@ static const tw_param_spec so_params[P_COUNT] = {
      "kind) kept exactly before switching to bounded summaries"},
 };
 
-#define SO_MIN_STEPS 100           /* evaluate above this many durations */
-#define SO_SUMMARY_KEYS 100000u    /* count-map cap in summary mode */
-#define SO_OWNKEY_STEP_DETAILS 0u  /* Details key id of "step_details" */
+#define SO_MIN_STEPS 100          /* evaluate above this many durations */
+#define SO_SUMMARY_KEYS 100000u   /* count-map cap in summary mode */
+#define SO_OWNKEY_STEP_DETAILS 0u /* Details key id of "step_details" */
 
 /* A step number: its text (in an arena) and whether it was a JSON string. */
 typedef struct so_step {
@@ -93,7 +93,7 @@ typedef struct so_steps {
 } so_steps;
 
 typedef struct so_series {
-    double *d;      /* durations (s), arrival order (window in summary) */
+    double *d; /* durations (s), arrival order (window in summary) */
     size_t dcap;
     so_steps steps; /* step numbers, parallel to d */
     uint64_t total; /* durations ever appended */
@@ -115,8 +115,8 @@ typedef struct so_detail {
 } so_detail;
 
 typedef struct so_node {
-    fwsm names;        /* event name -> ptrs: so_series* */
-    fwsm intervals;    /* step key -> index into istart/iend (this scan) */
+    fwsm names;     /* event name -> ptrs: so_series* */
+    fwsm intervals; /* step key -> index into istart/iend (this scan) */
     int64_t *istart, *iend;
     size_t icap;
     so_detail det;
@@ -126,8 +126,8 @@ typedef struct so_state {
     const tw_host *host;
     tw_semantics semantics;
     double stddev;
-    char *mode;       /* NULL = None */
-    char *step_mode;  /* fixed: "Step:<mode>" */
+    char *mode;      /* NULL = None */
+    char *step_mode; /* fixed: "Step:<mode>" */
     int64_t n_outliers;
     size_t max_exact;
     char *params_text;
@@ -136,13 +136,13 @@ typedef struct so_state {
     int64_t violations;
     int64_t datapoints;
 
-    fwsm nodes;           /* node id -> ptrs: so_node* */
-    size_t *det_order;    /* node indices in step_details order */
+    fwsm nodes;        /* node id -> ptrs: so_node* */
+    size_t *det_order; /* node indices in step_details order */
     size_t ndet;
 
     tw_fwagg agg;
     tw_keyorder ko;
-    double *scratch;      /* sorted copy / normal values */
+    double *scratch; /* sorted copy / normal values */
     size_t scratch_cap;
 } so_state;
 
@@ -223,7 +223,8 @@ static int is_int_literal(const char *s, size_t len)
     return 1;
 }
 
-/* ---- lifecycle ------------------------------------------------------------ */
+/* ---- lifecycle ------------------------------------------------------------
+ */
 
 static void series_free(so_series *s)
 {
@@ -280,8 +281,8 @@ static void so_destroy(void *state)
     free(s);
 }
 
-static int so_create(const tw_host *host, const tw_params *params,
-                     void **state, char *err, size_t errlen)
+static int so_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
         snprintf(err, errlen, "StepOutlier: expected %d parameters, got %zu",
@@ -294,7 +295,8 @@ static int so_create(const tw_host *host, const tw_params *params,
         return TW_ERR;
     }
     if (v[P_N_OUTLIERS].is_none || v[P_N_OUTLIERS].i < 0) {
-        snprintf(err, errlen, "StepOutlier: n_outliers must be an integer >= 0");
+        snprintf(err, errlen,
+                 "StepOutlier: n_outliers must be an integer >= 0");
         return TW_ERR;
     }
     if (!v[P_MODE].is_none && v[P_MODE].s && v[P_MODE].s[0] == '\0') {
@@ -393,8 +395,7 @@ static so_series *series_get(so_node *n, const char *name)
     return n->names.ptrs[at];
 }
 
-static int interval_put(so_node *n, const char *key, int64_t start,
-                        int64_t end)
+static int interval_put(so_node *n, const char *key, int64_t start, int64_t end)
 {
     if (fwsm_find(&n->intervals, key) >= 0)
         return TW_OK; /* the first event of the scan wins */
@@ -490,7 +491,8 @@ static int so_intake(so_state *s, const tw_fw_event *e)
     if (!e->name || !so_accepts(s, e->name))
         return TW_OK;
     const tw_arg *a = step_num_arg(e);
-    if (!a || (a->kind != TW_ARG_STRING && a->kind != TW_ARG_NUMBER) || !a->value)
+    if (!a || (a->kind != TW_ARG_STRING && a->kind != TW_ARG_NUMBER) ||
+        !a->value)
         return TW_OK; /* skipped entirely (quirk 6 fix) */
     s->datapoints++;
     so_node *n = node_get(s, e->node ? e->node : "");
@@ -508,7 +510,8 @@ static int so_intake(so_state *s, const tw_fw_event *e)
     return interval_put(n, key, e->start_us, e->end_us);
 }
 
-/* ---- evaluation ----------------------------------------------------------- */
+/* ---- evaluation -----------------------------------------------------------
+ */
 
 static double *scratch(so_state *s, size_t n)
 {
@@ -591,7 +594,8 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
         fw_hist100_countmap(&ser->cm, h, 1, thr, d->probs, d->edges);
     }
     for (size_t i = 0; i < cnt; i++)
-        if (ser->d[i] > thr && steps_push_from(&d->steps, &ser->steps, i) != TW_OK)
+        if (ser->d[i] > thr &&
+            steps_push_from(&d->steps, &ser->steps, i) != TW_OK)
             return TW_ERR;
     note_detail(s, node_index);
     return TW_OK;
@@ -660,7 +664,8 @@ oom:
     return TW_ERR;
 }
 
-/* ---- report --------------------------------------------------------------- */
+/* ---- report ---------------------------------------------------------------
+ */
 
 static void write_step(const tw_host *h, tw_json *j, const so_steps *st,
                        size_t i, int as_str)
@@ -754,7 +759,8 @@ static int so_report(void *state, tw_json *j)
     return TW_OK;
 }
 
-/* ---- checkpoint ----------------------------------------------------------- */
+/* ---- checkpoint -----------------------------------------------------------
+ */
 
 #define SO_MAGIC 0x534f3031u /* "SO01" */
 
@@ -948,7 +954,8 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
         so_clear_nodes(s);
         fwsm_init(&s->nodes);
         snprintf(err, errlen,
-                 "StepOutlier: checkpoint is truncated, corrupt or not from this rule");
+                 "StepOutlier: checkpoint is truncated, corrupt or not from "
+                 "this rule");
         return TW_ERR;
     }
     return TW_OK;

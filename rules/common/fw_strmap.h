@@ -18,9 +18,9 @@
 #include <stdint.h>
 
 typedef struct fwsm {
-    char **keys;    /* insertion order */
-    int64_t *vals;  /* 0 for a new key */
-    void **ptrs;    /* NULL for a new key */
+    char **keys;   /* insertion order */
+    int64_t *vals; /* 0 for a new key */
+    void **ptrs;   /* NULL for a new key */
     size_t n;
     size_t cap;
     uint32_t *slots; /* open addressing: entry index + 1, 0 = empty */

@@ -16,12 +16,13 @@ typedef struct dl_job {
 
 static void dj_init(dl_job *d, int cores)
 {
-    static const char *names[16] = {"cpu0", "cpu1", "cpu2", "cpu3", "cpu4", "cpu5",
-                                    "cpu6", "cpu7", "cpu8", "cpu9", "cpu10", "cpu11",
-                                    "cpu12", "cpu13", "cpu14", "cpu15"};
+    static const char *names[16] = {
+        "cpu0", "cpu1", "cpu2",  "cpu3",  "cpu4",  "cpu5",  "cpu6",  "cpu7",
+        "cpu8", "cpu9", "cpu10", "cpu11", "cpu12", "cpu13", "cpu14", "cpu15"};
     rt_job_init(&d->job);
     for (int i = 0; i < cores; i++)
-        d->cpu[i] = rt_job_series(&d->job, "algo-1", "cpu", names[i], "CPUUtilization");
+        d->cpu[i] =
+            rt_job_series(&d->job, "algo-1", "cpu", names[i], "CPUUtilization");
 }
 
 static tw_arg pid11 = {"pid", "11", TW_ARG_NUMBER};
@@ -32,8 +33,8 @@ static tw_arg init_args[2] = {{"pin_memory", "false", TW_ARG_BOOL},
 
 static tw_fw_event worker(int64_t start, int64_t dur, tw_arg *pid)
 {
-    tw_fw_event e = rt_event("DataLoaderWorker", "DataLoaderWorker", "algo-1-0", start,
-                             start + dur, TW_SOURCE_PYTHONTIMELINE);
+    tw_fw_event e = rt_event("DataLoaderWorker", "DataLoaderWorker", "algo-1-0",
+                             start, start + dur, TW_SOURCE_PYTHONTIMELINE);
     if (pid) {
         e.args = pid;
         e.nargs = 1;
@@ -46,9 +47,11 @@ static const tw_scan_result *run(rt_env *e, dl_job *d, uint64_t k, int ncores,
 {
     tw_sample smp[16];
     for (int i = 0; i < ncores; i++)
-        smp[i] = rt_sample((double)(B + (int64_t)k * 60 * SEC) / 1e6 + 1, 10, d->cpu[i]);
+        smp[i] = rt_sample((double)(B + (int64_t)k * 60 * SEC) / 1e6 + 1, 10,
+                           d->cpu[i]);
     tw_scan sc = rt_job_scan(&d->job, k, B + (int64_t)k * 60 * SEC,
-                             B + (int64_t)(k + 1) * 60 * SEC, smp, (size_t)ncores, ev, n);
+                             B + (int64_t)(k + 1) * 60 * SEC, smp,
+                             (size_t)ncores, ev, n);
     return rt_run(e, &sc);
 }
 
@@ -56,8 +59,8 @@ static const tw_scan_result *run(rt_env *e, dl_job *d, uint64_t k, int ncores,
 static size_t example_events(tw_fw_event *ev)
 {
     size_t n = 0;
-    ev[n] = rt_event("DataLoaderIterInitialize", "DataLoaderIterInitialize", "algo-1-0",
-                     B, B + 10, TW_SOURCE_PYTHONTIMELINE);
+    ev[n] = rt_event("DataLoaderIterInitialize", "DataLoaderIterInitialize",
+                     "algo-1-0", B, B + 10, TW_SOURCE_PYTHONTIMELINE);
     ev[n].args = init_args;
     ev[n++].nargs = 2;
     for (int s = 0; s < 3; s++) {
@@ -77,7 +80,8 @@ static void test_worked_example(void **state)
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
         const char *kv[] = {"patience", "1", NULL};
-        assert_int_equal(rt_create(e, "Dataloader", (tw_semantics)sem, kv), TW_OK);
+        assert_int_equal(rt_create(e, "Dataloader", (tw_semantics)sem, kv),
+                         TW_OK);
         const tw_scan_result *r = run(e, &d, 0, 8, ev, n);
         assert_true(r->condition_met);
         assert_int_equal(r->violations, 1);
@@ -86,12 +90,15 @@ static void test_worked_example(void **state)
         json_t *rep = rt_report(e);
         json_t *det = rt_jget(rep, "Details", NULL);
         char keys[256];
-        assert_string_equal(rt_jkeys(det, keys, sizeof(keys)),
-                            "pin_memory,num_workers,cores,dataloaders,dataloading_time");
+        assert_string_equal(
+            rt_jkeys(det, keys, sizeof(keys)),
+            "pin_memory,num_workers,cores,dataloaders,dataloading_time");
         assert_true(json_is_false(json_object_get(det, "pin_memory")));
-        assert_int_equal(json_integer_value(json_object_get(det, "num_workers")), 2);
+        assert_int_equal(
+            json_integer_value(json_object_get(det, "num_workers")), 2);
         assert_int_equal(json_integer_value(json_object_get(det, "cores")), 8);
-        assert_int_equal(json_integer_value(json_object_get(det, "dataloaders")), 2);
+        assert_int_equal(
+            json_integer_value(json_object_get(det, "dataloaders")), 2);
         rt_assert_bits(rt_jnum(det, "dataloading_time", "p25"), 0.25);
         rt_assert_bits(rt_jnum(det, "dataloading_time", "p50"), 0.25);
         rt_assert_bits(rt_jnum(det, "dataloading_time", "p95"), 0.25);
@@ -101,8 +108,9 @@ static void test_worked_example(void **state)
         rt_assert_bits(json_number_value(json_array_get(edges, 0)), -0.25);
         rt_assert_bits(json_number_value(json_array_get(edges, 100)), 0.75);
         json_decref(rep);
-        assert_non_null(strstr(rt_report_text(e),
-                               "\"RuleParameters\": \"min_threshold:70\\nmax_threshold:200\""));
+        assert_non_null(strstr(
+            rt_report_text(e),
+            "\"RuleParameters\": \"min_threshold:70\\nmax_threshold:200\""));
         rt_env_free(e);
     }
 }
@@ -119,8 +127,10 @@ static void test_patience_boundary(void **state)
     dj_init(&d, 8);
     rt_env *e = rt_env_new();
     const char *kv[] = {"patience", "3", NULL};
-    assert_int_equal(rt_create(e, "Dataloader", TW_SEMANTICS_REFERENCE, kv), TW_OK);
-    assert_false(run(e, &d, 0, 8, ev, n)->condition_met); /* 3 points, not > 3 */
+    assert_int_equal(rt_create(e, "Dataloader", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
+    assert_false(
+        run(e, &d, 0, 8, ev, n)->condition_met); /* 3 points, not > 3 */
     tw_fw_event w = worker(B + 61 * SEC, 1000, &pid11);
     const tw_scan_result *r = run(e, &d, 1, 8, &w, 1);
     assert_true(r->condition_met);
@@ -138,20 +148,24 @@ static void test_too_many_and_frozen_cores(void **state)
     (void)state;
     dl_job d;
     dj_init(&d, 8);
-    tw_fw_event ev[3] = {worker(B + SEC, 1000, &pid11), worker(B + SEC, 1000, &pid12),
+    tw_fw_event ev[3] = {worker(B + SEC, 1000, &pid11),
+                         worker(B + SEC, 1000, &pid12),
                          worker(B + SEC, 1000, &pid13)};
     rt_env *e = rt_env_new();
     const char *kv[] = {"patience", "0", "min_threshold", "0", NULL};
     assert_int_equal(rt_create(e, "Dataloader", TW_SEMANTICS_FIXED, kv), TW_OK);
-    assert_false(run(e, &d, 0, 0, NULL, 0)->condition_met); /* no CPU, no loaders */
+    assert_false(
+        run(e, &d, 0, 0, NULL, 0)->condition_met); /* no CPU, no loaders */
     const tw_scan_result *r = run(e, &d, 1, 1, ev, 3);
     assert_true(r->condition_met);
     assert_int_equal(r->violations, 1);
     r = run(e, &d, 2, 8, ev, 3);
     assert_int_equal(r->violations, 2);
     json_t *rep = rt_report(e);
-    assert_int_equal(json_integer_value(rt_jget(rep, "Details", "cores", NULL)), 1);
-    assert_int_equal(json_integer_value(rt_jget(rep, "Details", "dataloaders", NULL)), 3);
+    assert_int_equal(json_integer_value(rt_jget(rep, "Details", "cores", NULL)),
+                     1);
+    assert_int_equal(
+        json_integer_value(rt_jget(rep, "Details", "dataloaders", NULL)), 3);
     json_decref(rep);
     rt_env_free(e);
 }
@@ -164,21 +178,26 @@ static void test_prefetch_and_no_args(void **state)
     dl_job d;
     dj_init(&d, 2);
     tw_fw_event a[2] = {worker(B + SEC, 1000, NULL),
-                        rt_event("PrefetchDataset", "/host:CPU", "algo-1-0", B + 2 * SEC,
-                                 B + 2 * SEC + 5, TW_SOURCE_TF_PROFILER)};
+                        rt_event("PrefetchDataset", "/host:CPU", "algo-1-0",
+                                 B + 2 * SEC, B + 2 * SEC + 5,
+                                 TW_SOURCE_TF_PROFILER)};
     rt_env *e = rt_env_new();
-    assert_int_equal(rt_create(e, "Dataloader", TW_SEMANTICS_REFERENCE, NULL), TW_OK);
+    assert_int_equal(rt_create(e, "Dataloader", TW_SEMANTICS_REFERENCE, NULL),
+                     TW_OK);
     run(e, &d, 0, 2, a, 1);
     json_t *rep = rt_report(e);
     char keys[256];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
-                        "cores,dataloaders,dataloading_time");
-    assert_int_equal(json_integer_value(rt_jget(rep, "Details", "dataloaders", NULL)), 0);
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "cores,dataloaders,dataloading_time");
+    assert_int_equal(
+        json_integer_value(rt_jget(rep, "Details", "dataloaders", NULL)), 0);
     json_decref(rep);
     run(e, &d, 1, 2, a, 2); /* loader then Prefetch: prefetch true */
     rep = rt_report(e);
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
-                        "cores,dataloaders,dataloading_time,prefetch");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "cores,dataloaders,dataloading_time,prefetch");
     assert_true(json_is_true(rt_jget(rep, "Details", "prefetch", NULL)));
     json_decref(rep);
     run(e, &d, 2, 2, a, 1); /* hidden again: Details keeps the last value */
@@ -189,7 +208,8 @@ static void test_prefetch_and_no_args(void **state)
 
     /* Without loader events nothing is written, prefetch false not shown. */
     e = rt_env_new();
-    assert_int_equal(rt_create(e, "Dataloader", TW_SEMANTICS_REFERENCE, NULL), TW_OK);
+    assert_int_equal(rt_create(e, "Dataloader", TW_SEMANTICS_REFERENCE, NULL),
+                     TW_OK);
     run(e, &d, 0, 2, a + 1, 1);
     assert_non_null(strstr(rt_report_text(e), "\"Details\": {}"));
     rt_env_free(e);
@@ -208,7 +228,8 @@ static void test_fixed_bound_on_times(void **state)
     const char *kv[] = {"max_distinct_times", "1000", NULL};
     rt_env *f = rt_env_new(), *r = rt_env_new();
     assert_int_equal(rt_create(f, "Dataloader", TW_SEMANTICS_FIXED, kv), TW_OK);
-    assert_int_equal(rt_create(r, "Dataloader", TW_SEMANTICS_REFERENCE, kv), TW_OK);
+    assert_int_equal(rt_create(r, "Dataloader", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
     run(f, &d, 0, 4, ev, N);
     run(r, &d, 0, 4, ev, N);
     json_t *jf = rt_report(f), *jr = rt_report(r);
@@ -244,9 +265,11 @@ static void test_checkpoint_equivalence(void **state)
     const char *kv[] = {"patience", "1", NULL};
     for (int sem = 0; sem < 2; sem++) {
         rt_env *a = rt_env_new();
-        assert_int_equal(rt_create(a, "Dataloader", (tw_semantics)sem, kv), TW_OK);
+        assert_int_equal(rt_create(a, "Dataloader", (tw_semantics)sem, kv),
+                         TW_OK);
         run(a, &d, 0, 8, ev, 3);
-        rt_env *b = rt_clone_via_checkpoint(a, "Dataloader", (tw_semantics)sem, kv);
+        rt_env *b =
+            rt_clone_via_checkpoint(a, "Dataloader", (tw_semantics)sem, kv);
         run(a, &d, 1, 8, ev + 3, n - 3);
         run(b, &d, 1, 8, ev + 3, n - 3);
         run(a, &d, 2, 8, ev, n);
@@ -257,7 +280,8 @@ static void test_checkpoint_equivalence(void **state)
                          tw_rule_last_result(b->rule)->violations);
         free(ta);
         char err[128];
-        assert_int_equal(tw_rule_restore(b->rule, "junk", 4, err, sizeof(err)), TW_ERR);
+        assert_int_equal(tw_rule_restore(b->rule, "junk", 4, err, sizeof(err)),
+                         TW_ERR);
         rt_env_free(a);
         rt_env_free(b);
     }

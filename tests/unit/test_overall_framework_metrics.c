@@ -10,11 +10,12 @@ static tw_arg step0 = {"step_num", "0", TW_ARG_STRING};
 static tw_arg step1 = {"step_num", "1", TW_ARG_STRING};
 static tw_arg step2 = {"step_num", "2", TW_ARG_STRING};
 
-static tw_fw_event ev_with(const char *name, const char *phase, double s, double e,
-                          tw_source src, tw_arg *arg)
+static tw_fw_event ev_with(const char *name, const char *phase, double s,
+                           double e, tw_source src, tw_arg *arg)
 {
-    tw_fw_event x = rt_event(name, phase, "algo-1-0", B + (int64_t)(s * 1e6 + 0.5),
-                             B + (int64_t)(e * 1e6 + 0.5), src);
+    tw_fw_event x =
+        rt_event(name, phase, "algo-1-0", B + (int64_t)(s * 1e6 + 0.5),
+                 B + (int64_t)(e * 1e6 + 0.5), src);
     if (arg) {
         x.args = arg;
         x.nargs = 1;
@@ -33,11 +34,15 @@ static size_t worked_events(tw_fw_event *ev)
     ev[n++] = ev_with("aten::conv2d", "cpu_functions", 1.0, 1.1, PY, NULL);
     ev[n++] = ev_with("aten::relu", "cpu_functions", 1.1, 1.101, PY, NULL);
     ev[n++] = ev_with("volta_gemm", "gpu_functions-dev:0", 1.0, 1.3, PY, NULL);
-    ev[n++] = ev_with("layer1", "Forward-SubModuleInternal", 1.0, 1.1, PY, NULL);
-    ev[n++] = ev_with("layer1", "Backward-SubModuleInternal", 1.1, 1.4, PY, NULL);
+    ev[n++] =
+        ev_with("layer1", "Forward-SubModuleInternal", 1.0, 1.1, PY, NULL);
+    ev[n++] =
+        ev_with("layer1", "Backward-SubModuleInternal", 1.1, 1.4, PY, NULL);
     ev[n++] = ev_with("DataLoaderIter", "DataLoaderIter", 1.0, 1.05, PY, NULL);
-    ev[n++] = ev_with("allreduce", "ALLREDUCE", 1.2, 1.26, TW_SOURCE_HOROVOD, NULL);
-    ev[n++] = ev_with("negotiate", "NEGOTIATE", 1.3, 1.301, TW_SOURCE_HOROVOD, NULL);
+    ev[n++] =
+        ev_with("allreduce", "ALLREDUCE", 1.2, 1.26, TW_SOURCE_HOROVOD, NULL);
+    ev[n++] =
+        ev_with("negotiate", "NEGOTIATE", 1.3, 1.301, TW_SOURCE_HOROVOD, NULL);
     return n;
 }
 
@@ -56,8 +61,9 @@ static void test_worked_example(void **state)
     size_t n = worked_events(ev);
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
-        assert_int_equal(rt_create(e, "OverallFrameworkMetrics", (tw_semantics)sem, NULL),
-                         TW_OK);
+        assert_int_equal(
+            rt_create(e, "OverallFrameworkMetrics", (tw_semantics)sem, NULL),
+            TW_OK);
         rt_job job;
         rt_job_init(&job);
         const tw_scan_result *r = run(e, &job, 0, ev, n);
@@ -66,20 +72,20 @@ static void test_worked_example(void **state)
         assert_int_equal(r->rule_triggered, 0);
         const char *text = rt_report_text(e);
         assert_string_equal(
-            text,
-            "{\"RuleTriggered\": 0, \"Violations\": 0, \"Details\": {"
-            "\"ratio\": {\"gpu_functions-dev:0\": 74.81296758104739, "
-            "\"cpu_functions\": 25.187032418952622}, "
-            "\"CPU\": {\"aten::conv2d\": 100.0}, "
-            "\"CPU_total\": {\"aten::conv2d\": 100000}, "
-            "\"GPU\": {\"volta_gemm\": 100.0}, "
-            "\"GPU_total\": {\"volta_gemm\": 300000}, "
-            "\"phase\": {\"Step:ModeKeys.TRAIN\": 88.88888888888889, "
-            "\"others\": 11.11111111111111}, \"phase_time\": {}, "
-            "\"general\": {\"DataLoaderIter\": 100.0}, "
-            "\"forward_backward\": {\"Forward pass\": 25.0, \"Backward pass\": 75.0}, "
-            "\"horovod\": {\"allreduce\": 100.0}}, "
-            "\"Datapoints\": 0, \"RuleParameters\": \"\"}");
+            text, "{\"RuleTriggered\": 0, \"Violations\": 0, \"Details\": {"
+                  "\"ratio\": {\"gpu_functions-dev:0\": 74.81296758104739, "
+                  "\"cpu_functions\": 25.187032418952622}, "
+                  "\"CPU\": {\"aten::conv2d\": 100.0}, "
+                  "\"CPU_total\": {\"aten::conv2d\": 100000}, "
+                  "\"GPU\": {\"volta_gemm\": 100.0}, "
+                  "\"GPU_total\": {\"volta_gemm\": 300000}, "
+                  "\"phase\": {\"Step:ModeKeys.TRAIN\": 88.88888888888889, "
+                  "\"others\": 11.11111111111111}, \"phase_time\": {}, "
+                  "\"general\": {\"DataLoaderIter\": 100.0}, "
+                  "\"forward_backward\": {\"Forward pass\": 25.0, \"Backward "
+                  "pass\": 75.0}, "
+                  "\"horovod\": {\"allreduce\": 100.0}}, "
+                  "\"Datapoints\": 0, \"RuleParameters\": \"\"}");
         rt_env_free(e);
     }
 }
@@ -96,8 +102,9 @@ static void test_others_reference_vs_fixed(void **state)
         ev_with(TRAIN, TRAIN, 1.0, 1.4, PY, &step2),
     };
     rt_env *e = rt_env_new();
-    assert_int_equal(rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_REFERENCE, NULL),
-                     TW_OK);
+    assert_int_equal(
+        rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_REFERENCE, NULL),
+        TW_OK);
     rt_job job;
     rt_job_init(&job);
     run(e, &job, 0, ev, 3);
@@ -108,8 +115,9 @@ static void test_others_reference_vs_fixed(void **state)
     rt_env_free(e);
 
     e = rt_env_new();
-    assert_int_equal(rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_FIXED, NULL),
-                     TW_OK);
+    assert_int_equal(
+        rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_FIXED, NULL),
+        TW_OK);
     run(e, &job, 0, ev, 3);
     rep = rt_report(e);
     rt_assert_bits(rt_jnum(rep, "Details", "phase", "others"),
@@ -126,8 +134,9 @@ static void test_others_reference_vs_fixed(void **state)
         ev_with(TRAIN, TRAIN, 0.0, 0.4, PY, &step1),
     };
     e = rt_env_new();
-    assert_int_equal(rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_REFERENCE, NULL),
-                     TW_OK);
+    assert_int_equal(
+        rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_REFERENCE, NULL),
+        TW_OK);
     run(e, &job, 0, ev2, 4);
     rep = rt_report(e);
     /* step 0: 400000 - 400000/2 = 200000; step 1: 400000 - (800000 +
@@ -137,8 +146,9 @@ static void test_others_reference_vs_fixed(void **state)
     json_decref(rep);
     rt_env_free(e);
     e = rt_env_new();
-    assert_int_equal(rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_FIXED, NULL),
-                     TW_OK);
+    assert_int_equal(
+        rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_FIXED, NULL),
+        TW_OK);
     run(e, &job, 0, ev2, 4);
     rep = rt_report(e);
     rt_assert_bits(rt_jnum(rep, "Details", "phase", "others"), 0.0);
@@ -159,21 +169,22 @@ static void test_step_without_step_num(void **state)
     };
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
-        assert_int_equal(rt_create(e, "OverallFrameworkMetrics", (tw_semantics)sem, NULL),
-                         TW_OK);
+        assert_int_equal(
+            rt_create(e, "OverallFrameworkMetrics", (tw_semantics)sem, NULL),
+            TW_OK);
         rt_job job;
         rt_job_init(&job);
         run(e, &job, 0, ev, 2);
         json_t *rep = rt_report(e);
         char keys[128];
-        assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "phase", NULL), keys,
-                                     sizeof(keys)),
+        assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "phase", NULL),
+                                     keys, sizeof(keys)),
                             TRAIN);
         json_decref(rep);
         run(e, &job, 1, ev + 2, 1);
         rep = rt_report(e);
-        assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "phase", NULL), keys,
-                                     sizeof(keys)),
+        assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "phase", NULL),
+                                     keys, sizeof(keys)),
                             TRAIN ",others");
         json_decref(rep);
         rt_env_free(e);
@@ -190,19 +201,22 @@ static void test_key_order_over_scans(void **state)
         ev_with("allreduce", "ALLREDUCE", 60.0, 60.1, TW_SOURCE_HOROVOD, NULL),
     };
     rt_env *e = rt_env_new();
-    assert_int_equal(rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_REFERENCE, NULL),
-                     TW_OK);
-    assert_string_equal(rt_report_text(e),
-                        "{\"RuleTriggered\": 0, \"Violations\": 0, \"Details\": {}, "
-                        "\"Datapoints\": 0, \"RuleParameters\": \"\"}");
+    assert_int_equal(
+        rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_REFERENCE, NULL),
+        TW_OK);
+    assert_string_equal(
+        rt_report_text(e),
+        "{\"RuleTriggered\": 0, \"Violations\": 0, \"Details\": {}, "
+        "\"Datapoints\": 0, \"RuleParameters\": \"\"}");
     rt_job job;
     rt_job_init(&job);
     run(e, &job, 0, s1, 1);
     run(e, &job, 1, s2, 2);
     json_t *rep = rt_report(e);
     char keys[256];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
-                        "ratio,phase,phase_time,CPU,CPU_total,horovod");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "ratio,phase,phase_time,CPU,CPU_total,horovod");
     rt_assert_bits(rt_jnum(rep, "Details", "ratio", "cpu_functions"), 100.0);
     json_decref(rep);
     rt_env_free(e);
@@ -215,8 +229,9 @@ static void test_checkpoint_equivalence(void **state)
     size_t n = worked_events(ev);
     for (int sem = 0; sem < 2; sem++) {
         rt_env *a = rt_env_new();
-        assert_int_equal(rt_create(a, "OverallFrameworkMetrics", (tw_semantics)sem, NULL),
-                         TW_OK);
+        assert_int_equal(
+            rt_create(a, "OverallFrameworkMetrics", (tw_semantics)sem, NULL),
+            TW_OK);
         rt_job job;
         rt_job_init(&job);
         run(a, &job, 0, ev, 4);
@@ -230,7 +245,8 @@ static void test_checkpoint_equivalence(void **state)
         assert_string_equal(ta, rt_report_text(b));
         free(ta);
         char err[128];
-        assert_int_equal(tw_rule_restore(b->rule, "junk", 4, err, sizeof(err)), TW_ERR);
+        assert_int_equal(tw_rule_restore(b->rule, "junk", 4, err, sizeof(err)),
+                         TW_ERR);
         rt_env_free(a);
         rt_env_free(b);
     }
@@ -241,8 +257,9 @@ static void test_bad_parameters(void **state)
     (void)state;
     rt_env *e = rt_env_new();
     const char *kv[] = {"threshold", "3", NULL};
-    assert_int_equal(rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_FIXED, kv),
-                     TW_ERR);
+    assert_int_equal(
+        rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_FIXED, kv),
+        TW_ERR);
     assert_non_null(strstr(e->err, "threshold"));
     rt_env_free(e);
 }

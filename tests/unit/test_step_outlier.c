@@ -69,7 +69,8 @@ static void test_worked_example_reference(void **state)
     st_example(&s, 's');
     rt_env *e = rt_env_new();
     const char *kv[] = {"n_outliers", "1", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv), TW_OK);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
     rt_job job;
     rt_job_init(&job);
     const tw_scan_result *r = run_stream(e, &job, 0, s.ev, s.n);
@@ -104,16 +105,19 @@ static void test_worked_example_reference(void **state)
     assert_string_equal(json_string_value(json_array_get(steps, 1)), "80");
 
     char keys[256];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
-                        "step_details,ratio,phase,phase_time");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "step_details,ratio,phase,phase_time");
     json_t *phase = rt_jget(rep, "Details", "phase", NULL);
-    assert_string_equal(rt_jkeys(phase, keys, sizeof(keys)), "Step:ModeKeys.TRAIN");
+    assert_string_equal(rt_jkeys(phase, keys, sizeof(keys)),
+                        "Step:ModeKeys.TRAIN");
     rt_assert_bits(rt_jnum(phase, "Step:ModeKeys.TRAIN"), 100.0);
     json_decref(rep);
 
     const char *text = rt_report_text(e);
-    assert_non_null(strstr(text, "\"RuleParameters\": \"threshold:3\\nmode:None\\n"
-                                 "n_outliers:1\\nstddev:3\""));
+    assert_non_null(strstr(text,
+                           "\"RuleParameters\": \"threshold:3\\nmode:None\\n"
+                           "n_outliers:1\\nstddev:3\""));
     assert_non_null(strstr(text, "\"binedges\": [-0.4, "));
     assert_non_null(strstr(text, ", 0.6]"));
     rt_env_free(e);
@@ -126,24 +130,28 @@ static void test_hundred_vs_hundred_one(void **state)
     static stream s;
     st_init(&s);
     for (long k = 0; k < 101; k++)
-        st_step(&s, "Step:ModeKeys.TRAIN", "algo-1-0", k == 7 ? 900000 : 100000, k, 's');
+        st_step(&s, "Step:ModeKeys.TRAIN", "algo-1-0", k == 7 ? 900000 : 100000,
+                k, 's');
     rt_env *e = rt_env_new();
     const char *kv[] = {"n_outliers", "0", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv), TW_OK);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
     rt_job job;
     rt_job_init(&job);
     const tw_scan_result *r = run_stream(e, &job, 0, s.ev, 100);
     assert_false(r->condition_met);
     assert_int_equal(r->datapoints, 100);
     json_t *rep = rt_report(e);
-    assert_int_equal(json_object_size(rt_jget(rep, "Details", "step_details", NULL)), 0);
+    assert_int_equal(
+        json_object_size(rt_jget(rep, "Details", "step_details", NULL)), 0);
     json_decref(rep);
     r = run_stream(e, &job, 1, s.ev + 100, 1);
     assert_true(r->condition_met);
     assert_int_equal(r->violations, 1);
     rep = rt_report(e);
     assert_int_equal((int)rt_jnum(rep, "Details", "step_details", "algo-1-0",
-                                  "number_of_outliers"), 1);
+                                  "number_of_outliers"),
+                     1);
     json_decref(rep);
     rt_env_free(e);
 }
@@ -157,7 +165,8 @@ static void test_n_outliers_strict(void **state)
     st_example(&s, 's');
     rt_env *e = rt_env_new();
     const char *kv[] = {"n_outliers", "2", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv), TW_OK);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
     rt_job job;
     rt_job_init(&job);
     const tw_scan_result *r = run_stream(e, &job, 0, s.ev, s.n);
@@ -166,7 +175,8 @@ static void test_n_outliers_strict(void **state)
     json_t *rep = rt_report(e);
     /* The slot is still filled; no aggregation happened. */
     assert_int_equal((int)rt_jnum(rep, "Details", "step_details", "algo-1-0",
-                                  "number_of_outliers"), 2);
+                                  "number_of_outliers"),
+                     2);
     assert_null(rt_jget(rep, "Details", "ratio", NULL));
     json_decref(rep);
     rt_env_free(e);
@@ -182,7 +192,8 @@ static void test_violations_recount_history(void **state)
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
         const char *kv[] = {"n_outliers", "1", NULL};
-        assert_int_equal(rt_create(e, "StepOutlier", (tw_semantics)sem, kv), TW_OK);
+        assert_int_equal(rt_create(e, "StepOutlier", (tw_semantics)sem, kv),
+                         TW_OK);
         rt_job job;
         rt_job_init(&job);
         run_stream(e, &job, 0, s.ev, s.n);
@@ -207,7 +218,8 @@ static void test_mode_fixed_vs_reference(void **state)
     const char *kv[] = {"n_outliers", "1", "mode", "ModeKeys.EVAL", NULL};
 
     rt_env *e = rt_env_new();
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv), TW_OK);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
     rt_job job;
     rt_job_init(&job);
     const tw_scan_result *r = run_stream(e, &job, 0, s.ev, s.n);
@@ -218,10 +230,12 @@ static void test_mode_fixed_vs_reference(void **state)
     rt_env_free(e);
 
     e = rt_env_new();
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, kv), TW_OK);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, kv),
+                     TW_OK);
     rt_job_init(&job);
     r = run_stream(e, &job, 0, s.ev, s.n);
-    assert_int_equal(r->datapoints, 6); /* only EVAL steps and the named event */
+    assert_int_equal(r->datapoints,
+                     6); /* only EVAL steps and the named event */
     assert_false(r->condition_met);
     rt_env_free(e);
 }
@@ -237,7 +251,8 @@ static void test_missing_step_num_skipped(void **state)
     st_step(&s, "Step:ModeKeys.TRAIN", "algo-1-0", 100000, 3, 's');
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
-        assert_int_equal(rt_create(e, "StepOutlier", (tw_semantics)sem, NULL), TW_OK);
+        assert_int_equal(rt_create(e, "StepOutlier", (tw_semantics)sem, NULL),
+                         TW_OK);
         rt_job job;
         rt_job_init(&job);
         const tw_scan_result *r = run_stream(e, &job, 0, s.ev, s.n);
@@ -255,21 +270,24 @@ static void test_step_number_types(void **state)
     st_example(&s, 'n');
     rt_env *e = rt_env_new();
     const char *kv[] = {"n_outliers", "1", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv), TW_OK);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
     rt_job job;
     rt_job_init(&job);
     run_stream(e, &job, 0, s.ev, s.n);
     const char *text = rt_report_text(e);
     assert_non_null(strstr(text, "\"step_numbers\": [50, 80]"));
     /* Correlation still found the steps (number keys match). */
-    assert_non_null(strstr(text, "\"phase\": {\"Step:ModeKeys.TRAIN\": 100.0}"));
+    assert_non_null(
+        strstr(text, "\"phase\": {\"Step:ModeKeys.TRAIN\": 100.0}"));
     rt_env_free(e);
 
     st_init(&s);
     st_example(&s, 'n');
     s.args[3].kind = TW_ARG_STRING; /* step 3 written as "3" */
     e = rt_env_new();
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv), TW_OK);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
     rt_job_init(&job);
     run_stream(e, &job, 0, s.ev, s.n);
     text = rt_report_text(e);
@@ -289,11 +307,13 @@ static void test_one_slot_per_node_and_collisions(void **state)
     st_init(&s);
     st_example(&s, 's');
     for (long k = 0; k < 101; k++)
-        st_step(&s, "Step:ModeKeys.EVAL", "algo-1-0", 20000 + (k % 3) * 1000, k, 's');
+        st_step(&s, "Step:ModeKeys.EVAL", "algo-1-0", 20000 + (k % 3) * 1000, k,
+                's');
     st_step(&s, "Step:ModeKeys.TRAIN", "algo-2-0", 100000, 1, 's');
     rt_env *e = rt_env_new();
     const char *kv[] = {"n_outliers", "1", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv), TW_OK);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
     rt_job job;
     rt_job_init(&job);
     const tw_scan_result *r = run_stream(e, &job, 0, s.ev, s.n);
@@ -303,11 +323,13 @@ static void test_one_slot_per_node_and_collisions(void **state)
     json_t *sd = rt_jget(rep, "Details", "step_details", NULL);
     char keys[128];
     assert_string_equal(rt_jkeys(sd, keys, sizeof(keys)), "algo-1-0");
-    assert_string_equal(json_string_value(rt_jget(sd, "algo-1-0", "phase", NULL)),
-                        "Step:ModeKeys.EVAL");
+    assert_string_equal(
+        json_string_value(rt_jget(sd, "algo-1-0", "phase", NULL)),
+        "Step:ModeKeys.EVAL");
     /* TRAIN step "50" owns the interval (first event wins), so the EVAL
      * steps around it are not in the aggregation window. */
-    rt_assert_bits(rt_jnum(rep, "Details", "phase", "Step:ModeKeys.TRAIN"), 100.0);
+    rt_assert_bits(rt_jnum(rep, "Details", "phase", "Step:ModeKeys.TRAIN"),
+                   100.0);
     json_decref(rep);
     rt_env_free(e);
 }
@@ -324,9 +346,11 @@ static void test_fixed_summary_mode(void **state)
                 (k % 100 == 37) ? 1000000 : 100000 + (k % 7) * 1000, k, 's');
     const char *kvf[] = {"n_outliers", "1", "max_exact_steps", "1000", NULL};
     rt_env *f = rt_env_new();
-    assert_int_equal(rt_create(f, "StepOutlier", TW_SEMANTICS_FIXED, kvf), TW_OK);
+    assert_int_equal(rt_create(f, "StepOutlier", TW_SEMANTICS_FIXED, kvf),
+                     TW_OK);
     rt_env *r = rt_env_new();
-    assert_int_equal(rt_create(r, "StepOutlier", TW_SEMANTICS_REFERENCE, kvf), TW_OK);
+    assert_int_equal(rt_create(r, "StepOutlier", TW_SEMANTICS_REFERENCE, kvf),
+                     TW_OK);
     rt_job job;
     rt_job_init(&job);
     for (uint64_t k = 0; k < 3; k++) {
@@ -340,17 +364,20 @@ static void test_fixed_summary_mode(void **state)
     assert_int_equal((int)rt_jnum(dr, "number_of_outliers"), 15);
     const char *st[] = {"max", "p99", "p95", "p50", "min"};
     for (int i = 0; i < 5; i++)
-        rt_assert_bits(rt_jnum(df, "step_stats", st[i]), rt_jnum(dr, "step_stats", st[i]));
+        rt_assert_bits(rt_jnum(df, "step_stats", st[i]),
+                       rt_jnum(dr, "step_stats", st[i]));
     assert_true(fabs(rt_jnum(df, "step_stats", "mean") -
                      rt_jnum(dr, "step_stats", "mean")) < 1e-12);
-    assert_true(json_equal(json_object_get(df, "probs"), json_object_get(dr, "probs")));
+    assert_true(
+        json_equal(json_object_get(df, "probs"), json_object_get(dr, "probs")));
     /* The window keeps the newest 1000..1125 steps: outliers 437 .. 1437
      * are listed in fixed, all 15 in reference. */
     assert_int_equal(json_array_size(json_object_get(dr, "step_numbers")), 15);
     size_t nf = json_array_size(json_object_get(df, "step_numbers"));
     assert_true(nf >= 10 && nf < 15);
     assert_string_equal(json_string_value(json_array_get(
-                            json_object_get(df, "step_numbers"), nf - 1)), "1437");
+                            json_object_get(df, "step_numbers"), nf - 1)),
+                        "1437");
     json_decref(jf);
     json_decref(jr);
     rt_env_free(f);
@@ -368,11 +395,13 @@ static void test_checkpoint_equivalence(void **state)
     const char *kv[] = {"n_outliers", "1", "max_exact_steps", "1000", NULL};
     for (int sem = 0; sem < 2; sem++) {
         rt_env *a = rt_env_new();
-        assert_int_equal(rt_create(a, "StepOutlier", (tw_semantics)sem, kv), TW_OK);
+        assert_int_equal(rt_create(a, "StepOutlier", (tw_semantics)sem, kv),
+                         TW_OK);
         rt_job job;
         rt_job_init(&job);
         run_stream(a, &job, 0, s.ev, 150);
-        rt_env *b = rt_clone_via_checkpoint(a, "StepOutlier", (tw_semantics)sem, kv);
+        rt_env *b =
+            rt_clone_via_checkpoint(a, "StepOutlier", (tw_semantics)sem, kv);
         assert_string_equal(rt_report_text(a), rt_report_text(b));
         run_stream(a, &job, 1, s.ev + 150, s.n - 150);
         run_stream(b, &job, 1, s.ev + 150, s.n - 150);
@@ -384,9 +413,10 @@ static void test_checkpoint_equivalence(void **state)
         assert_int_equal(tw_rule_save(a->rule, buf), TW_OK);
         char err[256];
         rt_env *c = rt_env_new();
-        assert_int_equal(rt_create(c, "StepOutlier", (tw_semantics)sem, kv), TW_OK);
-        assert_int_equal(tw_rule_restore(c->rule, tw_buf_data(buf), tw_buf_len(buf) - 3,
-                                         err, sizeof(err)),
+        assert_int_equal(rt_create(c, "StepOutlier", (tw_semantics)sem, kv),
+                         TW_OK);
+        assert_int_equal(tw_rule_restore(c->rule, tw_buf_data(buf),
+                                         tw_buf_len(buf) - 3, err, sizeof(err)),
                          TW_ERR);
         tw_buf_free(buf);
         rt_env_free(c);
@@ -400,18 +430,23 @@ static void test_bad_parameters(void **state)
     (void)state;
     rt_env *e = rt_env_new();
     const char *neg[] = {"stddev", "-1", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, neg), TW_ERR);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, neg),
+                     TW_ERR);
     assert_non_null(strstr(e->err, "stddev"));
     const char *txt[] = {"n_outliers", "many", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, txt), TW_ERR);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, txt),
+                     TW_ERR);
     assert_non_null(strstr(e->err, "n_outliers"));
     const char *empty[] = {"mode", "", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, empty), TW_ERR);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, empty),
+                     TW_ERR);
     assert_non_null(strstr(e->err, "mode"));
     const char *cap[] = {"max_exact_steps", "10", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, cap), TW_ERR);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, cap),
+                     TW_ERR);
     const char *unknown[] = {"scan_interval_us", "60000000", NULL};
-    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, unknown), TW_ERR);
+    assert_int_equal(rt_create(e, "StepOutlier", TW_SEMANTICS_FIXED, unknown),
+                     TW_ERR);
     rt_env_free(e);
 }
 

@@ -1,0 +1,394 @@
+/*
+ * cmd_eval.c - `trainwatch eval DIR`: offline evaluation of a
+ * profiler-output folder with the in-memory store. Files are fed in time
+ * order through the same job pipeline the daemon uses; the watermark is the
+ * next file's timestamp, so memory stays bounded however long the job.
+ */
+#include <getopt.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "config.h"
+#include "job.h"
+#include "json_writer.h"
+#include "log.h"
+#include "reader.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: trainwatch eval DIR [options]\n"
+            "\n"
+            "Evaluates rules offline over a profiler-output folder DIR (the "
+            "agent's\nsystem/ and framework/ files) and prints each rule's "
+            "status and findings.\n"
+            "\n"
+            "options:\n"
+            "  --rules FILE        rule configuration (YAML or JSON); default: "
+            "ProfilerReport,\n"
+            "                      or every built-in profiler rule when "
+            "ProfilerReport is absent\n"
+            "  --semantics MODE    fixed (default) or reference: overrides the "
+            "file's default\n"
+            "  --json              print the results as JSON instead of a "
+            "table\n"
+            "  --job NAME          job id to report (default: DIR's base "
+            "name)\n"
+            "  --quiet             no progress or bad-line messages on "
+            "stderr\n"
+            "  -h, --help          this text\n"
+            "\n"
+            "Exit status: 0 when the folder was evaluated (whatever the "
+            "findings),\n1 on an error, 2 on bad usage.\n");
+}
+
+typedef struct eval_ctx {
+    tw_job *job;
+    int quiet;
+    uint64_t reported_errors;
+    int failed;
+} eval_ctx;
+
+static int sink(void *ud, tw_batch *b)
+{
+    eval_ctx *e = ud;
+    if (tw_job_ingest(e->job, b) != TW_OK) {
+        e->failed = 1;
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+static void on_bad_input(void *ud, const char *path, uint64_t line,
+                         const char *reason)
+{
+    eval_ctx *e = ud;
+    e->reported_errors++;
+    if (e->quiet)
+        return;
+    if (e->reported_errors > 50) {
+        if (e->reported_errors == 51)
+            fprintf(stderr, "eval: more bad input; further messages "
+                            "suppressed (see the totals)\n");
+        return;
+    }
+    if (line > 0)
+        fprintf(stderr, "%s:%llu: %s\n", path, (unsigned long long)line,
+                reason);
+    else
+        fprintf(stderr, "%s: %s\n", path, reason);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
+                       double seconds)
+{
+    tw_job_stats js;
+    tw_job_get_stats(job, &js);
+    tw_json *j = tw_json_new();
+    tw_json *r = tw_json_new();
+    if (j == NULL || r == NULL) {
+        fprintf(stderr, "eval: out of memory\n");
+        tw_json_free(j);
+        tw_json_free(r);
+        return;
+    }
+    tw_json_object_begin(j);
+    tw_json_key(j, "job");
+    tw_json_string(j, tw_job_id(job));
+    tw_json_key(j, "folder");
+    tw_json_string(j, dir);
+    tw_json_key(j, "first_timestamp_us");
+    tw_json_int(j, tw_job_first_timestamp(job));
+    tw_json_key(j, "latest_timestamp_us");
+    tw_json_int(j, tw_job_latest_timestamp(job));
+    tw_json_key(j, "scans");
+    tw_json_int(j, (int64_t)js.scans);
+    tw_json_key(j, "input");
+    tw_json_object_begin(j);
+    tw_json_key(j, "files");
+    tw_json_int(j, (int64_t)rs->files);
+    tw_json_key(j, "bad_files");
+    tw_json_int(j, (int64_t)rs->bad_files);
+    tw_json_key(j, "lines");
+    tw_json_int(j, (int64_t)rs->lines);
+    tw_json_key(j, "bad_lines");
+    tw_json_int(j, (int64_t)rs->bad_lines);
+    tw_json_key(j, "samples");
+    tw_json_int(j, (int64_t)js.samples);
+    tw_json_key(j, "events");
+    tw_json_int(j, (int64_t)js.events);
+    tw_json_key(j, "late_samples");
+    tw_json_int(j, (int64_t)js.late_samples);
+    tw_json_key(j, "late_events");
+    tw_json_int(j, (int64_t)js.late_events);
+    tw_json_key(j, "seconds");
+    tw_json_double(j, seconds);
+    tw_json_object_end(j);
+    tw_json_key(j, "rules");
+    tw_json_array_begin(j);
+    for (size_t i = 0; i < tw_job_nrules(job); i++) {
+        tw_rule *rule = tw_job_rule(job, i);
+        const tw_scan_result *res = tw_rule_last_result(rule);
+        tw_json_object_begin(j);
+        tw_json_key(j, "name");
+        tw_json_string(j, tw_rule_name(rule));
+        tw_json_key(j, "status");
+        tw_json_string(j, tw_rule_status_name(tw_rule_get_status(rule)));
+        tw_json_key(j, "semantics");
+        tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
+                              ? "reference"
+                              : "fixed");
+        tw_json_key(j, "scans");
+        tw_json_int(j, (int64_t)tw_rule_scans(rule));
+        tw_json_key(j, "conditions_met");
+        tw_json_int(j, (int64_t)tw_rule_conditions_met(rule));
+        tw_json_key(j, "datapoints");
+        tw_json_int(j, res->datapoints);
+        tw_json_key(j, "violations");
+        tw_json_int(j, res->violations);
+        tw_json_key(j, "rule_triggered");
+        tw_json_int(j, res->rule_triggered);
+        if (tw_rule_error(rule)[0] != '\0') {
+            tw_json_key(j, "error");
+            tw_json_string(j, tw_rule_error(rule));
+        }
+        tw_json_reset(r);
+        if (tw_rule_report(rule, r) == TW_OK && !tw_json_failed(r) &&
+            tw_json_len(r) > 0) {
+            tw_json_key(j, "report");
+            tw_json_raw(j, tw_json_str(r));
+        }
+        tw_json_object_end(j);
+    }
+    tw_json_array_end(j);
+    tw_json_object_end(j);
+    printf("%s\n", tw_json_str(j));
+    tw_json_free(r);
+    tw_json_free(j);
+}
+
+static void print_table(tw_job *job, const tw_reader_stats *rs, double seconds)
+{
+    tw_job_stats js;
+    tw_job_get_stats(job, &js);
+    printf("job %s: %llu files (%llu bad), %llu samples, %llu framework "
+           "events, %llu scans in %.2f s\n",
+           tw_job_id(job), (unsigned long long)rs->files,
+           (unsigned long long)rs->bad_files, (unsigned long long)js.samples,
+           (unsigned long long)js.events, (unsigned long long)js.scans,
+           seconds);
+    if (rs->bad_lines > 0 || js.late_samples > 0 || js.late_events > 0)
+        printf("bad input: %llu bad lines; late and dropped: %llu samples, "
+               "%llu events\n",
+               (unsigned long long)rs->bad_lines,
+               (unsigned long long)js.late_samples,
+               (unsigned long long)js.late_events);
+    printf("\n%-26s %-14s %10s %10s %10s\n", "RULE", "STATUS", "DATAPOINTS",
+           "VIOLATIONS", "TRIGGERED");
+    for (size_t i = 0; i < tw_job_nrules(job); i++) {
+        tw_rule *rule = tw_job_rule(job, i);
+        const tw_scan_result *res = tw_rule_last_result(rule);
+        printf("%-26s %-14s %10lld %10lld %10lld\n", tw_rule_name(rule),
+               tw_rule_status_name(tw_rule_get_status(rule)),
+               (long long)res->datapoints, (long long)res->violations,
+               (long long)res->rule_triggered);
+    }
+    tw_json *r = tw_json_new();
+    for (size_t i = 0; r != NULL && i < tw_job_nrules(job); i++) {
+        tw_rule *rule = tw_job_rule(job, i);
+        tw_rule_status st = tw_rule_get_status(rule);
+        if (st == TW_STATUS_ERROR) {
+            printf("\n%s: error: %s\n", tw_rule_name(rule), tw_rule_error(rule));
+            continue;
+        }
+        if (st != TW_STATUS_ISSUES_FOUND)
+            continue;
+        tw_json_reset(r);
+        if (tw_rule_report(rule, r) != TW_OK || tw_json_failed(r))
+            continue;
+        const char *s = tw_json_str(r);
+        size_t len = strlen(s);
+        printf("\n%s findings: %.*s%s\n", tw_rule_name(rule),
+               (int)(len > 600 ? 600 : len), s,
+               len > 600 ? " ... (--json prints everything)" : "");
+    }
+    tw_json_free(r);
+}
+
+int tw_cmd_eval(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"rules", required_argument, NULL, 'r'},
+        {"semantics", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"job", required_argument, NULL, 'J'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *rules_path = NULL, *job_name = NULL, *sem = NULL;
+    int as_json = 0, quiet = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            rules_path = optarg;
+            break;
+        case 's':
+            sem = optarg;
+            break;
+        case 'j':
+            as_json = 1;
+            break;
+        case 'J':
+            job_name = optarg;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "trainwatch eval: expected exactly one folder "
+                        "argument\n\n");
+        usage(stderr);
+        return 2;
+    }
+    tw_semantics semantics = TW_SEMANTICS_FIXED;
+    if (sem != NULL) {
+        if (strcmp(sem, "fixed") == 0)
+            semantics = TW_SEMANTICS_FIXED;
+        else if (strcmp(sem, "reference") == 0)
+            semantics = TW_SEMANTICS_REFERENCE;
+        else {
+            fprintf(stderr,
+                    "trainwatch eval: --semantics must be 'fixed' or "
+                    "'reference', not '%s'\n",
+                    sem);
+            return 2;
+        }
+    }
+    const char *dir = argv[optind];
+    char err[1024];
+    int status = 1;
+    tw_folder *folder = NULL;
+    tw_config *cfg = NULL;
+    tw_registry *reg = tw_registry_new();
+    tw_job *job = NULL;
+    tw_trace_state *ts = tw_trace_state_new();
+    if (reg == NULL || ts == NULL) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        goto out;
+    }
+    if (!quiet)
+        tw_log_set_level(TW_LOG_WARN);
+    else
+        tw_log_set_level(TW_LOG_ERROR);
+    if (tw_folder_list(dir, &folder, err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch eval: %s\n", err);
+        goto out;
+    }
+    if (folder->nfiles == 0) {
+        fprintf(stderr,
+                "trainwatch eval: no agent files under '%s' (expected "
+                "system/incremental/.../<epoch>.algo-N.json or "
+                "framework/pevents/... files)\n",
+                dir);
+        goto out;
+    }
+    int rc = rules_path != NULL
+                 ? tw_config_load(rules_path, &cfg, err, sizeof(err))
+                 : tw_config_default(reg, &cfg, err, sizeof(err));
+    if (rc != TW_OK) {
+        fprintf(stderr, "trainwatch eval: %s\n", err);
+        goto out;
+    }
+    tw_job_config jc = cfg->job;
+    jc.external_watermark = 1;
+    if (sem != NULL) {
+        jc.semantics = semantics;
+        for (size_t i = 0; i < cfg->nrules; i++)
+            cfg->rules[i].has_semantics = 0;
+    }
+    char namebuf[1024];
+    snprintf(namebuf, sizeof(namebuf), "%s", dir);
+    size_t nl = strlen(namebuf);
+    while (nl > 1 && namebuf[nl - 1] == '/')
+        namebuf[--nl] = '\0';
+    const char *id = job_name != NULL ? job_name : basename(namebuf);
+    if (tw_job_new(id, &jc, reg, cfg->rules, cfg->nrules, &job, err,
+                   sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch eval: %s%s%s\n",
+                rules_path ? rules_path : "", rules_path ? ": " : "", err);
+        goto out;
+    }
+    /* F and L from the file names, as the reference derives them (§1.4). */
+    int64_t F = folder->first_system_ts_us;
+    if (folder->first_framework_ts_us != 0 &&
+        (F == 0 || folder->first_framework_ts_us < F))
+        F = folder->first_framework_ts_us;
+    int64_t L = folder->latest_system_ts_us;
+    if (L == 0 || (folder->latest_framework_ts_us != 0 &&
+                   folder->latest_framework_ts_us < L))
+        L = folder->latest_framework_ts_us;
+    tw_job_set_first_timestamp(job, F);
+
+    eval_ctx ec = {.job = job, .quiet = quiet};
+    tw_reader_stats rs;
+    memset(&rs, 0, sizeof(rs));
+    double t0 = now_s(), last_progress = t0;
+    for (size_t i = 0; i < folder->nfiles; i++) {
+        const tw_agent_file *f = &folder->files[i];
+        if (tw_job_advance(job, f->feed_key_us) != TW_OK) {
+            fprintf(stderr, "trainwatch eval: out of memory\n");
+            goto out;
+        }
+        if (tw_folder_read_file(f, id, ts, sink, &ec, on_bad_input, &ec,
+                                &rs) != TW_OK ||
+            ec.failed) {
+            fprintf(stderr, "trainwatch eval: failed while reading %s\n",
+                    f->path);
+            goto out;
+        }
+        double t = now_s();
+        if (!quiet && !as_json && t - last_progress > 5.0) {
+            fprintf(stderr, "eval: %zu/%zu files, %.1f MB read\n", i + 1,
+                    folder->nfiles, (double)rs.bytes / 1e6);
+            last_progress = t;
+        }
+    }
+    if (tw_job_finish(job, L) != TW_OK) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        goto out;
+    }
+    double seconds = now_s() - t0;
+    if (as_json)
+        print_json(job, dir, &rs, seconds);
+    else
+        print_table(job, &rs, seconds);
+    status = 0;
+out:
+    tw_job_free(job);
+    tw_config_free(cfg);
+    tw_trace_state_free(ts);
+    tw_folder_free(folder);
+    tw_registry_free(reg);
+    return status;
+}

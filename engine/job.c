@@ -1,0 +1,808 @@
+/*
+ * job.c - per-job evaluation: dictionary, clock, scan assembly in the
+ * reference's order, rules (job.h).
+ */
+#include "job.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "strmap.h"
+
+void tw_job_config_default(tw_job_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->tick_us = 60 * 1000000LL;
+    c->lateness_us = 60 * 1000000LL;
+    c->idle_node_us = 300 * 1000000LL;
+    c->semantics = TW_SEMANTICS_FIXED;
+}
+
+tw_metric tw_metric_classify(const char *type, const char *name,
+                             const char *dimension)
+{
+    (void)type;
+    if (name != NULL && strcmp(name, "MemoryUsedPercent") == 0)
+        return TW_METRIC_MEM_USED;
+    if (dimension == NULL)
+        return TW_METRIC_OTHER;
+    if (strcmp(dimension, "CPUUtilization") == 0)
+        return TW_METRIC_CPU_UTIL;
+    if (strcmp(dimension, "I/OWaitPercentage") == 0)
+        return TW_METRIC_CPU_IOWAIT;
+    if (strcmp(dimension, "GPUUtilization") == 0)
+        return TW_METRIC_GPU_UTIL;
+    if (strcmp(dimension, "GPUMemoryUtilization") == 0)
+        return TW_METRIC_GPU_MEM;
+    if (strcmp(dimension, "Algorithm") == 0)
+        return TW_METRIC_NET_ALGORITHM;
+    return TW_METRIC_OTHER;
+}
+
+/* A buffered batch and what scan assembly needs to order and select it. */
+typedef struct chunk {
+    tw_batch *batch;
+    uint64_t arrival;
+    int64_t order_ts;       /* the file's timestamp (or its minute)      */
+    const char *order_name; /* system: node; framework: path or node     */
+    int source;             /* framework source rank                     */
+    int64_t min_ns, max_ns; /* system samples (ts in ns), if any         */
+    int64_t min_start_us, max_end_us; /* framework events, if any        */
+} chunk;
+
+#define SEQ_WINDOW 4096
+
+/* A producer of events (system or framework node) for the watermark. */
+typedef struct producer {
+    const char *name; /* owned by the job's dictionary arena */
+    int64_t newest_us;
+    /* Redelivery detection: the highest sequence number seen and which of
+     * the SEQ_WINDOW numbers below it were seen, so batches reordered
+     * within the window are accepted once each. */
+    uint64_t max_seq;
+    uint64_t seen[SEQ_WINDOW / 64];
+} producer;
+
+struct tw_job {
+    char *id;
+    tw_job_config cfg;
+    tw_registry *reg;
+    tw_windows *windows;
+    tw_host_ctx *host;
+    tw_rule **rules;
+    size_t nrules;
+    tw_job_scan_fn on_scan;
+    void *on_scan_ud;
+
+    /* dictionary */
+    tw_arena dict;        /* series strings, node names */
+    tw_strmap series_ids; /* key -> series id */
+    tw_series *series;
+    size_t nseries, series_cap;
+    tw_strmap node_ids;   /* system node -> index */
+    const char **nodes;
+    size_t nnodes, nodes_cap;
+    tw_strmap producer_ids;
+    producer *producers;
+    size_t nproducers, producers_cap;
+
+    /* clock */
+    int64_t first_us; /* F; 0 = not known yet */
+    int first_fixed;
+    int64_t first_candidate_us;
+    int64_t latest_system_us, latest_framework_us;
+    uint64_t next_scan; /* index of the first scan not yet closed */
+    int64_t next_start_us; /* continuous mode: start of the next scan */
+    int started;           /* a scan has closed (F frozen) */
+    int finished;
+    int end_marker;
+
+    /* buffered input */
+    chunk *chunks;
+    size_t nchunks, chunks_cap;
+    uint64_t arrivals;
+
+    /* scan assembly buffers, reused */
+    tw_sample *scan_samples;
+    size_t scan_samples_cap;
+    tw_fw_event *scan_events;
+    size_t scan_events_cap;
+    chunk **order;
+    size_t order_cap;
+
+    tw_job_stats stats;
+};
+
+/* The reference's selection: ts in ns as ((ts*1000)*1000)*1000, truncated. */
+static inline int64_t ts_to_ns(double ts)
+{
+    return (int64_t)(((ts * 1000.0) * 1000.0) * 1000.0);
+}
+
+static int64_t minute_floor_us(double ts)
+{
+    return (int64_t)floor(ts / 60.0) * 60 * 1000000LL;
+}
+
+static int create_rules(tw_job *j, const tw_rule_spec *specs, size_t n,
+                        char *err, size_t errlen)
+{
+    j->rules = calloc(n ? n : 1, sizeof(tw_rule *));
+    if (j->rules == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tw_rule_spec *s = &specs[i];
+        const tw_plugin *p;
+        char why[768];
+        int rc = s->source != NULL
+                     ? tw_registry_load(j->reg, s->source, s->entry, &p, why,
+                                        sizeof(why))
+                     : tw_registry_find(j->reg, s->rule != NULL ? s->rule : "",
+                                        &p, why, sizeof(why));
+        if (rc != TW_OK) {
+            snprintf(err, errlen, "%s", why);
+            return TW_ERR;
+        }
+        tw_semantics sem = s->has_semantics ? s->semantics : j->cfg.semantics;
+        if (tw_rule_create(p, s->name, s->keys, s->values, s->nparams, sem,
+                           j->host, &j->rules[j->nrules], why,
+                           sizeof(why)) != TW_OK) {
+            snprintf(err, errlen, "%s", why);
+            return TW_ERR;
+        }
+        j->nrules++;
+    }
+    return TW_OK;
+}
+
+int tw_job_new(const char *job_id, const tw_job_config *cfg,
+               tw_registry *reg, const tw_rule_spec *specs, size_t nspecs,
+               tw_job **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    tw_job *j = calloc(1, sizeof(*j));
+    if (j == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return TW_ERR;
+    }
+    j->id = strdup(job_id);
+    if (cfg != NULL)
+        j->cfg = *cfg;
+    else
+        tw_job_config_default(&j->cfg);
+    j->reg = reg;
+    tw_arena_init(&j->dict);
+    tw_strmap_init(&j->series_ids);
+    tw_strmap_init(&j->node_ids);
+    tw_strmap_init(&j->producer_ids);
+    j->windows = tw_windows_new();
+    if (j->id == NULL || j->windows == NULL ||
+        (j->host = tw_host_ctx_new(reg, j->windows, job_id)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        tw_job_free(j);
+        return TW_ERR;
+    }
+    if (create_rules(j, specs, nspecs, err, errlen) != TW_OK) {
+        tw_job_free(j);
+        return TW_ERR;
+    }
+    *out = j;
+    return TW_OK;
+}
+
+void tw_job_free(tw_job *j)
+{
+    if (j == NULL)
+        return;
+    for (size_t i = 0; i < j->nrules; i++)
+        tw_rule_destroy(j->rules[i]);
+    free(j->rules);
+    for (size_t i = 0; i < j->nchunks; i++)
+        tw_batch_free(j->chunks[i].batch);
+    free(j->chunks);
+    free(j->scan_samples);
+    free(j->scan_events);
+    free(j->order);
+    free(j->series);
+    free(j->nodes);
+    free(j->producers);
+    tw_strmap_free(&j->series_ids);
+    tw_strmap_free(&j->node_ids);
+    tw_strmap_free(&j->producer_ids);
+    tw_arena_free(&j->dict);
+    tw_host_ctx_free(j->host);
+    tw_windows_free(j->windows);
+    free(j->id);
+    free(j);
+}
+
+void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud)
+{
+    j->on_scan = fn;
+    j->on_scan_ud = ud;
+}
+
+void tw_job_set_first_timestamp(tw_job *j, int64_t first_us)
+{
+    if (j->started)
+        return;
+    j->first_us = first_us;
+    j->first_fixed = 1;
+    j->next_start_us = first_us;
+}
+
+const char *tw_job_id(const tw_job *j)
+{
+    return j->id;
+}
+int tw_job_finished(const tw_job *j)
+{
+    return j->finished;
+}
+int tw_job_end_marker_seen(const tw_job *j)
+{
+    return j->end_marker;
+}
+int64_t tw_job_first_timestamp(const tw_job *j)
+{
+    return j->first_us;
+}
+size_t tw_job_nrules(const tw_job *j)
+{
+    return j->nrules;
+}
+tw_rule *tw_job_rule(tw_job *j, size_t i)
+{
+    return i < j->nrules ? j->rules[i] : NULL;
+}
+
+int64_t tw_job_latest_timestamp(const tw_job *j)
+{
+    /* RULES.md §1.4: the newest system file, replaced by the newest
+     * framework file when that is smaller. */
+    int64_t s = j->latest_system_us, f = j->latest_framework_us;
+    if (s == 0)
+        return f;
+    if (f != 0 && f < s)
+        return f;
+    return s;
+}
+
+void tw_job_get_stats(const tw_job *j, tw_job_stats *out)
+{
+    *out = j->stats;
+    out->buffered_batches = j->nchunks;
+}
+
+size_t tw_job_memory(const tw_job *j)
+{
+    size_t bytes = tw_windows_memory(j->windows) + j->dict.total +
+                   j->nseries * sizeof(tw_series);
+    for (size_t i = 0; i < j->nchunks; i++)
+        bytes += j->chunks[i].batch->arena.total;
+    return bytes;
+}
+
+/* ---- dictionary -------------------------------------------------------- */
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return TW_OK;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *n = realloc(*arr, ncap * elem);
+    if (n == NULL)
+        return TW_ERR;
+    *arr = n;
+    *cap = ncap;
+    return TW_OK;
+}
+
+static int node_index(tw_job *j, const char *node, uint32_t *out)
+{
+    size_t len = strlen(node);
+    if (tw_strmap_get(&j->node_ids, node, len, out))
+        return TW_OK;
+    if (grow((void **)&j->nodes, &j->nodes_cap, j->nnodes + 1,
+             sizeof(char *)) != TW_OK ||
+        tw_strmap_put(&j->node_ids, node, len, (uint32_t)j->nnodes) != TW_OK)
+        return TW_ERR;
+    j->nodes[j->nnodes] = tw_strmap_key(&j->node_ids, node, len);
+    *out = (uint32_t)j->nnodes++;
+    return TW_OK;
+}
+
+static int series_id(tw_job *j, uint32_t node, const char *node_name,
+                     const tw_batch_series *bs, uint32_t *out)
+{
+    char key[1024];
+    int n = snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s", node_name,
+                     bs->type ? bs->type : "",
+                     bs->name ? bs->name : "\x1e", bs->dimension ? bs->dimension : "");
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof(key) ? (size_t)n : sizeof(key) - 1;
+    if (tw_strmap_get(&j->series_ids, key, len, out))
+        return TW_OK;
+    if (grow((void **)&j->series, &j->series_cap, j->nseries + 1,
+             sizeof(tw_series)) != TW_OK)
+        return TW_ERR;
+    tw_series *s = &j->series[j->nseries];
+    s->id = (uint32_t)j->nseries;
+    s->node = node;
+    s->type = tw_arena_strdup(&j->dict, bs->type ? bs->type : "");
+    s->name = bs->name ? tw_arena_strdup(&j->dict, bs->name) : NULL;
+    s->dimension = tw_arena_strdup(&j->dict, bs->dimension ? bs->dimension : "");
+    s->metric = tw_metric_classify(s->type, s->name, s->dimension);
+    if (s->type == NULL || s->dimension == NULL ||
+        (bs->name != NULL && s->name == NULL))
+        return TW_ERR;
+    if (tw_strmap_put(&j->series_ids, key, len, s->id) != TW_OK ||
+        tw_windows_add_series(j->windows, s->id, s->metric) != TW_OK)
+        return TW_ERR;
+    *out = s->id;
+    j->nseries++;
+    return TW_OK;
+}
+
+static producer *producer_get(tw_job *j, const char *kind, const char *node)
+{
+    char key[512];
+    int n = snprintf(key, sizeof(key), "%s:%s", kind, node);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof(key) ? (size_t)n : sizeof(key) - 1;
+    uint32_t idx;
+    if (tw_strmap_get(&j->producer_ids, key, len, &idx))
+        return &j->producers[idx];
+    if (grow((void **)&j->producers, &j->producers_cap, j->nproducers + 1,
+             sizeof(producer)) != TW_OK ||
+        tw_strmap_put(&j->producer_ids, key, len, (uint32_t)j->nproducers) !=
+            TW_OK)
+        return NULL;
+    producer *p = &j->producers[j->nproducers++];
+    memset(p, 0, sizeof(*p));
+    p->name = tw_strmap_key(&j->producer_ids, key, len);
+    return p;
+}
+
+/* ---- ingest ------------------------------------------------------------ */
+
+/* Records seq; returns 1 when it was seen before (or is too old to tell). */
+static int seq_seen(producer *p, uint64_t seq)
+{
+    if (seq > p->max_seq) {
+        uint64_t shift = seq - p->max_seq;
+        if (shift >= SEQ_WINDOW) {
+            memset(p->seen, 0, sizeof(p->seen));
+        } else {
+            /* Slide the window: bit i means max_seq - i was seen. */
+            size_t words = SEQ_WINDOW / 64, ws = (size_t)(shift / 64);
+            unsigned bs = (unsigned)(shift % 64);
+            for (size_t w = words; w-- > 0;) {
+                uint64_t lo = w >= ws ? p->seen[w - ws] : 0;
+                uint64_t lower = w >= ws + 1 ? p->seen[w - ws - 1] : 0;
+                p->seen[w] = bs ? (lo << bs) | (lower >> (64 - bs)) : lo;
+            }
+        }
+        p->max_seq = seq;
+        p->seen[0] |= 1u;
+        return 0;
+    }
+    uint64_t back = p->max_seq - seq;
+    if (back >= SEQ_WINDOW)
+        return 1;
+    uint64_t mask = 1ull << (back % 64);
+    if (p->seen[back / 64] & mask)
+        return 1;
+    p->seen[back / 64] |= mask;
+    return 0;
+}
+
+static int64_t scan_start(const tw_job *j, uint64_t k)
+{
+    return j->first_us + (int64_t)k * j->cfg.tick_us;
+}
+
+/* Start of the oldest scan still open: anything entirely before it is late. */
+static int64_t open_from_us(const tw_job *j)
+{
+    if (!j->started)
+        return INT64_MIN;
+    return j->cfg.tick_us > 0 ? scan_start(j, j->next_scan) : j->next_start_us;
+}
+
+int tw_job_ingest(tw_job *j, tw_batch *b)
+{
+    j->stats.batches++;
+    const char *node = b->node != NULL ? b->node : "";
+    int has_samples = b->nsamples > 0, has_events = b->nevents > 0;
+
+    for (size_t i = 0; i < b->nmarkers; i++)
+        if (b->markers[i].kind == TW_MARKER_JOB_END)
+            j->end_marker = 1;
+
+    /* Redelivery: a (node, seq) at or below the newest seen is a duplicate.
+     * seq 0 means "not sequenced" (offline readers). */
+    if (b->seq != 0) {
+        producer *p = producer_get(j, "seq", node);
+        if (p == NULL)
+            goto oom;
+        if (seq_seen(p, b->seq)) {
+            j->stats.duplicate_batches++;
+            tw_batch_free(b);
+            return TW_OK;
+        }
+    }
+    if (!has_samples && !has_events) {
+        tw_batch_free(b);
+        return TW_OK;
+    }
+
+    chunk c;
+    memset(&c, 0, sizeof(c));
+    c.batch = b;
+    c.arrival = j->arrivals++;
+    c.order_name = node;
+    int64_t open_from = open_from_us(j);
+    int64_t open_from_ns = open_from == INT64_MIN ? INT64_MIN : open_from * 1000;
+
+    if (has_samples) {
+        uint32_t nidx;
+        if (node_index(j, node, &nidx) != TW_OK)
+            goto oom;
+        uint32_t *map = malloc(b->nseries * sizeof(uint32_t) + 1);
+        if (map == NULL)
+            goto oom;
+        for (size_t i = 0; i < b->nseries; i++) {
+            if (series_id(j, nidx, node, &b->series[i], &map[i]) != TW_OK) {
+                free(map);
+                goto oom;
+            }
+        }
+        /* Remap to job-wide ids, drop late samples, find the time range. */
+        size_t kept = 0;
+        double min_ts = INFINITY, max_ts = -INFINITY;
+        for (size_t i = 0; i < b->nsamples; i++) {
+            tw_sample s = b->samples[i];
+            if (s.series >= b->nseries)
+                continue; /* decoders validate; readers never produce it */
+            int64_t ns = ts_to_ns(s.ts);
+            if (ns < open_from_ns) {
+                j->stats.late_samples++;
+                continue;
+            }
+            s.series = map[s.series];
+            b->samples[kept++] = s;
+            if (s.ts < min_ts)
+                min_ts = s.ts;
+            if (s.ts > max_ts)
+                max_ts = s.ts;
+        }
+        free(map);
+        b->nsamples = kept;
+        j->stats.samples += kept;
+        if (kept > 0) {
+            c.min_ns = ts_to_ns(min_ts);
+            c.max_ns = ts_to_ns(max_ts);
+            int64_t file_ts = b->file_ts_us ? b->file_ts_us : minute_floor_us(min_ts);
+            c.order_ts = file_ts;
+            if (j->first_candidate_us == 0 || file_ts < j->first_candidate_us)
+                j->first_candidate_us = file_ts;
+            int64_t latest = b->file_ts_us ? b->file_ts_us : minute_floor_us(max_ts);
+            if (latest > j->latest_system_us)
+                j->latest_system_us = latest;
+            producer *p = producer_get(j, "sys", node);
+            if (p == NULL)
+                goto oom;
+            int64_t newest = (int64_t)(max_ts * 1e6);
+            if (newest > p->newest_us)
+                p->newest_us = newest;
+        }
+        has_samples = kept > 0;
+    }
+
+    if (has_events) {
+        size_t kept = 0;
+        int64_t min_start = INT64_MAX, max_end = INT64_MIN;
+        int source = TW_SOURCE_COUNT;
+        for (size_t i = 0; i < b->nevents; i++) {
+            tw_fw_event *e = &b->events[i];
+            if (open_from != INT64_MIN && e->end_us < open_from) {
+                j->stats.late_events++;
+                continue;
+            }
+            b->events[kept++] = *e;
+            if (e->start_us < min_start)
+                min_start = e->start_us;
+            if (e->end_us > max_end)
+                max_end = e->end_us;
+            if ((int)e->source < source)
+                source = (int)e->source;
+        }
+        b->nevents = kept;
+        j->stats.events += kept;
+        if (kept > 0) {
+            c.min_start_us = min_start;
+            c.max_end_us = max_end;
+            c.source = source;
+            int64_t file_ts = b->file_ts_us ? b->file_ts_us : max_end;
+            if (!has_samples) {
+                c.order_ts = file_ts;
+                if (b->file_path != NULL)
+                    c.order_name = b->file_path;
+            }
+            if (j->first_candidate_us == 0 || file_ts < j->first_candidate_us)
+                j->first_candidate_us = file_ts;
+            if (file_ts > j->latest_framework_us)
+                j->latest_framework_us = file_ts;
+            producer *p = producer_get(j, "fw", node);
+            if (p == NULL)
+                goto oom;
+            if (max_end > p->newest_us)
+                p->newest_us = max_end;
+        }
+        has_events = kept > 0;
+    }
+
+    if (!has_samples && !has_events) {
+        tw_batch_free(b);
+        return TW_OK;
+    }
+    if (grow((void **)&j->chunks, &j->chunks_cap, j->nchunks + 1,
+             sizeof(chunk)) != TW_OK)
+        goto oom;
+    if (!has_samples)
+        c.min_ns = c.max_ns = INT64_MIN;
+    if (!has_events) {
+        c.min_start_us = INT64_MAX;
+        c.max_end_us = INT64_MIN;
+    }
+    j->chunks[j->nchunks++] = c;
+
+    if (!j->cfg.external_watermark) {
+        /* Watermark: the slowest active producer's newest time. */
+        int64_t newest = INT64_MIN, wm = INT64_MAX;
+        for (size_t i = 0; i < j->nproducers; i++)
+            if (j->producers[i].newest_us > newest)
+                newest = j->producers[i].newest_us;
+        for (size_t i = 0; i < j->nproducers; i++) {
+            const producer *p = &j->producers[i];
+            if (p->newest_us == 0)
+                continue; /* sequence-only entries */
+            if (newest - p->newest_us > j->cfg.idle_node_us)
+                continue;
+            if (p->newest_us < wm)
+                wm = p->newest_us;
+        }
+        if (wm != INT64_MAX)
+            return tw_job_advance(j, wm);
+    }
+    return TW_OK;
+oom:
+    tw_batch_free(b);
+    return TW_ERR;
+}
+
+/* ---- scans --------------------------------------------------------------- */
+
+static int cmp_system(const void *pa, const void *pb)
+{
+    const chunk *a = *(chunk *const *)pa, *b = *(chunk *const *)pb;
+    if (a->order_ts != b->order_ts)
+        return a->order_ts < b->order_ts ? -1 : 1;
+    int c = strcmp(a->order_name, b->order_name);
+    if (c != 0)
+        return c;
+    if (a->batch->seq != b->batch->seq)
+        return a->batch->seq < b->batch->seq ? -1 : 1;
+    return a->arrival < b->arrival ? -1 : a->arrival > b->arrival;
+}
+
+static int cmp_framework(const void *pa, const void *pb)
+{
+    const chunk *a = *(chunk *const *)pa, *b = *(chunk *const *)pb;
+    if (a->source != b->source)
+        return a->source < b->source ? -1 : 1;
+    return cmp_system(pa, pb);
+}
+
+static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
+                    int start_inclusive, int final)
+{
+    int64_t start_ns = start_us * 1000, end_ns = end_us * 1000;
+    size_t nsel = 0;
+    if (grow((void **)&j->order, &j->order_cap, j->nchunks + 1,
+             sizeof(chunk *)) != TW_OK)
+        return TW_ERR;
+
+    /* System samples, in (file, node, arrival) order. */
+    for (size_t i = 0; i < j->nchunks; i++) {
+        chunk *c = &j->chunks[i];
+        if (c->max_ns != INT64_MIN && c->min_ns <= end_ns &&
+            c->max_ns >= start_ns)
+            j->order[nsel++] = c;
+    }
+    if (nsel > 1)
+        qsort(j->order, nsel, sizeof(chunk *), cmp_system);
+    size_t ns = 0;
+    for (size_t i = 0; i < nsel; i++) {
+        const tw_batch *b = j->order[i]->batch;
+        if (grow((void **)&j->scan_samples, &j->scan_samples_cap,
+                 ns + b->nsamples, sizeof(tw_sample)) != TW_OK)
+            return TW_ERR;
+        for (size_t s = 0; s < b->nsamples; s++) {
+            int64_t t = ts_to_ns(b->samples[s].ts);
+            if (t > end_ns || t < start_ns ||
+                (!start_inclusive && t == start_ns))
+                continue;
+            tw_sample x = b->samples[s];
+            if (t == start_ns && k > 0)
+                x.flags |= TW_SAMPLE_REPEAT;
+            j->scan_samples[ns++] = x;
+        }
+    }
+
+    /* Framework events, in (source, file, path, arrival) order. */
+    nsel = 0;
+    for (size_t i = 0; i < j->nchunks; i++) {
+        chunk *c = &j->chunks[i];
+        if (c->max_end_us != INT64_MIN && c->min_start_us <= end_us &&
+            c->max_end_us >= start_us)
+            j->order[nsel++] = c;
+    }
+    if (nsel > 1)
+        qsort(j->order, nsel, sizeof(chunk *), cmp_framework);
+    size_t ne = 0;
+    for (size_t i = 0; i < nsel; i++) {
+        const tw_batch *b = j->order[i]->batch;
+        if (grow((void **)&j->scan_events, &j->scan_events_cap,
+                 ne + b->nevents, sizeof(tw_fw_event)) != TW_OK)
+            return TW_ERR;
+        for (size_t e = 0; e < b->nevents; e++) {
+            const tw_fw_event *ev = &b->events[e];
+            if (ev->end_us < start_us || ev->start_us > end_us)
+                continue;
+            if (!start_inclusive && ev->end_us == start_us)
+                continue;
+            tw_fw_event x = *ev;
+            if (k > 0 && ev->start_us <= start_us)
+                x.flags |= TW_EVENT_REPEAT;
+            j->scan_events[ne++] = x;
+        }
+    }
+
+    tw_scan scan;
+    memset(&scan, 0, sizeof(scan));
+    scan.index = k;
+    scan.start_us = start_us;
+    scan.end_us = end_us;
+    scan.first_timestamp_us = j->first_us;
+    scan.rule_clock_us = start_us;
+    scan.series = j->series;
+    scan.nseries = j->nseries;
+    scan.nodes = j->nodes;
+    scan.nnodes = j->nnodes;
+    scan.samples = j->scan_samples;
+    scan.nsamples = ns;
+    scan.events = j->scan_events;
+    scan.nevents = ne;
+    scan.windows = j->windows;
+    scan.final = final;
+    if (tw_windows_feed_scan(j->windows, &scan) != TW_OK)
+        return TW_ERR;
+    for (size_t r = 0; r < j->nrules; r++)
+        tw_rule_scan(j->rules[r], &scan); /* a failing rule goes Error alone */
+    j->stats.scans++;
+    if (j->on_scan != NULL)
+        j->on_scan(j->on_scan_ud, j, &scan);
+
+    /* Release batches nothing later can select: samples before the next
+     * scan's start (end_ns, which is inclusive there) and events that end
+     * before it. */
+    size_t kept = 0;
+    for (size_t i = 0; i < j->nchunks; i++) {
+        chunk *c = &j->chunks[i];
+        int sys_done = c->max_ns == INT64_MIN || c->max_ns < end_ns;
+        int fw_done = c->max_end_us == INT64_MIN || c->max_end_us < end_us;
+        if (!start_inclusive) {
+            sys_done = c->max_ns == INT64_MIN || c->max_ns <= end_ns;
+            fw_done = c->max_end_us == INT64_MIN || c->max_end_us <= end_us;
+        }
+        if (sys_done && fw_done)
+            tw_batch_free(c->batch);
+        else
+            j->chunks[kept++] = *c;
+    }
+    j->nchunks = kept;
+    return TW_OK;
+}
+
+static void freeze_first(tw_job *j)
+{
+    if (j->started)
+        return;
+    if (!j->first_fixed) {
+        j->first_us = j->first_candidate_us;
+        j->next_start_us = j->first_us;
+    }
+    j->started = 1;
+}
+
+int tw_job_advance(tw_job *j, int64_t watermark_us)
+{
+    if (j->finished)
+        return TW_OK;
+    if (!j->first_fixed && j->first_candidate_us == 0)
+        return TW_OK; /* nothing seen yet */
+    int64_t first = j->first_fixed ? j->first_us : j->first_candidate_us;
+    if (j->cfg.tick_us > 0) {
+        for (;;) {
+            int64_t end = first + (int64_t)(j->next_scan + 1) * j->cfg.tick_us;
+            if (end + j->cfg.lateness_us > watermark_us)
+                break;
+            freeze_first(j);
+            int64_t start = scan_start(j, j->next_scan);
+            if (run_scan(j, j->next_scan, start, end, 1, 0) != TW_OK)
+                return TW_ERR;
+            j->next_scan++;
+        }
+    } else {
+        int64_t end = watermark_us - j->cfg.lateness_us;
+        if (!j->started && end >= first) {
+            freeze_first(j);
+            if (run_scan(j, 0, j->first_us, end, 1, 0) != TW_OK)
+                return TW_ERR;
+            j->next_start_us = end;
+            j->next_scan = 1;
+        } else if (j->started && end > j->next_start_us) {
+            if (run_scan(j, j->next_scan, j->next_start_us, end, 0, 0) != TW_OK)
+                return TW_ERR;
+            j->next_start_us = end;
+            j->next_scan++;
+        }
+    }
+    return TW_OK;
+}
+
+int tw_job_finish(tw_job *j, int64_t latest_us)
+{
+    if (j->finished)
+        return TW_OK;
+    int64_t L = latest_us != 0 ? latest_us : tw_job_latest_timestamp(j);
+    if (j->first_fixed || j->first_candidate_us != 0) {
+        freeze_first(j);
+        if (j->cfg.tick_us > 0) {
+            /* The reference evaluates scan k while start_k < L. */
+            while (scan_start(j, j->next_scan) < L) {
+                int64_t start = scan_start(j, j->next_scan);
+                int final = scan_start(j, j->next_scan + 1) >= L;
+                if (run_scan(j, j->next_scan, start, start + j->cfg.tick_us, 1,
+                             final) != TW_OK)
+                    return TW_ERR;
+                j->next_scan++;
+            }
+        } else {
+            int64_t end = INT64_MIN;
+            for (size_t i = 0; i < j->nproducers; i++)
+                if (j->producers[i].newest_us > end)
+                    end = j->producers[i].newest_us;
+            if (end > j->next_start_us || j->next_scan == 0) {
+                if (run_scan(j, j->next_scan, j->next_start_us, end,
+                             j->next_scan == 0, 1) != TW_OK)
+                    return TW_ERR;
+                j->next_scan++;
+            }
+        }
+    }
+    for (size_t r = 0; r < j->nrules; r++)
+        tw_rule_finish(j->rules[r]);
+    for (size_t i = 0; i < j->nchunks; i++)
+        tw_batch_free(j->chunks[i].batch);
+    j->nchunks = 0;
+    j->finished = 1;
+    return TW_OK;
+}

@@ -1,0 +1,110 @@
+/*
+ * job.h - one training job's evaluation context: its series dictionary,
+ * event-time clock, buffered events, windowed aggregator and rule
+ * instances. Batches go in (tw_job_ingest); scans come out when the
+ * watermark passes a tick boundary, and each scan is run through every rule.
+ *
+ * Time (RULES.md §2.1, DESIGN.md "Time"): F = the job's first timestamp
+ * (earliest agent-file timestamp); scan k covers [F + kS, F + (k+1)S], both
+ * ends inclusive. A scan closes when the watermark reaches its end plus the
+ * allowed lateness. The watermark is the minimum over the job's active
+ * producers (system and framework nodes) of the newest event time each has
+ * sent; a producer that lags the newest one by more than `idle_node_us`
+ * stops holding it back. Offline evaluation drives the watermark itself
+ * (tw_job_advance) from the file listing. Events that would fall into an
+ * already closed scan are late: counted and dropped, never merged.
+ * tw_job_finish() evaluates the remaining scans that start before the
+ * job's latest timestamp L (the reference never evaluates the last partial
+ * interval).
+ *
+ * Ownership: the job owns the batches it ingests, its rules and windows; it
+ * borrows the registry, which must outlive it.
+ */
+#ifndef TW_JOB_H
+#define TW_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "plugin_host.h"
+
+typedef struct tw_job_config {
+    int64_t tick_us;      /* scan interval; 0 = continuous (a scan per
+                             watermark advance)                           */
+    int64_t lateness_us;  /* allowed lateness beyond a tick boundary      */
+    int64_t idle_node_us; /* a producer lagging more than this is idle    */
+    int external_watermark; /* only tw_job_advance moves the clock        */
+    tw_semantics semantics; /* default for rules that do not set theirs   */
+} tw_job_config;
+
+/* tick 60 s, lateness 60 s, idle 300 s, internal watermark, fixed. */
+void tw_job_config_default(tw_job_config *c);
+
+/* One configured rule. Either `rule` (a built-in name) or `source` (a .so
+ * path, with `entry` = rule_to_invoke, NULL for the default). */
+typedef struct tw_rule_spec {
+    const char *name; /* display name; NULL = the plugin's name */
+    const char *rule;
+    const char *source;
+    const char *entry;
+    const char *const *keys;
+    const char *const *values;
+    size_t nparams;
+    int has_semantics;
+    tw_semantics semantics;
+} tw_rule_spec;
+
+typedef struct tw_job_stats {
+    uint64_t batches;
+    uint64_t duplicate_batches; /* same (node, seq) seen before */
+    uint64_t samples;           /* accepted */
+    uint64_t events;            /* accepted */
+    uint64_t late_samples;      /* dropped: their scan had closed */
+    uint64_t late_events;
+    uint64_t scans;
+    size_t buffered_batches;    /* held for scans not yet closed */
+} tw_job_stats;
+
+typedef struct tw_job tw_job;
+
+/* Called after every scan with the rules' new results. */
+typedef void (*tw_job_scan_fn)(void *ud, tw_job *job, const tw_scan *scan);
+
+int tw_job_new(const char *job_id, const tw_job_config *cfg,
+               tw_registry *reg, const tw_rule_spec *specs, size_t nspecs,
+               tw_job **out, char *err, size_t errlen);
+void tw_job_free(tw_job *j);
+
+void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud);
+
+/* Fix F (offline evaluation knows it from the file names). Must be called
+ * before the first scan closes; otherwise F is derived from the data. */
+void tw_job_set_first_timestamp(tw_job *j, int64_t first_us);
+
+/* Takes ownership of b in every case. TW_ERR only on out-of-memory. */
+int tw_job_ingest(tw_job *j, tw_batch *b);
+
+/* Offer a watermark (µs): scans whose end + lateness <= watermark close.
+ * With an internal watermark this is also called after each ingest. */
+int tw_job_advance(tw_job *j, int64_t watermark_us);
+
+/* The job ended: evaluate remaining scans that start before L (0 = the L
+ * derived from the data) and finalize every rule's status. Idempotent. */
+int tw_job_finish(tw_job *j, int64_t latest_us);
+
+const char *tw_job_id(const tw_job *j);
+int tw_job_finished(const tw_job *j);
+int tw_job_end_marker_seen(const tw_job *j);
+int64_t tw_job_first_timestamp(const tw_job *j);
+int64_t tw_job_latest_timestamp(const tw_job *j);
+void tw_job_get_stats(const tw_job *j, tw_job_stats *out);
+size_t tw_job_nrules(const tw_job *j);
+tw_rule *tw_job_rule(tw_job *j, size_t i);
+size_t tw_job_memory(const tw_job *j); /* bytes of buffered batches + windows */
+
+/* The metric kind of a series from its strings (RULES.md §1.2 table). */
+tw_metric tw_metric_classify(const char *type, const char *name,
+                             const char *dimension);
+
+#endif /* TW_JOB_H */

@@ -1,0 +1,141 @@
+/* test_config.c - rule configuration files: YAML and JSON, defaults, and
+ * errors that name the file, line and key. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static char path[64];
+
+static const char *write_tmp(const char *text)
+{
+    snprintf(path, sizeof(path), "/tmp/tw_cfg_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t n = strlen(text);
+    assert_int_equal(write(fd, text, n), (ssize_t)n);
+    close(fd);
+    return path;
+}
+
+static void test_yaml(void **st)
+{
+    (void)st;
+    const char *p = write_tmp("# comment\n"
+                              "semantics: reference\n"
+                              "tick: 30s\n"
+                              "lateness: 500ms\n"
+                              "rules:\n"
+                              "  - name: LowGPUUtilization\n"
+                              "    parameters:\n"
+                              "      threshold_p95: 60\n"
+                              "      window: 100\n"
+                              "  - name: Ceiling\n"
+                              "    source: /x/ceiling.so\n"
+                              "    rule_to_invoke: ceiling_rule\n"
+                              "    semantics: fixed\n");
+    tw_config *c;
+    char err[512];
+    assert_int_equal(tw_config_load(p, &c, err, sizeof(err)), TW_OK);
+    assert_int_equal(c->job.semantics, TW_SEMANTICS_REFERENCE);
+    assert_int_equal(c->job.tick_us, 30000000);
+    assert_int_equal(c->job.lateness_us, 500000);
+    assert_int_equal(c->nrules, 2);
+    assert_string_equal(c->rules[0].rule, "LowGPUUtilization");
+    assert_int_equal(c->rules[0].nparams, 2);
+    assert_string_equal(c->rules[0].keys[1], "window");
+    assert_string_equal(c->rules[0].values[1], "100");
+    assert_false(c->rules[0].has_semantics);
+    assert_null(c->rules[1].rule);
+    assert_string_equal(c->rules[1].source, "/x/ceiling.so");
+    assert_string_equal(c->rules[1].entry, "ceiling_rule");
+    assert_true(c->rules[1].has_semantics);
+    assert_int_equal(c->rules[1].semantics, TW_SEMANTICS_FIXED);
+    tw_config_free(c);
+    unlink(p);
+}
+
+static void test_json(void **st)
+{
+    (void)st;
+    const char *p = write_tmp("{\"tick\": \"continuous\", \"rules\": "
+                              "[{\"name\": \"CPUBottleneck\", "
+                              "\"parameters\": {\"threshold\": 40}}]}");
+    tw_config *c;
+    char err[512];
+    assert_int_equal(tw_config_load(p, &c, err, sizeof(err)), TW_OK);
+    assert_int_equal(c->job.tick_us, 0);
+    assert_string_equal(c->rules[0].rule, "CPUBottleneck");
+    assert_string_equal(c->rules[0].values[0], "40");
+    tw_config_free(c);
+    unlink(p);
+}
+
+static void expect_error(const char *text, const char *want_line,
+                         const char *want)
+{
+    const char *p = write_tmp(text);
+    tw_config *c = NULL;
+    char err[512];
+    assert_int_equal(tw_config_load(p, &c, err, sizeof(err)), TW_ERR);
+    assert_null(c);
+    if (strstr(err, p) == NULL || strstr(err, want_line) == NULL ||
+        strstr(err, want) == NULL)
+        fail_msg("error '%s' lacks '%s' / '%s'", err, want_line, want);
+    unlink(p);
+}
+
+static void test_errors(void **st)
+{
+    (void)st;
+    expect_error("rules:\n  - name: A\n    paramters: {x: 1}\n", ":3:",
+                 "unknown key 'paramters'");
+    expect_error("tick: soon\nrules:\n  - name: A\n", ":1:",
+                 "'soon' is not a duration");
+    expect_error("semantics: exact\nrules:\n  - name: A\n", ":1:",
+                 "'exact' is not 'fixed' or 'reference'");
+    expect_error("rules: []\n", ":1:", "'rules' is empty");
+    expect_error("tick: 60s\n", ":1:", "missing key 'rules'");
+    expect_error("rules:\n  - parameters: {a: 1}\n", ":2:",
+                 "needs 'name'");
+    expect_error("rules:\n  - name: A\n    parameters: {a: [1, 2]}\n", ":3:",
+                 "parameter 'a' must be a plain value");
+    expect_error("rules: [\n", ":", "did not find expected node content");
+    tw_config *c;
+    char err[512];
+    assert_int_equal(tw_config_load("/nonexistent.yaml", &c, err, sizeof(err)),
+                     TW_ERR);
+    assert_non_null(strstr(err, "/nonexistent.yaml: No such file"));
+}
+
+static void test_durations(void **st)
+{
+    (void)st;
+    int64_t us;
+    assert_int_equal(tw_parse_duration_us("90", &us), TW_OK);
+    assert_int_equal(us, 90000000);
+    assert_int_equal(tw_parse_duration_us("2m", &us), TW_OK);
+    assert_int_equal(us, 120000000);
+    assert_int_equal(tw_parse_duration_us("1.5h", &us), TW_OK);
+    assert_int_equal(us, 5400000000LL);
+    assert_int_equal(tw_parse_duration_us("-1s", &us), TW_ERR);
+    assert_int_equal(tw_parse_duration_us("5 parsecs", &us), TW_ERR);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_yaml),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_durations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -27,20 +27,35 @@ typedef enum tw_wire_status {
     TW_WIRE_VERIFY_FAILED,    /* the FlatBuffers verifier rejected it      */
     TW_WIRE_MISSING_FIELD,    /* a required field is absent                */
     TW_WIRE_BAD_REFERENCE,    /* a sample names a series that is not there */
-    TW_WIRE_UNSUPPORTED_VERSION,
-    TW_WIRE_NO_MEMORY
+    TW_WIRE_UNSUPPORTED_VERSION, /* version 0 (no writer emits it)          */
+    TW_WIRE_NO_MEMORY,
+    TW_WIRE_BAD_VALUE         /* an enum value this reader does not know,
+                                 or fields that contradict each other      */
 } tw_wire_status;
 
 /* A short, stable name for a status ("bad_identifier"): used as the
  * dead-letter reason and as a counter label. */
 const char *tw_wire_status_name(tw_wire_status st);
 
-/* Encodes b (b->arena is not needed). On success *out/*outlen receive a
- * malloc'd buffer. */
+/* Encodes b (b->arena is not needed). On success *out and *outlen receive a
+ * malloc'd buffer; on failure *out is NULL. It refuses what a reader would
+ * reject: TW_WIRE_MISSING_FIELD for a NULL job, node, series type or
+ * dimension, event name or phase, arg key or value (or a NULL array with a
+ * non-zero count); TW_WIRE_BAD_REFERENCE for a sample whose series is not
+ * < nseries; TW_WIRE_BAD_VALUE for an enum out of range or an event whose
+ * node is neither NULL nor b->node (the wire has one node per batch);
+ * TW_WIRE_NO_MEMORY also when the result would pass FlatBuffers' 2 GiB
+ * limit. An event with args == NULL is written as "had no args"; one with
+ * args != NULL and nargs == 0 as "had an empty args object". */
 tw_wire_status tw_wire_encode(const tw_batch *b, uint8_t **out, size_t *outlen);
 
 /* Verifies and decodes. On failure *out is NULL and err (if given) holds a
- * sentence naming what is wrong. */
+ * sentence naming what is wrong. The buffer needs no particular alignment.
+ * Decoded events point at the batch's node; args is NULL exactly when the
+ * event had no args. Versions above 1 are accepted (fields are only ever
+ * appended; a field this reader does not know is ignored). Tables that
+ * outnumber one per 8 bytes of buf (subtables referenced repeatedly) are
+ * refused as verify_failed, so a decoded batch stays proportional to len. */
 tw_wire_status tw_wire_decode(const uint8_t *buf, size_t len, tw_batch **out,
                               char *err, size_t errlen);
 

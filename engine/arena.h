@@ -10,6 +10,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tw_arena_block tw_arena_block;
 
 typedef struct tw_arena {
@@ -26,5 +30,9 @@ void *tw_arena_alloc(tw_arena *a, size_t size);
 /* Copy of s (len bytes, NUL added). NULL in -> NULL out. */
 char *tw_arena_strndup(tw_arena *a, const char *s, size_t len);
 char *tw_arena_strdup(tw_arena *a, const char *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TW_ARENA_H */

@@ -15,6 +15,10 @@
 #include "arena.h"
 #include "trainwatch/plugin.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One entry of the batch's series dictionary. Samples refer to it by
  * index (tw_sample.series is a batch-local index here). */
 typedef struct tw_batch_series {
@@ -62,5 +66,9 @@ typedef struct tw_batch {
 /* An empty batch with a fresh arena. Never fails except on OOM (NULL). */
 tw_batch *tw_batch_new(void);
 void tw_batch_free(tw_batch *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TW_BATCH_H */

@@ -64,6 +64,11 @@ typedef struct producer {
      * within the window are accepted once each. */
     uint64_t max_seq;
     uint64_t seen[SEQ_WINDOW / 64];
+    /* Series ids of this node's previous batch, by dictionary position:
+     * agents send the same dictionary every time, so a string compare
+     * replaces the hash lookup (owned by the job). */
+    uint32_t *dict_ids;
+    size_t ndict, dict_cap;
 } producer;
 
 struct tw_job {
@@ -210,6 +215,8 @@ void tw_job_free(tw_job *j)
     free(j->order);
     free(j->series);
     free(j->nodes);
+    for (size_t i = 0; i < j->nproducers; i++)
+        free(j->producers[i].dict_ids);
     free(j->producers);
     tw_strmap_free(&j->series_ids);
     tw_strmap_free(&j->node_ids);
@@ -319,14 +326,26 @@ static int node_index(tw_job *j, const char *node, uint32_t *out)
     return TW_OK;
 }
 
+static size_t key_part(char *key, size_t o, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (o + n + 1 >= cap)
+        n = o + 1 < cap ? cap - o - 1 : 0;
+    memcpy(key + o, s, n);
+    o += n;
+    if (o + 1 < cap)
+        key[o++] = '\x1f';
+    return o;
+}
+
 static int series_id(tw_job *j, uint32_t node, const char *node_name,
                      const tw_batch_series *bs, uint32_t *out)
 {
     char key[1024];
-    int n = snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s", node_name,
-                     bs->type ? bs->type : "",
-                     bs->name ? bs->name : "\x1e", bs->dimension ? bs->dimension : "");
-    size_t len = n < 0 ? 0 : (size_t)n < sizeof(key) ? (size_t)n : sizeof(key) - 1;
+    size_t len = key_part(key, 0, sizeof(key), node_name);
+    len = key_part(key, len, sizeof(key), bs->type ? bs->type : "");
+    len = key_part(key, len, sizeof(key), bs->name ? bs->name : "\x1e");
+    len = key_part(key, len, sizeof(key), bs->dimension ? bs->dimension : "");
     if (tw_strmap_get(&j->series_ids, key, len, out))
         return TW_OK;
     if (grow((void **)&j->series, &j->series_cap, j->nseries + 1,
@@ -370,6 +389,20 @@ static producer *producer_get(tw_job *j, const char *kind, const char *node)
 }
 
 /* ---- ingest ------------------------------------------------------------ */
+
+static int str_same(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static int same_series(const tw_series *s, const tw_batch_series *b)
+{
+    return str_same(s->dimension, b->dimension ? b->dimension : "") &&
+           str_same(s->name, b->name) &&
+           str_same(s->type, b->type ? b->type : "");
+}
 
 /* Records seq; returns 1 when it was seen before (or is too old to tell). */
 static int seq_seen(producer *p, uint64_t seq)
@@ -454,15 +487,21 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         uint32_t nidx;
         if (node_index(j, node, &nidx) != TW_OK)
             goto oom;
-        uint32_t *map = malloc(b->nseries * sizeof(uint32_t) + 1);
-        if (map == NULL)
+        producer *sp = producer_get(j, "sys", node);
+        if (sp == NULL)
             goto oom;
+        if (grow((void **)&sp->dict_ids, &sp->dict_cap, b->nseries + 1,
+                 sizeof(uint32_t)) != TW_OK)
+            goto oom;
+        uint32_t *map = sp->dict_ids;
         for (size_t i = 0; i < b->nseries; i++) {
-            if (series_id(j, nidx, node, &b->series[i], &map[i]) != TW_OK) {
-                free(map);
+            if (i < sp->ndict && same_series(&j->series[map[i]], &b->series[i]))
+                continue;
+            if (series_id(j, nidx, node, &b->series[i], &map[i]) != TW_OK)
                 goto oom;
-            }
         }
+        if (b->nseries > sp->ndict)
+            sp->ndict = b->nseries;
         /* Remap to job-wide ids, drop late samples, find the time range. */
         size_t kept = 0;
         double min_ts = INFINITY, max_ts = -INFINITY;
@@ -482,7 +521,6 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             if (s.ts > max_ts)
                 max_ts = s.ts;
         }
-        free(map);
         b->nsamples = kept;
         j->stats.samples += kept;
         if (kept > 0) {
@@ -495,9 +533,7 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             int64_t latest = b->file_ts_us ? b->file_ts_us : minute_floor_us(max_ts);
             if (latest > j->latest_system_us)
                 j->latest_system_us = latest;
-            producer *p = producer_get(j, "sys", node);
-            if (p == NULL)
-                goto oom;
+            producer *p = sp;
             int64_t newest = (int64_t)(max_ts * 1e6);
             if (newest > p->newest_us)
                 p->newest_us = newest;

@@ -53,7 +53,9 @@ tw_wire_status tw_wire_encode(const tw_batch *b, uint8_t **out, size_t *outlen);
  * sentence naming what is wrong. The buffer needs no particular alignment.
  * Decoded events point at the batch's node; args is NULL exactly when the
  * event had no args. Versions above 1 are accepted (fields are only ever
- * appended; a field this reader does not know is ignored). */
+ * appended; a field this reader does not know is ignored). Tables that
+ * outnumber one per 8 bytes of buf (subtables referenced repeatedly) are
+ * refused as verify_failed, so a decoded batch stays proportional to len. */
 tw_wire_status tw_wire_decode(const uint8_t *buf, size_t len, tw_batch **out,
                               char *err, size_t errlen);
 

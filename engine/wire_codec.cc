@@ -21,6 +21,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -29,7 +30,8 @@
 namespace fb = flatbuffers;
 namespace tww = trainwatch::wire;
 
-namespace {
+namespace
+{
 
 /* Every scalar in the schema is at most 8 bytes; the verifier checks
  * alignment relative to the buffer start, so a start aligned to 8 makes
@@ -120,9 +122,10 @@ struct TableSpec {
     size_t nfields;
 };
 
-/* These tables mirror the schema; test_wire checks that a buffer missing
- * each required field is classified, which catches a table left behind
- * when the schema changes. */
+/* These tables mirror the generated Verify() functions; keep them in step
+ * with schemas/metrics.fbs. A field left out here only costs detail: the
+ * walk then blames nothing and the status stays verify_failed, never ok.
+ * test_wire builds a buffer without each required field to check them. */
 const FieldSpec kSeriesFields[] = {
     {"type", tww::Series::VT_TYPE, FieldKind::String, 0, true, nullptr},
     {"name", tww::Series::VT_NAME, FieldKind::String, 0, false, nullptr},
@@ -141,34 +144,29 @@ const TableSpec kArg = {"Arg", kArgFields,
                         sizeof(kArgFields) / sizeof(kArgFields[0])};
 
 const FieldSpec kEventFields[] = {
-    {"name", tww::FrameworkEvent::VT_NAME, FieldKind::String, 0, true,
-     nullptr},
+    {"name", tww::FrameworkEvent::VT_NAME, FieldKind::String, 0, true, nullptr},
     {"phase", tww::FrameworkEvent::VT_PHASE, FieldKind::String, 0, true,
      nullptr},
-    {"start_us", tww::FrameworkEvent::VT_START_US, FieldKind::Scalar, 8,
-     false, nullptr},
+    {"start_us", tww::FrameworkEvent::VT_START_US, FieldKind::Scalar, 8, false,
+     nullptr},
     {"end_us", tww::FrameworkEvent::VT_END_US, FieldKind::Scalar, 8, false,
      nullptr},
-    {"pid", tww::FrameworkEvent::VT_PID, FieldKind::Scalar, 8, false,
-     nullptr},
-    {"tid", tww::FrameworkEvent::VT_TID, FieldKind::Scalar, 8, false,
-     nullptr},
+    {"pid", tww::FrameworkEvent::VT_PID, FieldKind::Scalar, 8, false, nullptr},
+    {"tid", tww::FrameworkEvent::VT_TID, FieldKind::Scalar, 8, false, nullptr},
     {"source", tww::FrameworkEvent::VT_SOURCE, FieldKind::Scalar, 1, false,
      nullptr},
     {"mode", tww::FrameworkEvent::VT_MODE, FieldKind::Scalar, 1, false,
      nullptr},
-    {"args", tww::FrameworkEvent::VT_ARGS, FieldKind::Tables, 0, false,
-     &kArg},
-    {"has_args", tww::FrameworkEvent::VT_HAS_ARGS, FieldKind::Scalar, 1,
-     false, nullptr},
+    {"args", tww::FrameworkEvent::VT_ARGS, FieldKind::Tables, 0, false, &kArg},
+    {"has_args", tww::FrameworkEvent::VT_HAS_ARGS, FieldKind::Scalar, 1, false,
+     nullptr},
 };
 const TableSpec kEvent = {"FrameworkEvent", kEventFields,
                           sizeof(kEventFields) / sizeof(kEventFields[0])};
 
 const FieldSpec kMarkerFields[] = {
     {"kind", tww::Marker::VT_KIND, FieldKind::Scalar, 1, false, nullptr},
-    {"time_us", tww::Marker::VT_TIME_US, FieldKind::Scalar, 8, false,
-     nullptr},
+    {"time_us", tww::Marker::VT_TIME_US, FieldKind::Scalar, 8, false, nullptr},
     {"sampling_interval_ms", tww::Marker::VT_SAMPLING_INTERVAL_MS,
      FieldKind::Scalar, 4, false, nullptr},
 };
@@ -176,19 +174,17 @@ const TableSpec kMarker = {"Marker", kMarkerFields,
                            sizeof(kMarkerFields) / sizeof(kMarkerFields[0])};
 
 const FieldSpec kBatchFields[] = {
-    {"version", tww::Batch::VT_VERSION, FieldKind::Scalar, 2, false,
-     nullptr},
+    {"version", tww::Batch::VT_VERSION, FieldKind::Scalar, 2, false, nullptr},
     {"job", tww::Batch::VT_JOB, FieldKind::String, 0, true, nullptr},
     {"node", tww::Batch::VT_NODE, FieldKind::String, 0, true, nullptr},
     {"seq", tww::Batch::VT_SEQ, FieldKind::Scalar, 8, false, nullptr},
     {"file_ts_us", tww::Batch::VT_FILE_TS_US, FieldKind::Scalar, 8, false,
      nullptr},
     {"series", tww::Batch::VT_SERIES, FieldKind::Tables, 0, false, &kSeries},
-    {"samples", tww::Batch::VT_SAMPLES, FieldKind::Structs,
-     sizeof(tww::Sample), false, nullptr},
+    {"samples", tww::Batch::VT_SAMPLES, FieldKind::Structs, sizeof(tww::Sample),
+     false, nullptr},
     {"events", tww::Batch::VT_EVENTS, FieldKind::Tables, 0, false, &kEvent},
-    {"markers", tww::Batch::VT_MARKERS, FieldKind::Tables, 0, false,
-     &kMarker},
+    {"markers", tww::Batch::VT_MARKERS, FieldKind::Tables, 0, false, &kMarker},
     {"file_path", tww::Batch::VT_FILE_PATH, FieldKind::String, 0, false,
      nullptr},
 };
@@ -199,7 +195,8 @@ const TableSpec kBatch = {"Batch", kBatchFields,
  * the same Verifier and options, but notes an absent required field and
  * goes on instead of stopping. The first structural failure ends the walk
  * and is described in bytes and offsets. */
-class Diagnosis {
+class Diagnosis
+{
   public:
     Diagnosis(const uint8_t *buf, size_t len)
         : buf_(buf), len_(len), opts_(verifier_options(len)),
@@ -216,11 +213,20 @@ class Diagnosis {
         table(buf_ + root, kBatch, &p);
     }
 
-    const std::string &failure() const { return failure_; }
-    const std::string &missing() const { return missing_; }
+    const std::string &failure() const
+    {
+        return failure_;
+    }
+    const std::string &missing() const
+    {
+        return missing_;
+    }
 
   private:
-    size_t pos(const uint8_t *p) const { return static_cast<size_t>(p - buf_); }
+    size_t pos(const uint8_t *p) const
+    {
+        return static_cast<size_t>(p - buf_);
+    }
 
     std::string where(const Path *p, const char *field) const
     {
@@ -234,6 +240,15 @@ class Diagnosis {
         return s;
     }
 
+    /* Why a value at byte `at` that must be `align`-aligned was refused. */
+    std::string bad_range(size_t at, size_t align) const
+    {
+        std::string s = " at byte " + std::to_string(at);
+        if (at % align != 0)
+            return s + " is not " + std::to_string(align) + "-byte aligned";
+        return s + " lies outside the " + std::to_string(len_) + "-byte buffer";
+    }
+
     bool fail(const std::string &what)
     {
         failure_ = what;
@@ -243,24 +258,22 @@ class Diagnosis {
     /* An offset stored at byte `at`; 0 when it is not a valid one. */
     fb::uoffset_t offset_at(size_t at, const Path *p, const char *field)
     {
-        std::string name = p == nullptr ? std::string(field) : "'" + where(p, field) + "'";
+        std::string name = p == nullptr
+                               ? std::string(field)
+                               : "the offset of '" + where(p, field) + "'";
         if (!v_.Verify<fb::uoffset_t>(at)) {
-            fail("the offset of " + name + " at byte " + std::to_string(at) +
-                 " lies outside the " + std::to_string(len_) +
-                 "-byte buffer or is misaligned");
+            fail(name + bad_range(at, sizeof(fb::uoffset_t)));
             return 0;
         }
         fb::uoffset_t o = fb::ReadScalar<fb::uoffset_t>(buf_ + at);
         if (v_.VerifyOffset(at) != 0)
             return o;
         if (o == 0)
-            fail("the offset of " + name + " at byte " + std::to_string(at) +
-                 " is zero");
+            fail(name + " at byte " + std::to_string(at) + " is zero");
         else
-            fail("the offset of " + name + " at byte " + std::to_string(at) +
-                 " points to byte " + std::to_string(uint64_t(at) + o) +
-                 ", past the end of the " + std::to_string(len_) +
-                 "-byte buffer");
+            fail(name + " at byte " + std::to_string(at) + " points to byte " +
+                 std::to_string(uint64_t(at) + o) + ", past the end of the " +
+                 std::to_string(len_) + "-byte buffer");
         return 0;
     }
 
@@ -269,20 +282,19 @@ class Diagnosis {
     {
         size_t at = pos(vec);
         if (!v_.Verify<fb::uoffset_t>(at))
-            return fail("the length word of " + name + " at byte " +
-                        std::to_string(at) + " lies outside the " +
-                        std::to_string(len_) + "-byte buffer or is misaligned");
+            return fail("the length word of " + name +
+                        bad_range(at, sizeof(fb::uoffset_t)));
         size_t end = 0;
         if (!v_.VerifyVectorOrString(vec, elem_size, &end)) {
             fb::uoffset_t n = fb::ReadScalar<fb::uoffset_t>(vec);
             return fail(std::string(is_string ? "string" : "vector") +
                         " length of " + name + " (" + std::to_string(n) +
-                        (is_string ? " bytes" : " elements of " +
-                                                    std::to_string(elem_size) +
-                                                    " bytes") +
+                        (is_string ? " bytes"
+                                   : " elements of " +
+                                         std::to_string(elem_size) + " bytes") +
                         " at byte " + std::to_string(at) +
-                        ") points past the end of the " +
-                        std::to_string(len_) + "-byte buffer");
+                        ") points past the end of the " + std::to_string(len_) +
+                        "-byte buffer");
         }
         if (is_string && !(v_.Verify(end, 1) && buf_[end] == '\0'))
             return fail("string " + name + " at byte " + std::to_string(at) +
@@ -304,9 +316,7 @@ class Diagnosis {
                                         : "table " + std::string(spec.name) +
                                               " '" + path + "'";
         if (!v_.Verify<fb::soffset_t>(at))
-            return fail(name + " at byte " + std::to_string(at) +
-                        " lies outside the " + std::to_string(len_) +
-                        "-byte buffer or is misaligned");
+            return fail(name + bad_range(at, sizeof(fb::soffset_t)));
         if (!v_.VerifyTableStart(t))
             return fail("the vtable of " + name + " at byte " +
                         std::to_string(at) +
@@ -332,10 +342,8 @@ class Diagnosis {
         size_t at = pos(t) + fo;
         if (f.kind == FieldKind::Scalar) {
             if (!v_.VerifyFieldStruct(t, fo, f.size, f.size))
-                return fail("field '" + where(p, f.name) + "' at byte " +
-                            std::to_string(at) + " lies outside the " +
-                            std::to_string(len_) +
-                            "-byte buffer or is misaligned");
+                return fail("field '" + where(p, f.name) + "'" +
+                            bad_range(at, f.size));
             return true;
         }
         fb::uoffset_t o = offset_at(at, p, f.name);
@@ -358,11 +366,18 @@ class Diagnosis {
                 Path elem = {p, f.name, static_cast<long>(i)};
                 size_t eat = pos(target) + sizeof(fb::uoffset_t) +
                              size_t(i) * sizeof(fb::uoffset_t);
-                /* The generated code follows element offsets unchecked and
-                 * lets VerifyTableStart bound them; do the same. */
-                const uint8_t *et =
-                    buf_ + eat + fb::ReadScalar<fb::uoffset_t>(buf_ + eat);
-                if (!table(et, *f.table, &elem))
+                /* The generated code follows element offsets and lets
+                 * VerifyTableStart bound them; bound them first here, so
+                 * no pointer is ever formed outside the buffer. */
+                size_t eo = eat + fb::ReadScalar<fb::uoffset_t>(buf_ + eat);
+                if (eo >= len_) {
+                    std::string e = where(&elem, nullptr);
+                    return fail("the offset of '" + e + "' at byte " +
+                                std::to_string(eat) + " points to byte " +
+                                std::to_string(eo) + ", past the end of the " +
+                                std::to_string(len_) + "-byte buffer");
+                }
+                if (!table(buf_ + eo, *f.table, &elem))
                     return false;
             }
             return true;
@@ -383,98 +398,70 @@ class Diagnosis {
 };
 
 /* ---------------------------------------------------------------------
- * Enum mapping: explicit both ways, so neither side's numbering leaks.
+ * Enum mapping: explicit pairs, so neither side's numbering leaks into the
+ * other. Each table must name every value of the wire enum.
  * ------------------------------------------------------------------- */
 
-bool source_from_wire(tww::SourceType s, tw_source *out)
+template <typename C, typename W> struct EnumPair {
+    C c;
+    W wire;
+};
+
+#define TW_ENUM_TABLE(name, C, W, ...)                                         \
+    constexpr EnumPair<C, W> name[] = {__VA_ARGS__};                           \
+    static_assert(sizeof(name) / sizeof(name[0]) ==                            \
+                      size_t(W::MAX) - size_t(W::MIN) + 1,                     \
+                  #name " must cover every value of the schema's enum")
+
+TW_ENUM_TABLE(kSources, tw_source, tww::SourceType,
+              {TW_SOURCE_PYTHONTIMELINE, tww::SourceType::PythonTimeline},
+              {TW_SOURCE_MODEL_TIMELINE, tww::SourceType::ModelTimeline},
+              {TW_SOURCE_TF_PROFILER, tww::SourceType::TFProfiler},
+              {TW_SOURCE_HOROVOD, tww::SourceType::Horovod},
+              {TW_SOURCE_SMDATAPARALLEL, tww::SourceType::SMDataParallel});
+TW_ENUM_TABLE(kModes, tw_mode, tww::Mode, {TW_MODE_NONE, tww::Mode::None},
+              {TW_MODE_TRAIN, tww::Mode::Train},
+              {TW_MODE_EVAL, tww::Mode::Eval},
+              {TW_MODE_PREDICT, tww::Mode::Predict},
+              {TW_MODE_GLOBAL, tww::Mode::Global});
+TW_ENUM_TABLE(kArgKinds, tw_arg_kind, tww::ArgKind,
+              {TW_ARG_STRING, tww::ArgKind::String},
+              {TW_ARG_NUMBER, tww::ArgKind::Number},
+              {TW_ARG_BOOL, tww::ArgKind::Bool},
+              {TW_ARG_NULL, tww::ArgKind::Null},
+              {TW_ARG_JSON, tww::ArgKind::Json});
+TW_ENUM_TABLE(kMarkerKinds, tw_marker_kind, tww::MarkerKind,
+              {TW_MARKER_NONE, tww::MarkerKind::None},
+              {TW_MARKER_JOB_START, tww::MarkerKind::JobStart},
+              {TW_MARKER_JOB_END, tww::MarkerKind::JobEnd});
+#undef TW_ENUM_TABLE
+
+template <typename C, typename W, size_t N>
+bool from_wire(const EnumPair<C, W> (&table)[N], W w, C *out)
 {
-    switch (s) {
-    case tww::SourceType::PythonTimeline: *out = TW_SOURCE_PYTHONTIMELINE; return true;
-    case tww::SourceType::ModelTimeline: *out = TW_SOURCE_MODEL_TIMELINE; return true;
-    case tww::SourceType::TFProfiler: *out = TW_SOURCE_TF_PROFILER; return true;
-    case tww::SourceType::Horovod: *out = TW_SOURCE_HOROVOD; return true;
-    case tww::SourceType::SMDataParallel: *out = TW_SOURCE_SMDATAPARALLEL; return true;
+    for (const auto &e : table) {
+        if (e.wire == w) {
+            *out = e.c;
+            return true;
+        }
     }
     return false;
 }
 
-bool source_to_wire(tw_source s, tww::SourceType *out)
+/* A C caller may store any int in an enum field, and loading an
+ * out-of-range value as the enum type is undefined in C++: compare the
+ * bits as the underlying integer instead. */
+template <typename C, typename W, size_t N>
+bool to_wire(const EnumPair<C, W> (&table)[N], const C &c, W *out)
 {
-    switch (s) {
-    case TW_SOURCE_PYTHONTIMELINE: *out = tww::SourceType::PythonTimeline; return true;
-    case TW_SOURCE_MODEL_TIMELINE: *out = tww::SourceType::ModelTimeline; return true;
-    case TW_SOURCE_TF_PROFILER: *out = tww::SourceType::TFProfiler; return true;
-    case TW_SOURCE_HOROVOD: *out = tww::SourceType::Horovod; return true;
-    case TW_SOURCE_SMDATAPARALLEL: *out = tww::SourceType::SMDataParallel; return true;
-    case TW_SOURCE_COUNT: break;
-    }
-    return false;
-}
-
-bool mode_from_wire(tww::Mode m, tw_mode *out)
-{
-    switch (m) {
-    case tww::Mode::None: *out = TW_MODE_NONE; return true;
-    case tww::Mode::Train: *out = TW_MODE_TRAIN; return true;
-    case tww::Mode::Eval: *out = TW_MODE_EVAL; return true;
-    case tww::Mode::Predict: *out = TW_MODE_PREDICT; return true;
-    case tww::Mode::Global: *out = TW_MODE_GLOBAL; return true;
-    }
-    return false;
-}
-
-bool mode_to_wire(tw_mode m, tww::Mode *out)
-{
-    switch (m) {
-    case TW_MODE_NONE: *out = tww::Mode::None; return true;
-    case TW_MODE_TRAIN: *out = tww::Mode::Train; return true;
-    case TW_MODE_EVAL: *out = tww::Mode::Eval; return true;
-    case TW_MODE_PREDICT: *out = tww::Mode::Predict; return true;
-    case TW_MODE_GLOBAL: *out = tww::Mode::Global; return true;
-    }
-    return false;
-}
-
-bool arg_kind_from_wire(tww::ArgKind k, tw_arg_kind *out)
-{
-    switch (k) {
-    case tww::ArgKind::String: *out = TW_ARG_STRING; return true;
-    case tww::ArgKind::Number: *out = TW_ARG_NUMBER; return true;
-    case tww::ArgKind::Bool: *out = TW_ARG_BOOL; return true;
-    case tww::ArgKind::Null: *out = TW_ARG_NULL; return true;
-    case tww::ArgKind::Json: *out = TW_ARG_JSON; return true;
-    }
-    return false;
-}
-
-bool arg_kind_to_wire(tw_arg_kind k, tww::ArgKind *out)
-{
-    switch (k) {
-    case TW_ARG_STRING: *out = tww::ArgKind::String; return true;
-    case TW_ARG_NUMBER: *out = tww::ArgKind::Number; return true;
-    case TW_ARG_BOOL: *out = tww::ArgKind::Bool; return true;
-    case TW_ARG_NULL: *out = tww::ArgKind::Null; return true;
-    case TW_ARG_JSON: *out = tww::ArgKind::Json; return true;
-    }
-    return false;
-}
-
-bool marker_from_wire(tww::MarkerKind k, tw_marker_kind *out)
-{
-    switch (k) {
-    case tww::MarkerKind::None: *out = TW_MARKER_NONE; return true;
-    case tww::MarkerKind::JobStart: *out = TW_MARKER_JOB_START; return true;
-    case tww::MarkerKind::JobEnd: *out = TW_MARKER_JOB_END; return true;
-    }
-    return false;
-}
-
-bool marker_to_wire(tw_marker_kind k, tww::MarkerKind *out)
-{
-    switch (k) {
-    case TW_MARKER_NONE: *out = tww::MarkerKind::None; return true;
-    case TW_MARKER_JOB_START: *out = tww::MarkerKind::JobStart; return true;
-    case TW_MARKER_JOB_END: *out = tww::MarkerKind::JobEnd; return true;
+    std::underlying_type_t<C> v;
+    static_assert(sizeof(v) == sizeof(c), "enum size");
+    memcpy(&v, &c, sizeof(v));
+    for (const auto &e : table) {
+        if (static_cast<std::underlying_type_t<C>>(e.c) == v) {
+            *out = e.wire;
+            return true;
+        }
     }
     return false;
 }
@@ -483,7 +470,8 @@ bool marker_to_wire(tw_marker_kind k, tww::MarkerKind *out)
  * Decode: verified buffer -> tw_batch
  * ------------------------------------------------------------------- */
 
-class Decoder {
+class Decoder
+{
   public:
     Decoder(tw_batch *b, char *err, size_t errlen)
         : b_(b), err_(err), errlen_(errlen)
@@ -624,8 +612,8 @@ tw_wire_status Decoder::events(const tww::Batch *root)
     auto vec = root->events();
     if (vec == nullptr || vec->size() == 0)
         return TW_WIRE_OK;
-    auto out = static_cast<tw_fw_event *>(
-        array(vec->size(), sizeof(tw_fw_event)));
+    auto out =
+        static_cast<tw_fw_event *>(array(vec->size(), sizeof(tw_fw_event)));
     if (out == nullptr)
         return no_memory("the framework events");
     for (fb::uoffset_t i = 0; i < vec->size(); i++) {
@@ -640,11 +628,11 @@ tw_wire_status Decoder::events(const tww::Batch *root)
         o->end_us = e->end_us();
         o->pid = e->pid();
         o->tid = e->tid();
-        if (!source_from_wire(e->source(), &o->source))
+        if (!from_wire(kSources, e->source(), &o->source))
             return bad_value("events[%" PRIu32 "].source is %d, not a "
                              "SourceType this reader knows",
                              i, static_cast<int>(e->source()));
-        if (!mode_from_wire(e->mode(), &o->mode))
+        if (!from_wire(kModes, e->mode(), &o->mode))
             return bad_value("events[%" PRIu32 "].mode is %d, not a Mode "
                              "this reader knows",
                              i, static_cast<int>(e->mode()));
@@ -666,7 +654,7 @@ tw_wire_status Decoder::events(const tww::Batch *root)
             a[j].value = str(w->value());
             if (a[j].key == nullptr || a[j].value == nullptr)
                 return no_memory("the framework event args");
-            if (!arg_kind_from_wire(w->kind(), &a[j].kind))
+            if (!from_wire(kArgKinds, w->kind(), &a[j].kind))
                 return bad_value("events[%" PRIu32 "].args[%" PRIu32
                                  "].kind is %d, not an ArgKind this reader "
                                  "knows",
@@ -685,13 +673,12 @@ tw_wire_status Decoder::markers(const tww::Batch *root)
     auto vec = root->markers();
     if (vec == nullptr || vec->size() == 0)
         return TW_WIRE_OK;
-    auto out =
-        static_cast<tw_marker *>(array(vec->size(), sizeof(tw_marker)));
+    auto out = static_cast<tw_marker *>(array(vec->size(), sizeof(tw_marker)));
     if (out == nullptr)
         return no_memory("the markers");
     for (fb::uoffset_t i = 0; i < vec->size(); i++) {
         const tww::Marker *m = vec->Get(i);
-        if (!marker_from_wire(m->kind(), &out[i].kind))
+        if (!from_wire(kMarkerKinds, m->kind(), &out[i].kind))
             return bad_value("markers[%" PRIu32 "].kind is %d, not a "
                              "MarkerKind this reader knows",
                              i, static_cast<int>(m->kind()));
@@ -703,15 +690,14 @@ tw_wire_status Decoder::markers(const tww::Batch *root)
     return TW_WIRE_OK;
 }
 
-tw_wire_status decode(const uint8_t *buf, size_t len, tw_batch **out,
-                      char *err, size_t errlen)
+tw_wire_status decode(const uint8_t *buf, size_t len, tw_batch **out, char *err,
+                      size_t errlen)
 {
     if (buf == nullptr || len < kMinBufferSize) {
         set_err(err, errlen,
                 "buffer of %zu bytes is shorter than the smallest "
                 "FlatBuffer (%zu bytes)",
-                buf == nullptr ? size_t(0) : len,
-                kMinBufferSize);
+                buf == nullptr ? size_t(0) : len, kMinBufferSize);
         return TW_WIRE_TOO_SHORT;
     }
     if (!tww::BatchBufferHasIdentifier(buf)) {
@@ -719,12 +705,11 @@ tw_wire_status decode(const uint8_t *buf, size_t len, tw_batch **out,
         size_t n = 0;
         for (size_t i = 0; i < fb::kFileIdentifierLength; i++) {
             unsigned char c = buf[sizeof(fb::uoffset_t) + i];
-            n += static_cast<size_t>(
-                snprintf(id + n, sizeof(id) - n,
-                         c >= 0x20 && c < 0x7f && c != '\\' && c != '"'
-                             ? "%c"
-                             : "\\x%02x",
-                         c));
+            n += static_cast<size_t>(snprintf(
+                id + n, sizeof(id) - n,
+                c >= 0x20 && c < 0x7f && c != '\\' && c != '"' ? "%c"
+                                                               : "\\x%02x",
+                c));
         }
         set_err(err, errlen, "file identifier is \"%s\", expected \"%s\"", id,
                 tww::BatchIdentifier());
@@ -734,7 +719,8 @@ tw_wire_status decode(const uint8_t *buf, size_t len, tw_batch **out,
     if (len >= FLATBUFFERS_MAX_BUFFER_SIZE) {
         set_err(err, errlen,
                 "buffer of %zu bytes exceeds the FlatBuffers limit of %llu",
-                len, static_cast<unsigned long long>(FLATBUFFERS_MAX_BUFFER_SIZE));
+                len,
+                static_cast<unsigned long long>(FLATBUFFERS_MAX_BUFFER_SIZE));
         return TW_WIRE_VERIFY_FAILED;
     }
 
@@ -763,11 +749,26 @@ tw_wire_status decode(const uint8_t *buf, size_t len, tw_batch **out,
         }
         set_err(err, errlen,
                 "verification failed: the FlatBuffers verifier refused the "
-                "%zu-byte buffer", len);
+                "%zu-byte buffer",
+                len);
         return TW_WIRE_VERIFY_FAILED;
     }
 
     const tww::Batch *root = tww::GetBatch(buf);
+    /* The verifier checks a struct vector's length word for alignment but
+     * not its elements; every writer aligns them (an empty vector aside),
+     * and the accessors read them in place. */
+    auto samples = root->samples();
+    if (samples != nullptr && samples->size() > 0 &&
+        reinterpret_cast<uintptr_t>(samples->Data()) % alignof(tww::Sample) !=
+            0) {
+        set_err(err, errlen,
+                "verification failed: the elements of vector 'samples' at "
+                "byte %zu are not %zu-byte aligned",
+                static_cast<size_t>(samples->Data() - buf),
+                alignof(tww::Sample));
+        return TW_WIRE_VERIFY_FAILED;
+    }
     if (root->version() == 0) {
         set_err(err, errlen,
                 "version 0 is not a version of the wire format (the first "
@@ -801,10 +802,17 @@ tw_wire_status decode(const uint8_t *buf, size_t len, tw_batch **out,
 
 /* An upper bound of the encoded size, to refuse what FlatBuffers cannot
  * hold before the builder asserts on it, and to size the builder once. */
-class SizeBound {
+class SizeBound
+{
   public:
-    void str(const char *s) { add(s == nullptr ? 0 : strlen(s) + 12); }
-    void add(size_t n) { total_ = n > kLimit - total_ ? kLimit : total_ + n; }
+    void str(const char *s)
+    {
+        add(s == nullptr ? 0 : strlen(s) + 12);
+    }
+    void add(size_t n)
+    {
+        total_ = n > kLimit - total_ ? kLimit : total_ + n;
+    }
     void mul(size_t n, size_t each)
     {
         if (each != 0 && n > kLimit / each)
@@ -812,8 +820,14 @@ class SizeBound {
         else
             add(n * each);
     }
-    bool too_big() const { return total_ >= kLimit; }
-    size_t total() const { return total_; }
+    bool too_big() const
+    {
+        return total_ >= kLimit;
+    }
+    size_t total() const
+    {
+        return total_;
+    }
 
   private:
     static constexpr size_t kLimit = FLATBUFFERS_MAX_BUFFER_SIZE;
@@ -858,7 +872,8 @@ tw_wire_status check_for_encode(const tw_batch *b, SizeBound *size)
             return TW_WIRE_MISSING_FIELD;
         if (e->args == nullptr && e->nargs != 0)
             return TW_WIRE_MISSING_FIELD;
-        if (!source_to_wire(e->source, &src) || !mode_to_wire(e->mode, &mode))
+        if (!to_wire(kSources, e->source, &src) ||
+            !to_wire(kModes, e->mode, &mode))
             return TW_WIRE_BAD_VALUE;
         if (e->node != nullptr && strcmp(e->node, b->node) != 0)
             return TW_WIRE_BAD_VALUE;
@@ -869,7 +884,7 @@ tw_wire_status check_for_encode(const tw_batch *b, SizeBound *size)
             tww::ArgKind kind;
             if (e->args[j].key == nullptr || e->args[j].value == nullptr)
                 return TW_WIRE_MISSING_FIELD;
-            if (!arg_kind_to_wire(e->args[j].kind, &kind))
+            if (!to_wire(kArgKinds, e->args[j].kind, &kind))
                 return TW_WIRE_BAD_VALUE;
             size->str(e->args[j].key);
             size->str(e->args[j].value);
@@ -878,7 +893,7 @@ tw_wire_status check_for_encode(const tw_batch *b, SizeBound *size)
     }
     for (size_t i = 0; i < b->nmarkers; i++) {
         tww::MarkerKind kind;
-        if (!marker_to_wire(b->markers[i].kind, &kind))
+        if (!to_wire(kMarkerKinds, b->markers[i].kind, &kind))
             return TW_WIRE_BAD_VALUE;
     }
     size->mul(b->nmarkers, 40);
@@ -916,7 +931,7 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
             args.clear();
             for (uint32_t j = 0; j < e->nargs; j++) {
                 tww::ArgKind kind = tww::ArgKind::String;
-                arg_kind_to_wire(e->args[j].kind, &kind);
+                to_wire(kArgKinds, e->args[j].kind, &kind);
                 args.push_back(tww::CreateArg(fbb, s(e->args[j].key),
                                               s(e->args[j].value), kind));
             }
@@ -924,22 +939,23 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
         }
         tww::SourceType src = tww::SourceType::PythonTimeline;
         tww::Mode mode = tww::Mode::None;
-        source_to_wire(e->source, &src);
-        mode_to_wire(e->mode, &mode);
+        to_wire(kSources, e->source, &src);
+        to_wire(kModes, e->mode, &mode);
         auto name = s(e->name);
         auto phase = s(e->phase);
         events.push_back(tww::CreateFrameworkEvent(
-            fbb, name, phase, e->start_us, e->end_us, e->pid, e->tid, src,
-            mode, argv, e->args != nullptr));
+            fbb, name, phase, e->start_us, e->end_us, e->pid, e->tid, src, mode,
+            argv, e->args != nullptr));
     }
 
     std::vector<fb::Offset<tww::Marker>> markers;
     markers.reserve(b->nmarkers);
     for (size_t i = 0; i < b->nmarkers; i++) {
         tww::MarkerKind kind = tww::MarkerKind::None;
-        marker_to_wire(b->markers[i].kind, &kind);
-        markers.push_back(tww::CreateMarker(fbb, kind, b->markers[i].time_us,
-                                            b->markers[i].sampling_interval_ms));
+        to_wire(kMarkerKinds, b->markers[i].kind, &kind);
+        markers.push_back(
+            tww::CreateMarker(fbb, kind, b->markers[i].time_us,
+                              b->markers[i].sampling_interval_ms));
     }
 
     /* Empty vectors are left out: readers treat absent as empty. */
@@ -949,8 +965,8 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
             b->nsamples, fill_sample, b->samples);
     auto job = s(b->job);
     auto node = s(b->node);
-    auto path = b->file_path == nullptr ? fb::Offset<fb::String>()
-                                        : s(b->file_path);
+    auto path =
+        b->file_path == nullptr ? fb::Offset<fb::String>() : s(b->file_path);
     fb::Offset<fb::Vector<fb::Offset<tww::Series>>> series_v;
     if (!series.empty())
         series_v = fbb.CreateVector(series);
@@ -1003,15 +1019,24 @@ tw_wire_status encode(const tw_batch *b, uint8_t **out, size_t *outlen)
 extern "C" const char *tw_wire_status_name(tw_wire_status st)
 {
     switch (st) {
-    case TW_WIRE_OK: return "ok";
-    case TW_WIRE_TOO_SHORT: return "too_short";
-    case TW_WIRE_BAD_IDENTIFIER: return "bad_identifier";
-    case TW_WIRE_VERIFY_FAILED: return "verify_failed";
-    case TW_WIRE_MISSING_FIELD: return "missing_field";
-    case TW_WIRE_BAD_REFERENCE: return "bad_reference";
-    case TW_WIRE_UNSUPPORTED_VERSION: return "unsupported_version";
-    case TW_WIRE_NO_MEMORY: return "no_memory";
-    case TW_WIRE_BAD_VALUE: return "bad_value";
+    case TW_WIRE_OK:
+        return "ok";
+    case TW_WIRE_TOO_SHORT:
+        return "too_short";
+    case TW_WIRE_BAD_IDENTIFIER:
+        return "bad_identifier";
+    case TW_WIRE_VERIFY_FAILED:
+        return "verify_failed";
+    case TW_WIRE_MISSING_FIELD:
+        return "missing_field";
+    case TW_WIRE_BAD_REFERENCE:
+        return "bad_reference";
+    case TW_WIRE_UNSUPPORTED_VERSION:
+        return "unsupported_version";
+    case TW_WIRE_NO_MEMORY:
+        return "no_memory";
+    case TW_WIRE_BAD_VALUE:
+        return "bad_value";
     }
     return "unknown";
 }

@@ -81,7 +81,8 @@ static tw_batch *make_batch(const bench_opts *o, unsigned node, uint64_t seq,
     size_t k = 0;
     int bottleneck = node % 2 == 1;
     for (unsigned r = 0; r < o->rounds; r++) {
-        double t = t0 + 0.5 * r;
+        /* Nodes sample at slightly different instants, as real agents do. */
+        double t = t0 + 0.5 * r + 0.000137 * node;
         for (size_t s = 0; s < nseries; s++) {
             double v;
             if (s < (size_t)o->gpus * 2)

@@ -1,0 +1,413 @@
+/* sysutil.c - rings and string maps for the system rules
+ * (see sysutil.h). */
+#include "sysutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- ring ------------------------------------------------------------ */
+
+int tw_dring_init(tw_dring *r, uint32_t cap)
+{
+    r->cap = cap;
+    r->len = 0;
+    r->head = 0;
+    r->v = NULL;
+    if (cap == 0)
+        return TW_OK;
+    r->v = malloc((size_t)cap * sizeof(double));
+    return r->v != NULL ? TW_OK : TW_ERR;
+}
+
+void tw_dring_free(tw_dring *r)
+{
+    free(r->v);
+    r->v = NULL;
+    r->cap = r->len = r->head = 0;
+}
+
+void tw_dring_clear(tw_dring *r)
+{
+    r->len = 0;
+    r->head = 0;
+}
+
+void tw_dring_push(tw_dring *r, double x)
+{
+    if (r->cap == 0)
+        return;
+    r->v[r->head] = x;
+    r->head = r->head + 1 == r->cap ? 0 : r->head + 1;
+    if (r->len < r->cap)
+        r->len++;
+}
+
+size_t tw_dring_copy(const tw_dring *r, size_t skip_newest, size_t n,
+                     double *out)
+{
+    if (skip_newest >= r->len)
+        return 0;
+    size_t avail = r->len - skip_newest;
+    if (n > avail)
+        n = avail;
+    /* index of the oldest value to copy */
+    size_t start = ((size_t)r->head + r->cap - skip_newest - n) % r->cap;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = start + i;
+        if (k >= r->cap)
+            k -= r->cap;
+        out[i] = r->v[k];
+    }
+    return n;
+}
+
+void tw_dring_save(const tw_dring *r, tw_ser *s)
+{
+    tw_ser_u32(s, r->len);
+    for (uint32_t i = r->len; i > 0; i--) {
+        double x;
+        tw_dring_copy(r, i - 1, 1, &x);
+        tw_ser_f64(s, x);
+    }
+}
+
+int tw_dring_load(tw_dring *r, tw_deser *d)
+{
+    uint32_t len = tw_deser_u32(d);
+    if (!tw_deser_ok(d) || len > r->cap || (size_t)len * 8 > d->left) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    tw_dring_clear(r);
+    for (uint32_t i = 0; i < len; i++)
+        tw_dring_push(r, tw_deser_f64(d));
+    return tw_deser_ok(d) ? TW_OK : TW_ERR;
+}
+
+/* ---- string map ------------------------------------------------------ */
+
+static uint64_t str_hash(const char *s)
+{
+    if (s == NULL)
+        return 0x9e3779b97f4a7c15ull;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static int key_eq(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+void tw_strmap_init(tw_strmap *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+void tw_strmap_free(tw_strmap *m)
+{
+    for (uint32_t i = 0; i < m->count; i++)
+        free(m->keys[i]);
+    free(m->keys);
+    free(m->slots);
+    memset(m, 0, sizeof(*m));
+}
+
+uint32_t tw_strmap_find(const tw_strmap *m, const char *key)
+{
+    if (m->nslots == 0)
+        return UINT32_MAX;
+    uint32_t mask = m->nslots - 1;
+    for (uint32_t i = (uint32_t)str_hash(key) & mask;; i = (i + 1) & mask) {
+        uint32_t s = m->slots[i];
+        if (s == 0)
+            return UINT32_MAX;
+        if (key_eq(m->keys[s - 1], key))
+            return s - 1;
+    }
+}
+
+static int strmap_rehash(tw_strmap *m, uint32_t nslots)
+{
+    uint32_t *slots = calloc(nslots, sizeof(uint32_t));
+    if (slots == NULL)
+        return TW_ERR;
+    for (uint32_t k = 0; k < m->count; k++) {
+        uint32_t i = (uint32_t)str_hash(m->keys[k]) & (nslots - 1);
+        while (slots[i] != 0)
+            i = (i + 1) & (nslots - 1);
+        slots[i] = k + 1;
+    }
+    free(m->slots);
+    m->slots = slots;
+    m->nslots = nslots;
+    return TW_OK;
+}
+
+int tw_strmap_add(tw_strmap *m, const char *key, uint32_t *idx, int *added)
+{
+    uint32_t found = tw_strmap_find(m, key);
+    if (added != NULL)
+        *added = 0;
+    if (found != UINT32_MAX) {
+        *idx = found;
+        return TW_OK;
+    }
+    if ((uint64_t)(m->count + 1) * 2 > m->nslots &&
+        strmap_rehash(m, m->nslots ? m->nslots * 2 : 16) != TW_OK)
+        return TW_ERR;
+    if (tw_sys_grow((void **)&m->keys, sizeof(char *), &m->keys_cap,
+                m->count + 1) != TW_OK)
+        return TW_ERR;
+    char *copy = NULL;
+    if (key != NULL) {
+        copy = strdup(key);
+        if (copy == NULL)
+            return TW_ERR;
+    }
+    m->keys[m->count] = copy;
+    uint32_t mask = m->nslots - 1;
+    uint32_t i = (uint32_t)str_hash(key) & mask;
+    while (m->slots[i] != 0)
+        i = (i + 1) & mask;
+    m->slots[i] = m->count + 1;
+    *idx = m->count++;
+    if (added != NULL)
+        *added = 1;
+    return TW_OK;
+}
+
+const char *tw_strmap_key(const tw_strmap *m, uint32_t idx)
+{
+    return idx < m->count ? m->keys[idx] : NULL;
+}
+
+void tw_strmap_save(const tw_strmap *m, tw_ser *s)
+{
+    tw_ser_u32(s, m->count);
+    for (uint32_t i = 0; i < m->count; i++)
+        tw_ser_str(s, m->keys[i]);
+}
+
+int tw_strmap_load(tw_strmap *m, tw_deser *d)
+{
+    uint32_t n = tw_deser_u32(d);
+    if (!tw_deser_ok(d) || (size_t)n * 4 > d->left) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        char *k = tw_deser_str(d);
+        if (!tw_deser_ok(d))
+            return TW_ERR;
+        uint32_t idx;
+        int added;
+        int rc = tw_strmap_add(m, k, &idx, &added);
+        free(k);
+        if (rc != TW_OK || !added) {
+            tw_deser_fail(d);
+            return TW_ERR;
+        }
+    }
+    return TW_OK;
+}
+
+/* ---- misc ------------------------------------------------------------- */
+
+int tw_sys_str_eq(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+int tw_sys_grow(void **arr, size_t size, uint32_t *cap, uint32_t need)
+{
+    if (need <= *cap)
+        return TW_OK;
+    uint64_t n = *cap ? (uint64_t)*cap * 2 : 4;
+    while (n < need)
+        n *= 2;
+    if (n > UINT32_MAX)
+        n = UINT32_MAX;
+    if (n < need)
+        return TW_ERR;
+    void *p = realloc(*arr, (size_t)n * size);
+    if (p == NULL)
+        return TW_ERR;
+    memset((char *)p + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
+    *arr = p;
+    *cap = (uint32_t)n;
+    return TW_OK;
+}
+
+/* ---- (node, name) series table ------------------------------------------ */
+
+#define KEY_SEP '\x1f'
+#define KEY_NONE '\x1e'
+
+void tw_seriestab_init(tw_seriestab *t)
+{
+    memset(t, 0, sizeof(*t));
+    tw_strmap_init(&t->keys);
+    tw_strmap_init(&t->nodes);
+}
+
+void tw_seriestab_free(tw_seriestab *t)
+{
+    tw_strmap_free(&t->keys);
+    tw_strmap_free(&t->nodes);
+    free(t->node_of);
+    free(t->cache);
+    memset(t, 0, sizeof(*t));
+}
+
+uint32_t tw_seriestab_count(const tw_seriestab *t)
+{
+    return t->keys.count;
+}
+
+uint32_t tw_seriestab_nnodes(const tw_seriestab *t)
+{
+    return t->nodes.count;
+}
+
+/* "<node>\x1f<name>" or "<node>\x1e"; malloc'd. */
+static char *series_key(const char *node, const char *name)
+{
+    size_t ln = strlen(node), lm = name != NULL ? strlen(name) : 0;
+    char *key = malloc(ln + lm + 2);
+    if (key == NULL)
+        return NULL;
+    memcpy(key, node, ln);
+    key[ln] = name != NULL ? KEY_SEP : KEY_NONE;
+    if (name != NULL)
+        memcpy(key + ln + 1, name, lm);
+    key[ln + 1 + lm] = '\0';
+    return key;
+}
+
+uint32_t tw_seriestab_find(const tw_seriestab *t, const char *node,
+                           const char *name)
+{
+    char *key = series_key(node != NULL ? node : "", name);
+    if (key == NULL)
+        return TW_SERIES_NONE;
+    uint32_t id = tw_strmap_find(&t->keys, key);
+    free(key);
+    return id == UINT32_MAX ? TW_SERIES_NONE : id;
+}
+
+int tw_seriestab_add(tw_seriestab *t, const char *node, const char *name,
+                     uint32_t *id, int *added)
+{
+    if (node == NULL)
+        node = "";
+    char *key = series_key(node, name);
+    if (key == NULL)
+        return TW_ERR;
+    uint32_t before = t->keys.count;
+    int is_new = 0;
+    int rc = tw_sys_grow((void **)&t->node_of, sizeof(uint32_t), &t->node_cap,
+                         before + 1);
+    uint32_t nidx = 0;
+    if (rc == TW_OK)
+        rc = tw_strmap_add(&t->nodes, node, &nidx, NULL);
+    if (rc == TW_OK)
+        rc = tw_strmap_add(&t->keys, key, id, &is_new);
+    free(key);
+    if (rc != TW_OK)
+        return TW_ERR;
+    if (is_new)
+        t->node_of[*id] = nidx;
+    if (added != NULL)
+        *added = is_new;
+    return TW_OK;
+}
+
+int tw_seriestab_resolve(tw_seriestab *t, const tw_scan *scan, uint32_t sid,
+                         int (*wanted)(const tw_series *s), uint32_t *id,
+                         int *added)
+{
+    if (added != NULL)
+        *added = 0;
+    *id = TW_SERIES_NONE;
+    if (sid >= scan->nseries)
+        return TW_OK; /* the host guarantees ids < nseries; ignore others */
+    if (sid < t->cache_cap && t->cache[sid] != 0) {
+        if (t->cache[sid] != UINT32_MAX)
+            *id = t->cache[sid] - 1;
+        return TW_OK;
+    }
+    uint32_t need = scan->nseries > sid + 1 ? (uint32_t)scan->nseries : sid + 1;
+    if (tw_sys_grow((void **)&t->cache, sizeof(uint32_t), &t->cache_cap,
+                    need) != TW_OK)
+        return TW_ERR;
+    const tw_series *s = &scan->series[sid];
+    if (!wanted(s)) {
+        t->cache[sid] = UINT32_MAX;
+        return TW_OK;
+    }
+    const char *node = s->node < scan->nnodes ? scan->nodes[s->node] : "";
+    if (tw_seriestab_add(t, node, s->name, id, added) != TW_OK)
+        return TW_ERR;
+    t->cache[sid] = *id + 1;
+    return TW_OK;
+}
+
+uint32_t tw_seriestab_node(const tw_seriestab *t, uint32_t id)
+{
+    return t->node_of[id];
+}
+
+const char *tw_seriestab_node_name(const tw_seriestab *t, uint32_t node)
+{
+    return tw_strmap_key(&t->nodes, node);
+}
+
+const char *tw_seriestab_name(const tw_seriestab *t, uint32_t id)
+{
+    const char *key = tw_strmap_key(&t->keys, id);
+    const char *node = tw_strmap_key(&t->nodes, t->node_of[id]);
+    const char *p = key + strlen(node);
+    return *p == KEY_NONE ? NULL : p + 1;
+}
+
+void tw_seriestab_save(const tw_seriestab *t, tw_ser *s)
+{
+    uint32_t n = t->keys.count;
+    tw_ser_u32(s, n);
+    for (uint32_t i = 0; i < n; i++) {
+        tw_ser_str(s, tw_strmap_key(&t->nodes, t->node_of[i]));
+        tw_ser_str(s, tw_seriestab_name(t, i));
+    }
+}
+
+int tw_seriestab_load(tw_seriestab *t, tw_deser *d)
+{
+    uint32_t n = tw_deser_u32(d);
+    if (!tw_deser_ok(d) || (size_t)n * 8 > d->left) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        char *node = tw_deser_str(d);
+        char *name = tw_deser_str(d);
+        uint32_t id;
+        int added = 0;
+        int rc = tw_deser_ok(d) && node != NULL
+                     ? tw_seriestab_add(t, node, name, &id, &added)
+                     : TW_ERR;
+        free(node);
+        free(name);
+        if (rc != TW_OK || !added || id != i) {
+            tw_deser_fail(d);
+            return TW_ERR;
+        }
+    }
+    return TW_OK;
+}

@@ -1,0 +1,121 @@
+/*
+ * sysutil.h - small containers shared by the system-metric rules
+ * (GPUMemoryIncrease, BatchSize, LoadBalancing, OverallSystemUsage):
+ *
+ *  - tw_dring:  the newest `cap` doubles of a series (ring buffer);
+ *  - tw_strmap: string -> dense index in insertion order (NULL is a key of
+ *               its own, like Python's None), used for node ids, GPU and
+ *               core names;
+ *  - tw_seriestab: the series of one metric keyed like the reference's
+ *               nested dicts, (node id, series name), with dense ids in
+ *               first-seen order and a cache from the host's series ids.
+ *
+ * All of them save to / load from the checkpoint encoding of ser.h.
+ * Errors are allocation failures (TW_ERR); nothing is changed then.
+ *
+ * Ownership: each container owns its storage (tw_*_free); tw_strmap owns
+ * copies of its keys, and tw_strmap_key() returns a pointer owned by the
+ * map, valid until the map is freed or cleared.
+ */
+#ifndef TW_RULES_SYSUTIL_H
+#define TW_RULES_SYSUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ser.h"
+#include "trainwatch/plugin.h"
+
+/* ---- ring of doubles ------------------------------------------------ */
+
+typedef struct tw_dring {
+    double *v;
+    uint32_t cap;
+    uint32_t len;  /* values held, <= cap */
+    uint32_t head; /* index of the next write */
+} tw_dring;
+
+/* cap may be 0 (the ring then holds nothing). */
+int tw_dring_init(tw_dring *r, uint32_t cap);
+void tw_dring_free(tw_dring *r);
+void tw_dring_clear(tw_dring *r);
+void tw_dring_push(tw_dring *r, double x);
+/* Copies the values from the `skip_newest`+n-th newest to the
+ * `skip_newest`+1-th newest, oldest first, into out. Returns how many
+ * were copied (fewer when the ring holds fewer). */
+size_t tw_dring_copy(const tw_dring *r, size_t skip_newest, size_t n,
+                     double *out);
+void tw_dring_save(const tw_dring *r, tw_ser *s);
+/* Restores into an initialised ring of the same capacity. */
+int tw_dring_load(tw_dring *r, tw_deser *d);
+
+/* ---- string -> index ------------------------------------------------ */
+
+typedef struct tw_strmap {
+    char **keys;      /* insertion order; NULL entry = the None key */
+    uint32_t count;
+    uint32_t keys_cap;
+    uint32_t *slots;  /* open addressing: index + 1, 0 = empty */
+    uint32_t nslots;  /* power of two */
+} tw_strmap;
+
+void tw_strmap_init(tw_strmap *m);
+void tw_strmap_free(tw_strmap *m);
+/* Index of `key` (may be NULL) or UINT32_MAX when absent. */
+uint32_t tw_strmap_find(const tw_strmap *m, const char *key);
+/* Index of `key`, adding a copy when absent (*added = 1 then). */
+int tw_strmap_add(tw_strmap *m, const char *key, uint32_t *idx, int *added);
+const char *tw_strmap_key(const tw_strmap *m, uint32_t idx);
+void tw_strmap_save(const tw_strmap *m, tw_ser *s);
+int tw_strmap_load(tw_strmap *m, tw_deser *d); /* into an empty map */
+
+/* ---- (node, name) series table ------------------------------------ */
+
+typedef struct tw_seriestab {
+    tw_strmap keys;     /* "<node>\x1f<name>" (or "<node>\x1e" for a None
+                           name) -> dense id, first-seen order           */
+    tw_strmap nodes;    /* node ids, first-seen order within this table */
+    uint32_t *node_of;  /* dense id -> index in `nodes`                 */
+    uint32_t node_cap;
+    uint32_t *cache;    /* host series id -> dense id + 1; 0 = unknown,
+                           UINT32_MAX = not in this table               */
+    uint32_t cache_cap;
+} tw_seriestab;
+
+#define TW_SERIES_NONE UINT32_MAX
+
+void tw_seriestab_init(tw_seriestab *t);
+void tw_seriestab_free(tw_seriestab *t);
+uint32_t tw_seriestab_count(const tw_seriestab *t);
+uint32_t tw_seriestab_nnodes(const tw_seriestab *t);
+/* Dense id of host series `sid` of `scan`, adding it when it is new and
+ * `wanted(series)` holds; TW_SERIES_NONE in *id when it does not. *added
+ * (may be NULL) says whether the id is new. TW_ERR: out of memory. */
+int tw_seriestab_resolve(tw_seriestab *t, const tw_scan *scan, uint32_t sid,
+                         int (*wanted)(const tw_series *s), uint32_t *id,
+                         int *added);
+/* Dense id of (node, name), or TW_SERIES_NONE. */
+uint32_t tw_seriestab_find(const tw_seriestab *t, const char *node,
+                           const char *name);
+/* Adds (node, name) directly (restore, tests). */
+int tw_seriestab_add(tw_seriestab *t, const char *node, const char *name,
+                     uint32_t *id, int *added);
+uint32_t tw_seriestab_node(const tw_seriestab *t, uint32_t id);
+const char *tw_seriestab_node_name(const tw_seriestab *t, uint32_t node);
+/* The series name; NULL for a None name. Owned by the table. */
+const char *tw_seriestab_name(const tw_seriestab *t, uint32_t id);
+/* Checkpoint: the (node, name) pairs in id order; load into an empty
+ * table gives the same ids. */
+void tw_seriestab_save(const tw_seriestab *t, tw_ser *s);
+int tw_seriestab_load(tw_seriestab *t, tw_deser *d);
+
+/* ---- misc ------------------------------------------------------------ */
+
+/* String equality where NULL (a JSON null) equals nothing. */
+int tw_sys_str_eq(const char *a, const char *b);
+
+/* Grows *arr (elements of `size` bytes, capacity *cap) to hold at least
+ * `need` elements, zeroing the new tail. */
+int tw_sys_grow(void **arr, size_t size, uint32_t *cap, uint32_t need);
+
+#endif /* TW_RULES_SYSUTIL_H */

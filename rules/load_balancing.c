@@ -1,0 +1,469 @@
+/*
+ * load_balancing.c - LoadBalancing (RULES.md §3.7).
+ *
+ * Publishes a 49-bin utilisation histogram per GPU ([0,2), [2,4), ...,
+ * [96,98]; values below 0, above 98 and NaN are not counted) and, in
+ * fixed semantics, flags GPU pairs of a node whose histograms differ by a
+ * Jensen-Shannon distance above `threshold`.
+ *
+ * Semantics (quirk numbers of RULES.md §3.7):
+ *  - different in the two modes:
+ *    1. dead comparison loop: reference never compares two GPUs and never
+ *       triggers; fixed compares every pair g1 < g2 (first-seen order) of
+ *       a node whose g1 series has more than `patience` values, once per
+ *       scan: distance = sqrt((KL(h1||m) + KL(h2||m)) / 2) with m =
+ *       (h1 + h2) / 2 and each of h1, h2, m normalised to sum 1 (KL over
+ *       p_i > 0); an all-zero histogram gives NaN (never above the
+ *       threshold). A violation counts once per scan and pair and sets
+ *       Details[node]["distances"][g1][g2].
+ *  - the same in both modes: 2 (>98 % invisible), 3 (Datapoints = length
+ *    of the series of the last sample), the 1 000 000 reset (all series
+ *    and histograms cleared, the sample that overflowed is lost; Details
+ *    keeps the histograms last written for series not seen again).
+ *
+ * Memory, both modes: per GPU 49 live counters, the 49 counters last
+ * written to Details and a length, i.e. about N*G*(2*49*8 + 64) bytes,
+ * plus N*G*(G-1)/2 distances in fixed. Histograms are updated per sample
+ * instead of being recomputed from the whole history.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ser.h"
+#include "sysutil.h"
+#include "trainwatch/plugin.h"
+
+#define LB_BINS 49
+#define LB_MAX_DATAPOINTS 1000000u
+#define LB_NOSEQ UINT32_MAX
+#define LB_STATE_TAG 0x4c424c31u /* "LBL1" */
+
+enum { P_THRESHOLD = 0, P_PATIENCE, P_COUNT };
+
+static const tw_param_spec lb_params[P_COUNT] = {
+    {"threshold", TW_PARAM_DOUBLE, "0.2", 0.0, 1.0,
+     "Jensen-Shannon distance (0-1) between two GPUs' utilisation "
+     "histograms above which a node counts as imbalanced"},
+    {"patience", TW_PARAM_INT, "1000", 0.0, 1e9,
+     "compare a GPU only when its series has more than this many samples"},
+};
+
+typedef struct lb_gpu {
+    int live;                  /* in the series map (not cleared)       */
+    uint64_t n;                /* series length                          */
+    int64_t hist[LB_BINS];     /* live histogram                         */
+    int64_t written[LB_BINS];  /* Details[node]["workloads"][gpu]        */
+    uint32_t det_seq;          /* order inside Details[node]["workloads"] */
+} lb_gpu;
+
+/* Details[node]["distances"][g1][g2] */
+typedef struct lb_dist {
+    uint32_t g1, g2;
+    double d;
+} lb_dist;
+
+typedef struct lb {
+    const tw_host *host;
+    tw_semantics sem;
+    double threshold;
+    int64_t patience;
+    const char *ptext[P_COUNT];
+
+    tw_seriestab tab;
+    lb_gpu *gpu;
+    uint32_t gpu_cap;
+    uint32_t *node_seq; /* order of Details[node]; LB_NOSEQ */
+    uint32_t node_cap;
+    lb_dist *dist;      /* first-written order */
+    uint32_t ndist, dist_cap;
+
+    int64_t triggered, violations, datapoints;
+    uint32_t next_seq;
+} lb;
+
+static int wants_util(const tw_series *s)
+{
+    return tw_sys_str_eq(s->dimension, "GPUUtilization");
+}
+
+static void lb_destroy(void *state)
+{
+    lb *r = state;
+    if (r == NULL)
+        return;
+    free(r->gpu);
+    free(r->node_seq);
+    free(r->dist);
+    tw_seriestab_free(&r->tab);
+    free(r);
+}
+
+static int lb_create(const tw_host *host, const tw_params *params,
+                     void **state, char *err, size_t errlen)
+{
+    if (params->nvalues != P_COUNT) {
+        snprintf(err, errlen, "LoadBalancing: expected %d parameters, got %zu",
+                 P_COUNT, params->nvalues);
+        return TW_ERR;
+    }
+    lb *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        snprintf(err, errlen, "LoadBalancing: out of memory");
+        return TW_ERR;
+    }
+    r->host = host;
+    r->sem = params->semantics;
+    r->threshold = params->values[P_THRESHOLD].d;
+    r->patience = params->values[P_PATIENCE].i;
+    for (int i = 0; i < P_COUNT; i++)
+        r->ptext[i] = params->values[i].text;
+    tw_seriestab_init(&r->tab);
+    *state = r;
+    return TW_OK;
+}
+
+static int lb_gpu_new(lb *r, uint32_t id)
+{
+    if (tw_sys_grow((void **)&r->gpu, sizeof(lb_gpu), &r->gpu_cap, id + 1) !=
+        TW_OK)
+        return TW_ERR;
+    uint32_t old = r->node_cap;
+    if (tw_sys_grow((void **)&r->node_seq, sizeof(uint32_t), &r->node_cap,
+                    tw_seriestab_nnodes(&r->tab)) != TW_OK)
+        return TW_ERR;
+    for (uint32_t i = old; i < r->node_cap; i++)
+        r->node_seq[i] = LB_NOSEQ;
+    memset(&r->gpu[id], 0, sizeof(lb_gpu));
+    r->gpu[id].det_seq = LB_NOSEQ;
+    return TW_OK;
+}
+
+/* numpy.histogram(v, bins=[0, 2, ..., 98]): bin i holds [2i, 2i+2), the
+ * last one [96, 98]; the edges are exact, so floor(x / 2) is exact too. */
+static int lb_bin(double x)
+{
+    if (!(x >= 0.0 && x <= 98.0))
+        return -1;
+    int b = (int)floor(x / 2.0);
+    return b >= LB_BINS ? LB_BINS - 1 : b;
+}
+
+static void lb_sample(lb *r, uint32_t id, double v)
+{
+    lb_gpu *g = &r->gpu[id];
+    if (!g->live) {
+        g->live = 1;
+        g->n = 0;
+        memset(g->hist, 0, sizeof(g->hist));
+    }
+    g->n++;
+    r->datapoints = (int64_t)g->n;
+    if (g->n > LB_MAX_DATAPOINTS) {
+        /* the reference clears everything, losing this sample too */
+        for (uint32_t i = 0; i < tw_seriestab_count(&r->tab); i++)
+            r->gpu[i].live = 0;
+        return;
+    }
+    int b = lb_bin(v);
+    if (b >= 0)
+        g->hist[b]++;
+}
+
+/* KL(p || q) with p = a / sa, q = b / sb over p_i > 0, summed like
+ * numpy. */
+static double lb_kl(const lb *r, const double *a, double sa, const double *b,
+                    double sb)
+{
+    double terms[LB_BINS];
+    size_t n = 0;
+    for (int i = 0; i < LB_BINS; i++) {
+        double p = a[i] / sa;
+        if (p > 0.0)
+            terms[n++] = p * log(p / (b[i] / sb));
+    }
+    return r->host->sum_pairwise(terms, n);
+}
+
+static double lb_distance(const lb *r, const lb_gpu *x, const lb_gpu *y)
+{
+    double h1[LB_BINS], h2[LB_BINS], m[LB_BINS];
+    for (int i = 0; i < LB_BINS; i++) {
+        h1[i] = (double)x->hist[i];
+        h2[i] = (double)y->hist[i];
+        m[i] = (h1[i] + h2[i]) / 2.0;
+    }
+    double s1 = r->host->sum_pairwise(h1, LB_BINS);
+    double s2 = r->host->sum_pairwise(h2, LB_BINS);
+    double sm = r->host->sum_pairwise(m, LB_BINS);
+    if (s1 == 0.0 || s2 == 0.0)
+        return NAN;
+    return sqrt((lb_kl(r, h1, s1, m, sm) + lb_kl(r, h2, s2, m, sm)) / 2.0);
+}
+
+static int lb_set_distance(lb *r, uint32_t g1, uint32_t g2, double d)
+{
+    for (uint32_t i = 0; i < r->ndist; i++) {
+        if (r->dist[i].g1 == g1 && r->dist[i].g2 == g2) {
+            r->dist[i].d = d;
+            return TW_OK;
+        }
+    }
+    if (tw_sys_grow((void **)&r->dist, sizeof(lb_dist), &r->dist_cap,
+                    r->ndist + 1) != TW_OK)
+        return TW_ERR;
+    r->dist[r->ndist++] = (lb_dist){g1, g2, d};
+    return TW_OK;
+}
+
+static int lb_compare(lb *r)
+{
+    uint32_t n = tw_seriestab_count(&r->tab);
+    for (uint32_t g1 = 0; g1 < n; g1++) {
+        const lb_gpu *a = &r->gpu[g1];
+        if (!a->live || (int64_t)a->n <= r->patience)
+            continue;
+        uint32_t node = tw_seriestab_node(&r->tab, g1);
+        for (uint32_t g2 = g1 + 1; g2 < n; g2++) {
+            if (!r->gpu[g2].live || tw_seriestab_node(&r->tab, g2) != node)
+                continue;
+            double d = lb_distance(r, a, &r->gpu[g2]);
+            if (d > r->threshold) {
+                r->violations++;
+                r->triggered++;
+                if (lb_set_distance(r, g1, g2, d) != TW_OK)
+                    return TW_ERR;
+            }
+        }
+    }
+    return TW_OK;
+}
+
+static int lb_scan(void *state, const tw_scan *scan, tw_scan_result *out,
+                   char *err, size_t errlen)
+{
+    lb *r = state;
+    for (size_t i = 0; i < scan->nsamples; i++) {
+        const tw_sample *smp = &scan->samples[i];
+        uint32_t id;
+        int added;
+        if (tw_seriestab_resolve(&r->tab, scan, smp->series, wants_util, &id,
+                                 &added) != TW_OK ||
+            (added && lb_gpu_new(r, id) != TW_OK)) {
+            snprintf(err, errlen, "LoadBalancing: out of memory");
+            return TW_ERR;
+        }
+        if (id != TW_SERIES_NONE)
+            lb_sample(r, id, smp->value);
+    }
+    /* Details[node]["workloads"][gpu] := histogram, for every live series
+     * (nodes, then GPUs, in the series map's order) */
+    uint32_t n = tw_seriestab_count(&r->tab);
+    for (uint32_t node = 0; node < tw_seriestab_nnodes(&r->tab); node++) {
+        for (uint32_t id = 0; id < n; id++) {
+            lb_gpu *g = &r->gpu[id];
+            if (!g->live || tw_seriestab_node(&r->tab, id) != node)
+                continue;
+            if (r->node_seq[node] == LB_NOSEQ)
+                r->node_seq[node] = r->next_seq++;
+            if (g->det_seq == LB_NOSEQ)
+                g->det_seq = r->next_seq++;
+            memcpy(g->written, g->hist, sizeof(g->hist));
+        }
+    }
+    if (r->sem == TW_SEMANTICS_FIXED && lb_compare(r) != TW_OK) {
+        snprintf(err, errlen, "LoadBalancing: out of memory");
+        return TW_ERR;
+    }
+    out->condition_met = r->triggered > 0;
+    out->rule_triggered = r->triggered;
+    out->violations = r->violations;
+    out->datapoints = r->datapoints;
+    return TW_OK;
+}
+
+static const char *lb_name(const lb *r, uint32_t id)
+{
+    const char *name = tw_seriestab_name(&r->tab, id);
+    return name != NULL ? name : "null";
+}
+
+static void lb_write_node(lb *r, tw_json *j, uint32_t node)
+{
+    const tw_host *h = r->host;
+    uint32_t n = tw_seriestab_count(&r->tab);
+    h->json_key(j, tw_seriestab_node_name(&r->tab, node));
+    h->json_object_begin(j);
+    h->json_key(j, "workloads");
+    h->json_object_begin(j);
+    for (uint32_t seq = r->node_seq[node] + 1; seq < r->next_seq; seq++) {
+        for (uint32_t id = 0; id < n; id++) {
+            const lb_gpu *g = &r->gpu[id];
+            if (g->det_seq != seq || tw_seriestab_node(&r->tab, id) != node)
+                continue;
+            h->json_key(j, lb_name(r, id));
+            h->json_array_begin(j);
+            for (int b = 0; b < LB_BINS; b++)
+                h->json_int(j, g->written[b]);
+            h->json_array_end(j);
+        }
+    }
+    h->json_object_end(j);
+    int any = 0;
+    for (uint32_t i = 0; i < r->ndist; i++) {
+        const lb_dist *d = &r->dist[i];
+        if (tw_seriestab_node(&r->tab, d->g1) != node)
+            continue;
+        /* first g1 occurrence opens its object holding all its g2 */
+        int first = 1;
+        for (uint32_t k = 0; k < i; k++)
+            if (r->dist[k].g1 == d->g1)
+                first = 0;
+        if (!first)
+            continue;
+        if (!any) {
+            h->json_key(j, "distances");
+            h->json_object_begin(j);
+            any = 1;
+        }
+        h->json_key(j, lb_name(r, d->g1));
+        h->json_object_begin(j);
+        for (uint32_t k = i; k < r->ndist; k++) {
+            if (r->dist[k].g1 != d->g1)
+                continue;
+            h->json_key(j, lb_name(r, r->dist[k].g2));
+            h->json_double(j, r->dist[k].d);
+        }
+        h->json_object_end(j);
+    }
+    if (any)
+        h->json_object_end(j);
+    h->json_object_end(j);
+}
+
+static int lb_report(void *state, tw_json *j)
+{
+    lb *r = state;
+    const tw_host *h = r->host;
+    char params[128];
+    snprintf(params, sizeof(params), "threshold:%s\npatience:%s",
+             r->ptext[P_THRESHOLD], r->ptext[P_PATIENCE]);
+    h->json_object_begin(j);
+    h->json_key(j, "RuleTriggered");
+    h->json_int(j, r->triggered);
+    h->json_key(j, "Violations");
+    h->json_int(j, r->violations);
+    h->json_key(j, "Details");
+    h->json_object_begin(j);
+    for (uint32_t seq = 0; seq < r->next_seq; seq++)
+        for (uint32_t node = 0; node < tw_seriestab_nnodes(&r->tab); node++)
+            if (r->node_seq[node] == seq)
+                lb_write_node(r, j, node);
+    h->json_object_end(j);
+    h->json_key(j, "Datapoints");
+    h->json_int(j, r->datapoints);
+    h->json_key(j, "RuleParameters");
+    h->json_string(j, params);
+    h->json_object_end(j);
+    return TW_OK;
+}
+
+static int lb_save(void *state, tw_buf *out)
+{
+    lb *r = state;
+    tw_ser s;
+    tw_ser_init(&s, r->host, out);
+    tw_ser_u32(&s, LB_STATE_TAG);
+    tw_ser_i64(&s, r->triggered);
+    tw_ser_i64(&s, r->violations);
+    tw_ser_i64(&s, r->datapoints);
+    tw_ser_u32(&s, r->next_seq);
+    tw_seriestab_save(&r->tab, &s);
+    for (uint32_t n = 0; n < tw_seriestab_nnodes(&r->tab); n++)
+        tw_ser_u32(&s, r->node_seq[n]);
+    for (uint32_t i = 0; i < tw_seriestab_count(&r->tab); i++) {
+        const lb_gpu *g = &r->gpu[i];
+        tw_ser_u8(&s, (uint8_t)g->live);
+        tw_ser_u64(&s, g->n);
+        tw_ser_u32(&s, g->det_seq);
+        for (int b = 0; b < LB_BINS; b++) {
+            tw_ser_i64(&s, g->hist[b]);
+            tw_ser_i64(&s, g->written[b]);
+        }
+    }
+    tw_ser_u64(&s, r->ndist);
+    for (uint32_t i = 0; i < r->ndist; i++) {
+        tw_ser_u32(&s, r->dist[i].g1);
+        tw_ser_u32(&s, r->dist[i].g2);
+        tw_ser_f64(&s, r->dist[i].d);
+    }
+    return tw_ser_ok(&s) ? TW_OK : TW_ERR;
+}
+
+static int lb_restore(void *state, const void *data, size_t len, char *err,
+                      size_t errlen)
+{
+    lb *r = state;
+    tw_deser d;
+    tw_deser_init(&d, data, len);
+    if (tw_deser_u32(&d) != LB_STATE_TAG || tw_seriestab_count(&r->tab) != 0) {
+        snprintf(err, errlen, "LoadBalancing: not a LoadBalancing checkpoint, "
+                              "or restore into a used instance");
+        return TW_ERR;
+    }
+    r->triggered = tw_deser_i64(&d);
+    r->violations = tw_deser_i64(&d);
+    r->datapoints = tw_deser_i64(&d);
+    r->next_seq = tw_deser_u32(&d);
+    if (tw_seriestab_load(&r->tab, &d) != TW_OK)
+        goto bad;
+    uint32_t n = tw_seriestab_count(&r->tab);
+    for (uint32_t i = 0; i < n; i++)
+        if (lb_gpu_new(r, i) != TW_OK)
+            goto bad;
+    for (uint32_t k = 0; k < tw_seriestab_nnodes(&r->tab); k++)
+        r->node_seq[k] = tw_deser_u32(&d);
+    for (uint32_t i = 0; i < n; i++) {
+        lb_gpu *g = &r->gpu[i];
+        g->live = tw_deser_u8(&d);
+        g->n = tw_deser_u64(&d);
+        g->det_seq = tw_deser_u32(&d);
+        for (int b = 0; b < LB_BINS; b++) {
+            g->hist[b] = tw_deser_i64(&d);
+            g->written[b] = tw_deser_i64(&d);
+        }
+    }
+    uint32_t nd = (uint32_t)tw_deser_count(&d, 16);
+    for (uint32_t i = 0; i < nd && tw_deser_ok(&d); i++) {
+        uint32_t g1 = tw_deser_u32(&d), g2 = tw_deser_u32(&d);
+        double v = tw_deser_f64(&d);
+        if (g1 >= n || g2 >= n || lb_set_distance(r, g1, g2, v) != TW_OK)
+            goto bad;
+    }
+    if (tw_deser_done(&d))
+        return TW_OK;
+bad:
+    snprintf(err, errlen, "LoadBalancing: corrupt or truncated checkpoint");
+    return TW_ERR;
+}
+
+static const tw_rule_descriptor lb_descriptor = {
+    .abi_version = TW_PLUGIN_ABI_VERSION,
+    .name = "LoadBalancing",
+    .description = "Compares the utilisation histograms of the GPUs of each "
+                   "node (Jensen-Shannon distance).",
+    .params = lb_params,
+    .nparams = P_COUNT,
+    .create = lb_create,
+    .scan = lb_scan,
+    .report = lb_report,
+    .save = lb_save,
+    .restore = lb_restore,
+    .destroy = lb_destroy,
+};
+
+TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)
+{
+    return &lb_descriptor;
+}

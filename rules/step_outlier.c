@@ -1,0 +1,983 @@
+/*
+ * step_outlier.c - StepOutlier (RULES.md §3.6).
+ *
+ * Per node and step-event name, flags step durations above
+ * mean + stddev * std of all durations seen so far, reports statistics and
+ * a histogram of the normal steps, and correlates the outlier steps of the
+ * current scan with the framework events of the scan (RULES.md §4, through
+ * rules/common/fwagg.h).
+ *
+ * Semantics:
+ *  - differ: quirk 1, `mode`. `reference`: step events ("Step:ModeKeys" in
+ *    the name) are always accepted and `mode` only adds events whose name
+ *    equals it. `fixed`: when `mode` is set, only events named `mode` or
+ *    `Step:<mode>` are accepted (e.g. mode "ModeKeys.EVAL" keeps only EVAL
+ *    steps). Also the memory bound below (`fixed` only).
+ *  - same (reproduced in both): Violations re-count the outliers of the
+ *    whole history at every triggering scan (quirk 2); one report slot per
+ *    node, the last name evaluated wins (quirk 3); step intervals keyed by
+ *    step number only, first event of the scan wins (quirk 4); a step event
+ *    overlapping two scans is counted in both (quirk 5); only outlier steps
+ *    whose events are in the current scan are correlated (quirk 7); step
+ *    numbers are all printed as strings when any of the (node, name) list
+ *    is a string (numpy's array conversion), and a converted number then no
+ *    longer matches its interval key, as in the reference.
+ *  - crash fix (both, quirk 6): a step event without args or without
+ *    step_num is skipped entirely (not counted). Deviation: a step_num
+ *    that is JSON null, a boolean or an object/array is skipped the same
+ *    way (numpy would build an object array; never written by the hooks).
+ *
+ * Memory:
+ *  - `reference`: every duration (8 bytes) and step number (12 bytes +
+ *    its text) per (node, name) since the start, as the reference does;
+ *    the per-node report keeps the outliers' step numbers; the §4 buffer is
+ *    bounded by the vocabulary (fwagg.h); intervals hold one scan's steps.
+ *  - `fixed`: per (node, name) the exact history up to `max_exact_steps`
+ *    (default 1 000 000) steps, statistics identical to `reference`. Past
+ *    that, the (node, name) switches to summary mode: whole-history
+ *    durations go to a count map capped at 100 000 distinct values
+ *    (tw_countmap: beyond it durations are rounded to 0.01 s, 0.02 s, ...),
+ *    mean/std are running (Welford) values, and only the newest
+ *    max_exact_steps .. 1.125*max_exact_steps steps keep their step number.
+ *    Then: the outlier count, quantiles, min/max and histogram stay
+ *    whole-history (exact until the count map coarsens; mean/std differ
+ *    from numpy's pairwise sums in the last bits), and `step_numbers` lists
+ *    only outliers among the retained newest steps. Bound per (node, name):
+ *    ~1.125*M*(20 bytes + step text) + ~6.4 MB; per node the report's
+ *    step numbers are bounded by the same window.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "countmap.h"
+#include "fw_hist.h"
+#include "fw_strmap.h"
+#include "fwagg.h"
+#include "ser.h"
+#include "trainwatch/plugin.h"
+
+enum { P_STDDEV = 0, P_MODE, P_N_OUTLIERS, P_MAX_EXACT, P_COUNT };
+
+static const tw_param_spec so_params[P_COUNT] = {
+    {"stddev", TW_PARAM_DOUBLE, "3", 0.0, 1e6,
+     "a step is an outlier when its duration exceeds mean + stddev * std"},
+    {"mode", TW_PARAM_STRING, NULL, 0.0, 0.0,
+     "reference: an extra event name to accept; fixed: accept only events "
+     "named <mode> or Step:<mode> (e.g. ModeKeys.TRAIN)"},
+    {"n_outliers", TW_PARAM_INT, "10", 0.0, 1e12,
+     "trigger only when a (node, step kind) has more outliers than this"},
+    {"max_exact_steps", TW_PARAM_INT, "1000000", 1000.0, 1e9,
+     "trainwatch extension, fixed semantics only: steps per (node, step "
+     "kind) kept exactly before switching to bounded summaries"},
+};
+
+#define SO_MIN_STEPS 100          /* evaluate above this many durations */
+#define SO_SUMMARY_KEYS 100000u   /* count-map cap in summary mode */
+#define SO_OWNKEY_STEP_DETAILS 0u /* Details key id of "step_details" */
+
+/* A step number: its text (in an arena) and whether it was a JSON string. */
+typedef struct so_step {
+    uint32_t off;
+    uint32_t len;
+    uint8_t is_str;
+} so_step;
+
+/* Growable list of step numbers with their texts. */
+typedef struct so_steps {
+    so_step *v;
+    size_t n, cap;
+    char *arena;
+    size_t alen, acap;
+} so_steps;
+
+typedef struct so_series {
+    double *d; /* durations (s), arrival order (window in summary) */
+    size_t dcap;
+    so_steps steps; /* step numbers, parallel to d */
+    uint64_t total; /* durations ever appended */
+    int any_string;
+    int summary;    /* fixed only: past max_exact_steps */
+    tw_countmap cm; /* summary: whole-history multiset */
+    double w_mean, w_m2;
+} so_series;
+
+typedef struct so_detail {
+    int set;
+    double mean, max, p99, p95, p50, min, stddev;
+    int64_t n_out;
+    char *phase;
+    int64_t probs[100];
+    double edges[101];
+    so_steps steps; /* the outliers' step numbers */
+    int steps_str;
+} so_detail;
+
+typedef struct so_node {
+    fwsm names;     /* event name -> ptrs: so_series* */
+    fwsm intervals; /* step key -> index into istart/iend (this scan) */
+    int64_t *istart, *iend;
+    size_t icap;
+    so_detail det;
+} so_node;
+
+typedef struct so_state {
+    const tw_host *host;
+    tw_semantics semantics;
+    double stddev;
+    char *mode;      /* NULL = None */
+    char *step_mode; /* fixed: "Step:<mode>" */
+    int64_t n_outliers;
+    size_t max_exact;
+    char *params_text;
+
+    int64_t triggered;
+    int64_t violations;
+    int64_t datapoints;
+
+    fwsm nodes;        /* node id -> ptrs: so_node* */
+    size_t *det_order; /* node indices in step_details order */
+    size_t ndet;
+
+    tw_fwagg agg;
+    tw_keyorder ko;
+    double *scratch; /* sorted copy / normal values */
+    size_t scratch_cap;
+} so_state;
+
+/* ---- step-number lists ------------------------------------------------- */
+
+static void steps_free(so_steps *s)
+{
+    free(s->v);
+    free(s->arena);
+    memset(s, 0, sizeof(*s));
+}
+
+static int steps_push(so_steps *s, const char *text, size_t len, int is_str)
+{
+    /* Texts are stored NUL-terminated so they can be written directly. */
+    if (len >= UINT32_MAX || s->alen + len + 1 > UINT32_MAX)
+        return TW_ERR;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 128;
+        so_step *v = realloc(s->v, cap * sizeof(*v));
+        if (!v)
+            return TW_ERR;
+        s->v = v;
+        s->cap = cap;
+    }
+    if (s->alen + len + 1 > s->acap) {
+        size_t cap = s->acap ? s->acap * 2 : 1024;
+        while (cap < s->alen + len + 1)
+            cap *= 2;
+        char *a = realloc(s->arena, cap);
+        if (!a)
+            return TW_ERR;
+        s->arena = a;
+        s->acap = cap;
+    }
+    memcpy(s->arena + s->alen, text, len);
+    s->arena[s->alen + len] = '\0';
+    s->v[s->n].off = (uint32_t)s->alen;
+    s->v[s->n].len = (uint32_t)len;
+    s->v[s->n].is_str = (uint8_t)(is_str != 0);
+    s->n++;
+    s->alen += len + 1;
+    return TW_OK;
+}
+
+static int steps_push_from(so_steps *dst, const so_steps *src, size_t i)
+{
+    const so_step *st = &src->v[i];
+    return steps_push(dst, src->arena + st->off, st->len, st->is_str);
+}
+
+/* "s:<text>" for strings, "n:<%.17g>" for numbers: equal for values
+ * Python's dict considers equal (50 == 50.0, "50" != 50). */
+static void step_key(const char *text, size_t len, int is_str, char *buf,
+                     size_t cap)
+{
+    if (is_str) {
+        snprintf(buf, cap, "s:%.*s", (int)len, text);
+    } else {
+        char num[64];
+        size_t n = len < sizeof(num) - 1 ? len : sizeof(num) - 1;
+        memcpy(num, text, n);
+        num[n] = '\0';
+        snprintf(buf, cap, "n:%.17g", strtod(num, NULL));
+    }
+}
+
+static int is_int_literal(const char *s, size_t len)
+{
+    size_t i = 0;
+    if (i < len && s[i] == '-')
+        i++;
+    if (i == len)
+        return 0;
+    for (; i < len; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* ---- lifecycle ------------------------------------------------------------
+ */
+
+static void series_free(so_series *s)
+{
+    if (!s)
+        return;
+    free(s->d);
+    steps_free(&s->steps);
+    tw_countmap_free(&s->cm);
+    free(s);
+}
+
+static void detail_clear(so_detail *d)
+{
+    free(d->phase);
+    steps_free(&d->steps);
+    memset(d, 0, sizeof(*d));
+}
+
+static void node_free(so_node *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->names.n; i++)
+        series_free(n->names.ptrs[i]);
+    fwsm_free(&n->names);
+    fwsm_free(&n->intervals);
+    free(n->istart);
+    free(n->iend);
+    detail_clear(&n->det);
+    free(n);
+}
+
+static void so_clear_nodes(so_state *s)
+{
+    for (size_t i = 0; i < s->nodes.n; i++)
+        node_free(s->nodes.ptrs[i]);
+    fwsm_free(&s->nodes);
+    free(s->det_order);
+    s->det_order = NULL;
+    s->ndet = 0;
+}
+
+static void so_destroy(void *state)
+{
+    so_state *s = state;
+    if (!s)
+        return;
+    so_clear_nodes(s);
+    tw_fwagg_free(&s->agg);
+    free(s->scratch);
+    free(s->mode);
+    free(s->step_mode);
+    free(s->params_text);
+    free(s);
+}
+
+static int so_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
+{
+    if (params->nvalues != P_COUNT) {
+        snprintf(err, errlen, "StepOutlier: expected %d parameters, got %zu",
+                 P_COUNT, params->nvalues);
+        return TW_ERR;
+    }
+    const tw_param_value *v = params->values;
+    if (v[P_STDDEV].is_none || !isfinite(v[P_STDDEV].d) || v[P_STDDEV].d < 0) {
+        snprintf(err, errlen, "StepOutlier: stddev must be a number >= 0");
+        return TW_ERR;
+    }
+    if (v[P_N_OUTLIERS].is_none || v[P_N_OUTLIERS].i < 0) {
+        snprintf(err, errlen,
+                 "StepOutlier: n_outliers must be an integer >= 0");
+        return TW_ERR;
+    }
+    if (!v[P_MODE].is_none && v[P_MODE].s && v[P_MODE].s[0] == '\0') {
+        snprintf(err, errlen,
+                 "StepOutlier: mode must be None or a non-empty event name");
+        return TW_ERR;
+    }
+    so_state *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "StepOutlier: out of memory");
+        return TW_ERR;
+    }
+    s->host = host;
+    s->semantics = params->semantics;
+    s->stddev = v[P_STDDEV].d;
+    s->n_outliers = v[P_N_OUTLIERS].i;
+    s->max_exact = v[P_MAX_EXACT].is_none ? 1000000u : (size_t)v[P_MAX_EXACT].i;
+    fwsm_init(&s->nodes);
+    tw_fwagg_init(&s->agg, s->semantics);
+    tw_keyorder_init(&s->ko);
+    tw_keyorder_note(&s->ko, SO_OWNKEY_STEP_DETAILS);
+
+    int ok = 1;
+    if (!v[P_MODE].is_none && v[P_MODE].s) {
+        s->mode = strdup(v[P_MODE].s);
+        size_t len = strlen(v[P_MODE].s) + 6;
+        s->step_mode = malloc(len);
+        ok = s->mode && s->step_mode;
+        if (ok)
+            snprintf(s->step_mode, len, "Step:%s", v[P_MODE].s);
+    }
+    const char *sd = v[P_STDDEV].text ? v[P_STDDEV].text : "None";
+    const char *md = v[P_MODE].text ? v[P_MODE].text : "None";
+    const char *no = v[P_N_OUTLIERS].text ? v[P_N_OUTLIERS].text : "None";
+    size_t len = 2 * strlen(sd) + strlen(md) + strlen(no) + 64;
+    s->params_text = ok ? malloc(len) : NULL;
+    if (!s->params_text) {
+        so_destroy(s);
+        snprintf(err, errlen, "StepOutlier: out of memory");
+        return TW_ERR;
+    }
+    snprintf(s->params_text, len,
+             "threshold:%s\nmode:%s\nn_outliers:%s\nstddev:%s", sd, md, no, sd);
+    *state = s;
+    return TW_OK;
+}
+
+/* ---- intake ------------------------------------------------------------ */
+
+static int so_accepts(const so_state *s, const char *name)
+{
+    if (s->semantics == TW_SEMANTICS_FIXED && s->mode)
+        return strcmp(name, s->mode) == 0 || strcmp(name, s->step_mode) == 0;
+    return strstr(name, "Step:ModeKeys") != NULL ||
+           (s->mode && strcmp(name, s->mode) == 0);
+}
+
+static const tw_arg *step_num_arg(const tw_fw_event *e)
+{
+    if (!e->args)
+        return NULL;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (e->args[i].key && strcmp(e->args[i].key, "step_num") == 0)
+            return &e->args[i];
+    return NULL;
+}
+
+static so_node *node_get(so_state *s, const char *id)
+{
+    long at = fwsm_intern(&s->nodes, id);
+    if (at < 0)
+        return NULL;
+    if (!s->nodes.ptrs[at]) {
+        so_node *n = calloc(1, sizeof(*n));
+        if (!n)
+            return NULL;
+        fwsm_init(&n->names);
+        fwsm_init(&n->intervals);
+        s->nodes.ptrs[at] = n;
+    }
+    return s->nodes.ptrs[at];
+}
+
+static so_series *series_get(so_node *n, const char *name)
+{
+    long at = fwsm_intern(&n->names, name);
+    if (at < 0)
+        return NULL;
+    if (!n->names.ptrs[at]) {
+        so_series *ser = calloc(1, sizeof(*ser));
+        if (!ser)
+            return NULL;
+        tw_countmap_init(&ser->cm, SO_SUMMARY_KEYS);
+        n->names.ptrs[at] = ser;
+    }
+    return n->names.ptrs[at];
+}
+
+static int interval_put(so_node *n, const char *key, int64_t start, int64_t end)
+{
+    if (fwsm_find(&n->intervals, key) >= 0)
+        return TW_OK; /* the first event of the scan wins */
+    long at = fwsm_intern(&n->intervals, key);
+    if (at < 0)
+        return TW_ERR;
+    if ((size_t)at >= n->icap) {
+        size_t cap = n->icap ? n->icap * 2 : 64;
+        int64_t *a = realloc(n->istart, cap * sizeof(*a));
+        if (!a)
+            return TW_ERR;
+        n->istart = a;
+        int64_t *b = realloc(n->iend, cap * sizeof(*b));
+        if (!b)
+            return TW_ERR;
+        n->iend = b;
+        n->icap = cap;
+    }
+    n->istart[at] = start;
+    n->iend[at] = end;
+    return TW_OK;
+}
+
+/* Summary mode keeps step numbers for the newest max_exact..1.125x steps:
+ * drop the oldest once the list reaches the upper mark. */
+static int series_compact(so_state *s, so_series *ser)
+{
+    size_t keep = s->max_exact;
+    size_t drop = ser->steps.n - keep;
+    so_steps fresh;
+    memset(&fresh, 0, sizeof(fresh));
+    for (size_t i = drop; i < ser->steps.n; i++)
+        if (steps_push_from(&fresh, &ser->steps, i) != TW_OK) {
+            steps_free(&fresh);
+            return TW_ERR;
+        }
+    memmove(ser->d, ser->d + drop, keep * sizeof(double));
+    steps_free(&ser->steps);
+    ser->steps = fresh;
+    return TW_OK;
+}
+
+static int series_append(so_state *s, so_series *ser, double dur,
+                         const char *text, size_t len, int is_str)
+{
+    if (ser->steps.n == ser->dcap) {
+        size_t cap = ser->dcap ? ser->dcap * 2 : 128;
+        double *d = realloc(ser->d, cap * sizeof(*d));
+        if (!d)
+            return TW_ERR;
+        ser->d = d;
+        ser->dcap = cap;
+    }
+    if (steps_push(&ser->steps, text, len, is_str) != TW_OK)
+        return TW_ERR;
+    ser->d[ser->steps.n - 1] = dur;
+    ser->total++;
+    if (is_str)
+        ser->any_string = 1;
+    if (s->semantics != TW_SEMANTICS_FIXED)
+        return TW_OK;
+
+    if (!ser->summary && ser->total > s->max_exact) {
+        /* Switch to summary mode: the whole history so far seeds the count
+         * map and the running mean/variance. */
+        ser->summary = 1;
+        ser->w_mean = 0.0;
+        ser->w_m2 = 0.0;
+        for (size_t i = 0; i < ser->steps.n; i++) {
+            double x = ser->d[i];
+            double delta = x - ser->w_mean;
+            ser->w_mean += delta / (double)(i + 1);
+            ser->w_m2 += delta * (x - ser->w_mean);
+            if (tw_countmap_add(&ser->cm, x) != TW_OK)
+                return TW_ERR;
+        }
+        return TW_OK;
+    }
+    if (ser->summary) {
+        double delta = dur - ser->w_mean;
+        ser->w_mean += delta / (double)ser->total;
+        ser->w_m2 += delta * (dur - ser->w_mean);
+        if (tw_countmap_add(&ser->cm, dur) != TW_OK)
+            return TW_ERR;
+        if (ser->steps.n >= s->max_exact + s->max_exact / 8)
+            return series_compact(s, ser);
+    }
+    return TW_OK;
+}
+
+static int so_intake(so_state *s, const tw_fw_event *e)
+{
+    if (!e->name || !so_accepts(s, e->name))
+        return TW_OK;
+    const tw_arg *a = step_num_arg(e);
+    if (!a || (a->kind != TW_ARG_STRING && a->kind != TW_ARG_NUMBER) ||
+        !a->value)
+        return TW_OK; /* skipped entirely (quirk 6 fix) */
+    s->datapoints++;
+    so_node *n = node_get(s, e->node ? e->node : "");
+    if (!n)
+        return TW_ERR;
+    so_series *ser = series_get(n, e->name);
+    if (!ser)
+        return TW_ERR;
+    int is_str = a->kind == TW_ARG_STRING;
+    double dur = (double)(e->end_us - e->start_us) / 1000000.0;
+    if (series_append(s, ser, dur, a->value, strlen(a->value), is_str) != TW_OK)
+        return TW_ERR;
+    char key[512];
+    step_key(a->value, strlen(a->value), is_str, key, sizeof(key));
+    return interval_put(n, key, e->start_us, e->end_us);
+}
+
+/* ---- evaluation -----------------------------------------------------------
+ */
+
+static double *scratch(so_state *s, size_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (n > s->scratch_cap) {
+        double *p = realloc(s->scratch, n * sizeof(*p));
+        if (!p)
+            return NULL;
+        s->scratch = p;
+        s->scratch_cap = n;
+    }
+    return s->scratch;
+}
+
+static void note_detail(so_state *s, size_t node_index)
+{
+    for (size_t i = 0; i < s->ndet; i++)
+        if (s->det_order[i] == node_index)
+            return;
+    s->det_order[s->ndet++] = node_index;
+}
+
+/* Fills the node's report slot from one (node, name) series. */
+static int so_evaluate(so_state *s, so_node *n, size_t node_index,
+                       const char *name, so_series *ser)
+{
+    const tw_host *h = s->host;
+    so_detail *d = &n->det;
+    double mean, std;
+    size_t cnt = ser->steps.n;
+    if (!ser->summary) {
+        mean = h->mean(ser->d, cnt);
+        std = h->std(ser->d, cnt);
+    } else {
+        mean = ser->w_mean;
+        std = sqrt(ser->w_m2 / (double)ser->total);
+    }
+    double thr = mean + std * s->stddev;
+
+    char *phase = strdup(name);
+    if (!phase)
+        return TW_ERR;
+    detail_clear(d);
+    d->phase = phase;
+    d->set = 1;
+    d->mean = mean;
+    d->stddev = h->round2(std);
+    d->steps_str = ser->any_string;
+
+    if (!ser->summary) {
+        double *buf = scratch(s, cnt);
+        if (!buf)
+            return TW_ERR;
+        memcpy(buf, ser->d, cnt * sizeof(double));
+        h->sort_doubles(buf, cnt);
+        d->max = buf[cnt - 1];
+        d->min = buf[0];
+        d->p99 = h->quantile_sorted(buf, cnt, 0.99);
+        d->p95 = h->quantile_sorted(buf, cnt, 0.95);
+        d->p50 = h->quantile_sorted(buf, cnt, 0.50);
+        size_t nn = 0;
+        int64_t nout = 0;
+        for (size_t i = 0; i < cnt; i++) {
+            if (ser->d[i] > thr)
+                nout++;
+            else if (ser->d[i] < thr)
+                buf[nn++] = ser->d[i];
+        }
+        d->n_out = nout;
+        h->hist100(buf, nn, d->probs, d->edges);
+    } else {
+        d->max = tw_countmap_max(&ser->cm);
+        d->min = tw_countmap_min(&ser->cm);
+        if (tw_countmap_quantile(&ser->cm, 0.99, &d->p99) != TW_OK ||
+            tw_countmap_quantile(&ser->cm, 0.95, &d->p95) != TW_OK ||
+            tw_countmap_quantile(&ser->cm, 0.50, &d->p50) != TW_OK)
+            return TW_ERR;
+        d->n_out = (int64_t)fw_countmap_above(&ser->cm, thr);
+        fw_hist100_countmap(&ser->cm, h, 1, thr, d->probs, d->edges);
+    }
+    for (size_t i = 0; i < cnt; i++)
+        if (ser->d[i] > thr &&
+            steps_push_from(&d->steps, &ser->steps, i) != TW_OK)
+            return TW_ERR;
+    note_detail(s, node_index);
+    return TW_OK;
+}
+
+static int so_correlate(so_state *s, so_node *n, const tw_scan *scan)
+{
+    const so_detail *d = &n->det;
+    for (size_t i = 0; i < d->steps.n; i++) {
+        const so_step *st = &d->steps.v[i];
+        char key[512];
+        /* After numpy's conversion every step number is a string when any
+         * was one; the lookup then uses the string. */
+        step_key(d->steps.arena + st->off, st->len, d->steps_str || st->is_str,
+                 key, sizeof(key));
+        long at = fwsm_find(&n->intervals, key);
+        if (at < 0)
+            continue;
+        if (tw_fwagg_interval(&s->agg, scan->events, scan->nevents,
+                              n->istart[at], n->iend[at], &s->ko) != TW_OK)
+            return TW_ERR;
+    }
+    return TW_OK;
+}
+
+static int so_scan(void *state, const tw_scan *scan, tw_scan_result *out,
+                   char *err, size_t errlen)
+{
+    so_state *s = state;
+    for (size_t i = 0; i < s->nodes.n; i++)
+        fwsm_clear(&((so_node *)s->nodes.ptrs[i])->intervals);
+
+    for (size_t i = 0; i < scan->nevents; i++)
+        if (so_intake(s, &scan->events[i]) != TW_OK)
+            goto oom;
+
+    if (s->nodes.n > 0) {
+        size_t *order = realloc(s->det_order, s->nodes.n * sizeof(*order));
+        if (!order)
+            goto oom;
+        s->det_order = order;
+    }
+    for (size_t ni = 0; ni < s->nodes.n; ni++) {
+        so_node *n = s->nodes.ptrs[ni];
+        for (size_t k = 0; k < n->names.n; k++) {
+            so_series *ser = n->names.ptrs[k];
+            if (ser->total <= SO_MIN_STEPS)
+                continue;
+            if (so_evaluate(s, n, ni, n->names.keys[k], ser) != TW_OK)
+                goto oom;
+            if (n->det.n_out > s->n_outliers) {
+                s->violations += n->det.n_out;
+                s->triggered++;
+                if (so_correlate(s, n, scan) != TW_OK)
+                    goto oom;
+            }
+        }
+    }
+    out->condition_met = s->triggered > 0;
+    out->rule_triggered = s->triggered;
+    out->violations = s->violations;
+    out->datapoints = s->datapoints;
+    return TW_OK;
+oom:
+    snprintf(err, errlen, "StepOutlier: out of memory");
+    return TW_ERR;
+}
+
+/* ---- report ---------------------------------------------------------------
+ */
+
+static void write_step(const tw_host *h, tw_json *j, const so_steps *st,
+                       size_t i, int as_str)
+{
+    const so_step *x = &st->v[i];
+    const char *text = st->arena + x->off; /* NUL-terminated */
+    if (as_str || x->is_str)
+        h->json_string(j, text);
+    else if (is_int_literal(text, x->len))
+        h->json_raw(j, text);
+    else
+        h->json_double(j, strtod(text, NULL));
+}
+
+static void write_detail(const tw_host *h, tw_json *j, const so_detail *d)
+{
+    h->json_object_begin(j);
+    h->json_key(j, "step_stats");
+    h->json_object_begin(j);
+    h->json_key(j, "mean");
+    h->json_double(j, d->mean);
+    h->json_key(j, "max");
+    h->json_double(j, d->max);
+    h->json_key(j, "p99");
+    h->json_double(j, d->p99);
+    h->json_key(j, "p95");
+    h->json_double(j, d->p95);
+    h->json_key(j, "p50");
+    h->json_double(j, d->p50);
+    h->json_key(j, "min");
+    h->json_double(j, d->min);
+    h->json_object_end(j);
+    h->json_key(j, "number_of_outliers");
+    h->json_int(j, d->n_out);
+    h->json_key(j, "phase");
+    h->json_string(j, d->phase);
+    h->json_key(j, "stddev");
+    h->json_double(j, d->stddev);
+    h->json_key(j, "probs");
+    h->json_array_begin(j);
+    for (int i = 0; i < 100; i++)
+        h->json_int(j, d->probs[i]);
+    h->json_array_end(j);
+    h->json_key(j, "binedges");
+    h->json_array_begin(j);
+    for (int i = 0; i < 101; i++)
+        h->json_double(j, d->edges[i]);
+    h->json_array_end(j);
+    h->json_key(j, "step_numbers");
+    h->json_array_begin(j);
+    for (size_t i = 0; i < d->steps.n; i++)
+        write_step(h, j, &d->steps, i, d->steps_str);
+    h->json_array_end(j);
+    h->json_object_end(j);
+}
+
+static void so_write_own(void *ctx, unsigned id, tw_json *j)
+{
+    const so_state *s = ctx;
+    const tw_host *h = s->host;
+    if (id != SO_OWNKEY_STEP_DETAILS)
+        return;
+    h->json_key(j, "step_details");
+    h->json_object_begin(j);
+    for (size_t i = 0; i < s->ndet; i++) {
+        const so_node *n = s->nodes.ptrs[s->det_order[i]];
+        h->json_key(j, s->nodes.keys[s->det_order[i]]);
+        write_detail(h, j, &n->det);
+    }
+    h->json_object_end(j);
+}
+
+static int so_report(void *state, tw_json *j)
+{
+    so_state *s = state;
+    const tw_host *h = s->host;
+    h->json_object_begin(j);
+    h->json_key(j, "RuleTriggered");
+    h->json_int(j, s->triggered);
+    h->json_key(j, "Violations");
+    h->json_int(j, s->violations);
+    h->json_key(j, "Details");
+    h->json_object_begin(j);
+    tw_fwagg_write_details(&s->agg, &s->ko, h, j, so_write_own, s);
+    h->json_object_end(j);
+    h->json_key(j, "Datapoints");
+    h->json_int(j, s->datapoints);
+    h->json_key(j, "RuleParameters");
+    h->json_string(j, s->params_text);
+    h->json_object_end(j);
+    return TW_OK;
+}
+
+/* ---- checkpoint -----------------------------------------------------------
+ */
+
+#define SO_MAGIC 0x534f3031u /* "SO01" */
+
+static void put_steps(tw_ser *w, const so_steps *st)
+{
+    tw_ser_u64(w, st->n);
+    for (size_t i = 0; i < st->n; i++) {
+        tw_ser_u32(w, st->v[i].len);
+        tw_ser_u8(w, st->v[i].is_str);
+        tw_ser_bytes(w, st->arena + st->v[i].off, st->v[i].len);
+    }
+}
+
+static int get_steps(tw_deser *d, so_steps *st)
+{
+    uint64_t n = tw_deser_count(d, 5);
+    for (uint64_t i = 0; i < n && tw_deser_ok(d); i++) {
+        uint32_t len = tw_deser_u32(d);
+        uint8_t is_str = tw_deser_u8(d);
+        if (!tw_deser_ok(d) || len > d->left) {
+            tw_deser_fail(d);
+            break;
+        }
+        /* The bytes are read in place: steps_push copies them. */
+        const char *text = (const char *)d->p;
+        if (steps_push(st, text, len, is_str) != TW_OK)
+            tw_deser_fail(d);
+        d->p += len;
+        d->left -= len;
+    }
+    return tw_deser_ok(d) ? TW_OK : TW_ERR;
+}
+
+static int so_save(void *state, tw_buf *out)
+{
+    so_state *s = state;
+    tw_ser w;
+    tw_ser_init(&w, s->host, out);
+    tw_ser_u32(&w, SO_MAGIC);
+    tw_ser_i64(&w, s->triggered);
+    tw_ser_i64(&w, s->violations);
+    tw_ser_i64(&w, s->datapoints);
+    tw_ser_u64(&w, s->nodes.n);
+    for (size_t i = 0; i < s->nodes.n; i++) {
+        const so_node *n = s->nodes.ptrs[i];
+        tw_ser_str(&w, s->nodes.keys[i]);
+        tw_ser_u64(&w, n->names.n);
+        for (size_t k = 0; k < n->names.n; k++) {
+            const so_series *ser = n->names.ptrs[k];
+            tw_ser_str(&w, n->names.keys[k]);
+            put_steps(&w, &ser->steps);
+            for (size_t t = 0; t < ser->steps.n; t++)
+                tw_ser_f64(&w, ser->d[t]);
+            tw_ser_u64(&w, ser->total);
+            tw_ser_u8(&w, (uint8_t)ser->any_string);
+            tw_ser_u8(&w, (uint8_t)ser->summary);
+            tw_ser_f64(&w, ser->w_mean);
+            tw_ser_f64(&w, ser->w_m2);
+            tw_countmap_save(&ser->cm, &w);
+        }
+        const so_detail *d = &n->det;
+        tw_ser_u8(&w, (uint8_t)d->set);
+        if (d->set) {
+            tw_ser_f64(&w, d->mean);
+            tw_ser_f64(&w, d->max);
+            tw_ser_f64(&w, d->p99);
+            tw_ser_f64(&w, d->p95);
+            tw_ser_f64(&w, d->p50);
+            tw_ser_f64(&w, d->min);
+            tw_ser_f64(&w, d->stddev);
+            tw_ser_i64(&w, d->n_out);
+            tw_ser_str(&w, d->phase);
+            for (int b = 0; b < 100; b++)
+                tw_ser_i64(&w, d->probs[b]);
+            for (int b = 0; b < 101; b++)
+                tw_ser_f64(&w, d->edges[b]);
+            put_steps(&w, &d->steps);
+            tw_ser_u8(&w, (uint8_t)d->steps_str);
+        }
+    }
+    tw_ser_u64(&w, s->ndet);
+    for (size_t i = 0; i < s->ndet; i++)
+        tw_ser_u64(&w, s->det_order[i]);
+    tw_fwagg_save(&s->agg, &w);
+    tw_keyorder_save(&s->ko, &w);
+    return tw_ser_ok(&w) ? TW_OK : TW_ERR;
+}
+
+static int restore_node(so_state *s, tw_deser *d)
+{
+    char *id = tw_deser_str(d);
+    if (!id) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    if (fwsm_find(&s->nodes, id) >= 0) {
+        free(id);
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    so_node *n = node_get(s, id);
+    free(id);
+    if (!n)
+        return TW_ERR;
+    uint64_t nn = tw_deser_count(d, 8);
+    for (uint64_t k = 0; k < nn && tw_deser_ok(d); k++) {
+        char *name = tw_deser_str(d);
+        if (!name || fwsm_find(&n->names, name) >= 0) {
+            free(name);
+            tw_deser_fail(d);
+            return TW_ERR;
+        }
+        so_series *ser = series_get(n, name);
+        free(name);
+        if (!ser || get_steps(d, &ser->steps) != TW_OK)
+            return TW_ERR;
+        ser->dcap = ser->steps.n ? ser->steps.n : 1;
+        ser->d = malloc(ser->dcap * sizeof(double));
+        if (!ser->d)
+            return TW_ERR;
+        for (size_t t = 0; t < ser->steps.n; t++)
+            ser->d[t] = tw_deser_f64(d);
+        ser->total = tw_deser_u64(d);
+        ser->any_string = tw_deser_u8(d) != 0;
+        ser->summary = tw_deser_u8(d) != 0;
+        ser->w_mean = tw_deser_f64(d);
+        ser->w_m2 = tw_deser_f64(d);
+        if (tw_deser_ok(d) && tw_countmap_restore(&ser->cm, d) != TW_OK)
+            tw_deser_fail(d);
+    }
+    so_detail *det = &n->det;
+    det->set = tw_deser_u8(d) != 0;
+    if (det->set) {
+        det->mean = tw_deser_f64(d);
+        det->max = tw_deser_f64(d);
+        det->p99 = tw_deser_f64(d);
+        det->p95 = tw_deser_f64(d);
+        det->p50 = tw_deser_f64(d);
+        det->min = tw_deser_f64(d);
+        det->stddev = tw_deser_f64(d);
+        det->n_out = tw_deser_i64(d);
+        det->phase = tw_deser_str(d);
+        if (!det->phase)
+            tw_deser_fail(d);
+        for (int b = 0; b < 100; b++)
+            det->probs[b] = tw_deser_i64(d);
+        for (int b = 0; b < 101; b++)
+            det->edges[b] = tw_deser_f64(d);
+        if (get_steps(d, &det->steps) != TW_OK)
+            return TW_ERR;
+        det->steps_str = tw_deser_u8(d) != 0;
+    }
+    return tw_deser_ok(d) ? TW_OK : TW_ERR;
+}
+
+static int so_restore(void *state, const void *data, size_t len, char *err,
+                      size_t errlen)
+{
+    so_state *s = state;
+    tw_deser d;
+    tw_deser_init(&d, data, len);
+    if (tw_deser_u32(&d) != SO_MAGIC)
+        tw_deser_fail(&d);
+    s->triggered = tw_deser_i64(&d);
+    s->violations = tw_deser_i64(&d);
+    s->datapoints = tw_deser_i64(&d);
+    uint64_t nn = tw_deser_count(&d, 8);
+    for (uint64_t i = 0; i < nn && tw_deser_ok(&d); i++)
+        if (restore_node(s, &d) != TW_OK)
+            tw_deser_fail(&d);
+    uint64_t ndet = tw_deser_count(&d, 8);
+    if (tw_deser_ok(&d) && ndet > s->nodes.n)
+        tw_deser_fail(&d);
+    if (tw_deser_ok(&d) && s->nodes.n > 0) {
+        s->det_order = malloc(s->nodes.n * sizeof(*s->det_order));
+        if (!s->det_order)
+            tw_deser_fail(&d);
+    }
+    for (uint64_t i = 0; i < ndet && tw_deser_ok(&d); i++) {
+        uint64_t at = tw_deser_u64(&d);
+        if (at >= s->nodes.n || !((so_node *)s->nodes.ptrs[at])->det.set)
+            tw_deser_fail(&d);
+        else
+            s->det_order[s->ndet++] = (size_t)at;
+    }
+    if (tw_deser_ok(&d) && tw_fwagg_restore(&s->agg, &d) != TW_OK)
+        tw_deser_fail(&d);
+    if (tw_deser_ok(&d) && tw_keyorder_restore(&s->ko, &d) != TW_OK)
+        tw_deser_fail(&d);
+    if (!tw_deser_done(&d)) {
+        so_clear_nodes(s);
+        fwsm_init(&s->nodes);
+        snprintf(err, errlen,
+                 "StepOutlier: checkpoint is truncated, corrupt or not from "
+                 "this rule");
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+static const tw_rule_descriptor so_descriptor = {
+    .abi_version = TW_PLUGIN_ABI_VERSION,
+    .name = "StepOutlier",
+    .description = "Flags step durations above mean + stddev * std per node "
+                   "and step kind, and correlates outlier steps with "
+                   "framework metrics.",
+    .params = so_params,
+    .nparams = P_COUNT,
+    .create = so_create,
+    .scan = so_scan,
+    .report = so_report,
+    .save = so_save,
+    .restore = so_restore,
+    .destroy = so_destroy,
+};
+
+TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)
+{
+    return &so_descriptor;
+}

@@ -1,0 +1,245 @@
+/* Unit tests of rules/common/countmap.c: quantiles bit-identical to the
+ * engine's numpy-exact tw_quantile_sorted over the full sorted list, any
+ * insertion order, coarsening under a cap, checkpoint round trip. The
+ * helper sources are compiled into this test directly (they are not part
+ * of twcore). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../rules/common/countmap.c"
+#include "../../rules/common/dmap.c"
+#include "../../rules/common/ser.c"
+#include "numeric.h"
+
+static int bits_eq(double a, double b)
+{
+    return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+/* A minimal byte sink standing in for the host's tw_buf. */
+struct tw_buf {
+    uint8_t *p;
+    size_t n, cap;
+};
+
+static int sink_write(tw_buf *b, const void *data, size_t len)
+{
+    if (b->n + len > b->cap) {
+        size_t cap = (b->n + len) * 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (p == NULL)
+            return TW_ERR;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+    return TW_OK;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static const double QS[] = {0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0};
+
+static void check_against_sorted(tw_countmap *m, double *vals, size_t n)
+{
+    double *s = malloc(n * sizeof(double));
+    assert_non_null(s);
+    memcpy(s, vals, n * sizeof(double));
+    tw_sort_doubles(s, n);
+    for (size_t k = 0; k < sizeof(QS) / sizeof(QS[0]); k++) {
+        double got;
+        assert_int_equal(tw_countmap_quantile(m, QS[k], &got), TW_OK);
+        double want = tw_quantile_sorted(s, n, QS[k]);
+        if (!bits_eq(got, want))
+            fail_msg("q=%g n=%zu got %.17g want %.17g", QS[k], n, got, want);
+    }
+    assert_true(bits_eq(tw_countmap_min(m), s[0]));
+    assert_true(bits_eq(tw_countmap_max(m), s[n - 1]));
+    free(s);
+}
+
+static void test_worked_example_box(void **st)
+{
+    (void)st;
+    tw_countmap m;
+    tw_countmap_init(&m, 0);
+    const double v[] = {0, 80, 90, 5};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(tw_countmap_add(&m, v[i]), TW_OK);
+    tw_box b;
+    assert_int_equal(tw_countmap_box(&m, &b), TW_OK);
+    /* RULES.md §3.1: p25 3.75, p50 42.5, p75 82.5, p95 88.5, upper 90,
+     * lower 0 */
+    assert_true(bits_eq(b.p25, 3.75));
+    assert_true(bits_eq(b.p50, 42.5));
+    assert_true(bits_eq(b.p75, 82.5));
+    assert_true(bits_eq(b.p95, 88.5));
+    assert_true(bits_eq(b.upper, 90.0));
+    assert_true(bits_eq(b.lower, 0.0));
+    double q5;
+    assert_int_equal(tw_countmap_quantile(&m, 0.05, &q5), TW_OK);
+    assert_true(bits_eq(q5, 0.7500000000000001));
+    tw_countmap_free(&m);
+}
+
+static void test_random_matches_numpy(void **st)
+{
+    (void)st;
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 200; round++) {
+        size_t n = 1 + rng_next(&seed) % 700;
+        double *v = malloc(n * sizeof(double));
+        assert_non_null(v);
+        tw_countmap m;
+        tw_countmap_init(&m, 0);
+        for (size_t i = 0; i < n; i++) {
+            /* utilisation-like values with ties, some with two decimals */
+            uint64_t r = rng_next(&seed);
+            v[i] = (round % 2) ? (double)(r % 101)
+                               : (double)(r % 10001) / 100.0;
+            assert_int_equal(tw_countmap_add(&m, v[i]), TW_OK);
+        }
+        check_against_sorted(&m, v, n);
+        tw_countmap_free(&m);
+        free(v);
+    }
+}
+
+static void test_order_independent(void **st)
+{
+    (void)st;
+    double v[300];
+    uint64_t seed = 42;
+    for (size_t i = 0; i < 300; i++)
+        v[i] = (double)(rng_next(&seed) % 1000) / 7.0;
+    tw_countmap a, b;
+    tw_countmap_init(&a, 0);
+    tw_countmap_init(&b, 0);
+    for (size_t i = 0; i < 300; i++) {
+        assert_int_equal(tw_countmap_add(&a, v[i]), TW_OK);
+        assert_int_equal(tw_countmap_add(&b, v[299 - i]), TW_OK);
+    }
+    for (size_t k = 0; k < sizeof(QS) / sizeof(QS[0]); k++) {
+        double x, y;
+        assert_int_equal(tw_countmap_quantile(&a, QS[k], &x), TW_OK);
+        assert_int_equal(tw_countmap_quantile(&b, QS[k], &y), TW_OK);
+        assert_true(bits_eq(x, y));
+    }
+    /* interleave queries and inserts: the lazy view must follow */
+    assert_int_equal(tw_countmap_add(&a, 1e6), TW_OK);
+    double top;
+    assert_int_equal(tw_countmap_quantile(&a, 1.0, &top), TW_OK);
+    assert_true(bits_eq(top, 1e6));
+    tw_countmap_free(&a);
+    tw_countmap_free(&b);
+}
+
+static void test_empty_and_nan(void **st)
+{
+    (void)st;
+    tw_countmap m;
+    tw_countmap_init(&m, 0);
+    double q;
+    assert_int_equal(tw_countmap_quantile(&m, 0.5, &q), TW_ERR);
+    tw_box b;
+    assert_int_equal(tw_countmap_box(&m, &b), TW_ERR);
+    assert_int_equal(tw_countmap_add(&m, 1.0), TW_OK);
+    assert_int_equal(tw_countmap_add(&m, NAN), TW_OK);
+    assert_int_equal(tw_countmap_count(&m), 2);
+    assert_int_equal(tw_countmap_quantile(&m, 0.5, &q), TW_OK);
+    assert_true(isnan(q));
+    assert_true(isnan(tw_countmap_max(&m)));
+    tw_countmap_clear(&m);
+    assert_int_equal(tw_countmap_count(&m), 0);
+    tw_countmap_free(&m);
+}
+
+static void test_cap_coarsens_keeps_extremes(void **st)
+{
+    (void)st;
+    tw_countmap m;
+    tw_countmap_init(&m, 100);
+    double v[5000];
+    uint64_t seed = 7;
+    for (size_t i = 0; i < 5000; i++) {
+        v[i] = (double)(rng_next(&seed) % 1000000) / 1e4; /* 0 .. 99.9999 */
+        assert_int_equal(tw_countmap_add(&m, v[i]), TW_OK);
+    }
+    assert_true(tw_countmap_distinct(&m) <= 100);
+    assert_false(tw_countmap_exact(&m));
+    double *s = malloc(sizeof(v));
+    assert_non_null(s);
+    memcpy(s, v, sizeof(v));
+    tw_sort_doubles(s, 5000);
+    assert_true(bits_eq(tw_countmap_max(&m), s[4999]));
+    assert_true(bits_eq(tw_countmap_min(&m), s[0]));
+    double q;
+    assert_int_equal(tw_countmap_quantile(&m, 1.0, &q), TW_OK);
+    assert_true(bits_eq(q, s[4999]));
+    /* approximate median: within one quantum of the exact one */
+    assert_int_equal(tw_countmap_quantile(&m, 0.5, &q), TW_OK);
+    double exact = tw_quantile_sorted(s, 5000, 0.5);
+    assert_true(fabs(q - exact) <= m.quantum);
+    assert_int_equal(tw_countmap_count(&m), 5000);
+    free(s);
+    tw_countmap_free(&m);
+}
+
+static void test_save_restore(void **st)
+{
+    (void)st;
+    tw_host host;
+    memset(&host, 0, sizeof(host));
+    host.buf_write = sink_write;
+    tw_buf buf = {0};
+    tw_countmap a, b;
+    tw_countmap_init(&a, 0);
+    tw_countmap_init(&b, 0);
+    double v[257];
+    for (size_t i = 0; i < 257; i++) {
+        v[i] = (double)((i * 37) % 101) + 0.25;
+        assert_int_equal(tw_countmap_add(&a, v[i]), TW_OK);
+    }
+    tw_ser s;
+    tw_ser_init(&s, &host, &buf);
+    tw_countmap_save(&a, &s);
+    assert_true(tw_ser_ok(&s));
+    tw_deser d;
+    tw_deser_init(&d, buf.p, buf.n);
+    assert_int_equal(tw_countmap_restore(&b, &d), TW_OK);
+    assert_true(tw_deser_done(&d));
+    check_against_sorted(&b, v, 257);
+    /* truncated input is rejected */
+    tw_deser_init(&d, buf.p, buf.n - 3);
+    assert_int_equal(tw_countmap_restore(&b, &d), TW_ERR);
+    assert_true(tw_countmap_memory(&a) > 0);
+    tw_countmap_free(&a);
+    tw_countmap_free(&b);
+    free(buf.p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_worked_example_box),
+        cmocka_unit_test(test_random_matches_numpy),
+        cmocka_unit_test(test_order_independent),
+        cmocka_unit_test(test_empty_and_nan),
+        cmocka_unit_test(test_cap_coarsens_keeps_extremes),
+        cmocka_unit_test(test_save_restore),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

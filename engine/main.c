@@ -10,6 +10,8 @@ static const tw_command commands[] = {
      "evaluate rules offline over a profiler-output folder"},
     {"synth", tw_cmd_synth,
      "write a generated profiler-output folder with planted problems"},
+    {"broker", tw_cmd_broker,
+     "run a Kafka-protocol broker (librdkafka mock cluster) for dev/tests"},
 };
 
 static void usage(FILE *out)

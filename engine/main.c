@@ -12,6 +12,8 @@ static const tw_command commands[] = {
      "write a generated profiler-output folder with planted problems"},
     {"broker", tw_cmd_broker,
      "run a Kafka-protocol broker (librdkafka mock cluster) for dev/tests"},
+    {"agent", tw_cmd_agent,
+     "sample this host (CPU, memory, network, disk, GPUs) to Kafka"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,389 @@
+/*
+ * cmd_agent.c - `trainwatch agent`: samples this host (host_sampler.h) at a
+ * fixed interval and publishes the samples as metric batches (wire.h) on
+ * Kafka, keyed by the job id, as the profiler agent beside a training node
+ * would.
+ *
+ * Batches: one per interval, or per second when the interval is shorter
+ * (the rounds of that second together), never spanning two UTC minutes;
+ * file_ts_us = the start of the UTC minute of its samples (the agent's
+ * file naming, RULES.md §1.1). Sequence numbers run 1, 2, ... for this
+ * (job, node): 1 is the JOB_START marker (with the sampling interval), the
+ * last the JOB_END marker sent when --duration is over or on SIGINT/SIGTERM.
+ *
+ * Exit status: 0 everything delivered, 1 a failure (sampling, Kafka),
+ * 2 usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "host_sampler.h"
+#include "kafka_producer.h"
+#include "log.h"
+#include "signals.h"
+#include "wire.h"
+
+#define TW_AGENT_MAX_PROPS 64
+#define TW_AGENT_FLUSH_MS 15000
+
+static const uint32_t tw_agent_intervals[] = {100, 200, 500, 1000, 5000,
+                                              60000};
+
+static void tw_agent_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: trainwatch agent --brokers B --job J [options]\n"
+            "\n"
+            "Samples this host like the profiler agent beside a training node\n"
+            "and publishes the samples to Kafka as FlatBuffers batches keyed\n"
+            "by the job id: per-core CPUUtilization and I/OWaitPercentage\n"
+            "(/proc/stat), MemoryUsedPercent (/proc/meminfo), network bytes/s\n"
+            "(/proc/net/dev, all interfaces but lo, Dimension Algorithm), disk\n"
+            "IOPS and throughput (/proc/diskstats), and GPUUtilization and\n"
+            "GPUMemoryUtilization through NVML when libnvidia-ml.so.1 loads\n"
+            "(otherwise GPUs are skipped, said once in the log).\n"
+            "\n"
+            "It sends a JOB_START marker first (sequence number 1, with the\n"
+            "interval), then one batch per interval (per second when the\n"
+            "interval is shorter), then a JOB_END marker when --duration is\n"
+            "over or on SIGINT/SIGTERM, and prints a summary line on stdout.\n"
+            "\n"
+            "options:\n"
+            "  --brokers B         bootstrap servers, host:port[,host:port]\n"
+            "                      (required)\n"
+            "  --job J             job id: the Kafka key (required)\n"
+            "  --interval-ms MS    sampling interval: 100, 200, 500, 1000,\n"
+            "                      5000 or 60000 (default 500)\n"
+            "  --node NAME         node id of the samples (default: this\n"
+            "                      host's name)\n"
+            "  --duration S        stop after S seconds (decimals allowed;\n"
+            "                      default: run until SIGINT/SIGTERM)\n"
+            "  --topic T           topic (default trainwatch.metrics)\n"
+            "  --no-gpus           do not load NVML\n"
+            "  -X KEY=VALUE        librdkafka property, e.g.\n"
+            "                      security.protocol=SASL_SSL (repeatable)\n"
+            "  -q, --quiet         no log lines below warnings\n"
+            "  -h, --help          this text\n"
+            "\n"
+            "Exit status: 0 when every batch was delivered, 1 on a failure,\n"
+            "2 on bad usage.\n");
+}
+
+static int tw_agent_interval_ok(uint32_t ms)
+{
+    for (size_t i = 0; i < sizeof(tw_agent_intervals) /
+                               sizeof(tw_agent_intervals[0]);
+         i++)
+        if (tw_agent_intervals[i] == ms)
+            return 1;
+    return 0;
+}
+
+static int64_t tw_agent_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t tw_agent_wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t tw_agent_minute_us(double ts_s)
+{
+    return (int64_t)floor(ts_s / 60.0) * 60 * 1000000;
+}
+
+typedef struct tw_agent {
+    tw_producer *producer;
+    const char *topic;
+    const char *job;
+    const char *node;
+    uint64_t next_seq;
+    uint64_t batches, samples, bytes;
+} tw_agent;
+
+static int tw_agent_publish(tw_agent *a, tw_batch *b)
+{
+    b->job = a->job;
+    b->node = a->node;
+    b->seq = a->next_seq;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    tw_wire_status st = tw_wire_encode(b, &buf, &len);
+    if (st != TW_WIRE_OK) {
+        tw_log(TW_LOG_ERROR, "agent: cannot encode batch %" PRIu64 ": %s",
+               b->seq, tw_wire_status_name(st));
+        return -1;
+    }
+    char err[512];
+    int rc = tw_producer_send(a->producer, a->topic, a->job, buf, len, NULL,
+                              0, err, sizeof(err));
+    free(buf);
+    if (rc != 0) {
+        tw_log(TW_LOG_ERROR, "agent: %s", err);
+        return -1;
+    }
+    a->next_seq++;
+    a->batches++;
+    a->samples += b->nsamples;
+    a->bytes += len;
+    return 0;
+}
+
+static int tw_agent_marker(tw_agent *a, tw_marker_kind kind,
+                           uint32_t interval_ms)
+{
+    tw_marker m = {.kind = kind,
+                   .time_us = tw_agent_wall_us(),
+                   .sampling_interval_ms = interval_ms};
+    tw_batch b;
+    memset(&b, 0, sizeof(b));
+    b.file_ts_us = tw_agent_minute_us((double)m.time_us / 1e6);
+    b.markers = &m;
+    b.nmarkers = 1;
+    return tw_agent_publish(a, &b);
+}
+
+/* Publishes the pending samples (all of one UTC minute) and empties vec. */
+static int tw_agent_flush_samples(tw_agent *a, const tw_host_sampler *hs,
+                                  tw_sample_vec *vec)
+{
+    if (vec->n == 0)
+        return 0;
+    tw_batch b;
+    memset(&b, 0, sizeof(b));
+    b.series = (tw_batch_series *)tw_host_sampler_series(hs, &b.nseries);
+    b.samples = vec->v;
+    b.nsamples = vec->n;
+    b.file_ts_us = tw_agent_minute_us(vec->v[0].ts);
+    int rc = tw_agent_publish(a, &b);
+    vec->n = 0;
+    return rc;
+}
+
+int tw_cmd_agent(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"brokers", required_argument, NULL, 'b'},
+        {"job", required_argument, NULL, 'j'},
+        {"interval-ms", required_argument, NULL, 'i'},
+        {"node", required_argument, NULL, 'n'},
+        {"duration", required_argument, NULL, 'd'},
+        {"topic", required_argument, NULL, 't'},
+        {"no-gpus", no_argument, NULL, 'G'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *brokers = NULL, *job = NULL, *node = NULL;
+    const char *topic = "trainwatch.metrics";
+    uint32_t interval_ms = 500;
+    double duration_s = 0;
+    int gpus = 1;
+    const char *props[TW_AGENT_MAX_PROPS];
+    size_t nprops = 0;
+    char hostname[256];
+
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "X:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            brokers = optarg;
+            break;
+        case 'j':
+            job = optarg;
+            break;
+        case 'n':
+            node = optarg;
+            break;
+        case 't':
+            topic = optarg;
+            break;
+        case 'i': {
+            char *end = NULL;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno != 0 || end == optarg || *end != '\0' ||
+                optarg[0] == '-' || v > UINT32_MAX ||
+                !tw_agent_interval_ok((uint32_t)v)) {
+                fprintf(stderr,
+                        "trainwatch agent: --interval-ms '%s': the agent "
+                        "samples every 100, 200, 500, 1000, 5000 or 60000 "
+                        "ms only\n",
+                        optarg);
+                return 2;
+            }
+            interval_ms = (uint32_t)v;
+            break;
+        }
+        case 'd': {
+            char *end = NULL;
+            errno = 0;
+            duration_s = strtod(optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0' ||
+                !(duration_s > 0) || duration_s > 1e9) {
+                fprintf(stderr, "trainwatch agent: --duration '%s': expected "
+                                "seconds > 0\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'G':
+            gpus = 0;
+            break;
+        case 'X':
+            if (nprops == TW_AGENT_MAX_PROPS) {
+                fprintf(stderr, "trainwatch agent: at most %d -X options\n",
+                        TW_AGENT_MAX_PROPS);
+                return 2;
+            }
+            props[nprops++] = optarg;
+            break;
+        case 'q':
+            tw_log_set_level(TW_LOG_WARN);
+            break;
+        case 'h':
+            tw_agent_usage(stdout);
+            return 0;
+        default:
+            tw_agent_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "trainwatch agent: unexpected argument '%s'\n",
+                argv[optind]);
+        return 2;
+    }
+    if (brokers == NULL || job == NULL || job[0] == '\0') {
+        fprintf(stderr, "trainwatch agent: --brokers and --job are required "
+                        "(see --help)\n");
+        return 2;
+    }
+    if (node == NULL) {
+        if (gethostname(hostname, sizeof(hostname)) != 0) {
+            fprintf(stderr, "trainwatch agent: cannot read the host name "
+                            "(%s): give --node\n",
+                    strerror(errno));
+            return 2;
+        }
+        hostname[sizeof(hostname) - 1] = '\0';
+        node = hostname;
+    }
+
+    sigset_t sigs;
+    if (tw_signals_block(&sigs) != 0) {
+        tw_log(TW_LOG_ERROR, "agent: cannot block signals: %s",
+               strerror(errno));
+        return 1;
+    }
+    char err[512];
+    tw_host_sampler_opts so = {.proc_root = NULL, .gpus = gpus};
+    tw_host_sampler *hs = NULL;
+    if (tw_host_sampler_new(&so, &hs, err, sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "agent: %s", err);
+        return 1;
+    }
+    tw_agent a = {.topic = topic, .job = job, .node = node, .next_seq = 1};
+    if (tw_producer_new(brokers, props, nprops, &a.producer, err,
+                        sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "agent: %s", err);
+        tw_host_sampler_free(hs);
+        return 1;
+    }
+    tw_log(TW_LOG_INFO,
+           "agent: job '%s' node '%s': %zu core(s), %zu GPU(s), every %" PRIu32
+           " ms to %s topic %s",
+           job, node, tw_host_sampler_cpus(hs), tw_host_sampler_gpus(hs),
+           interval_ms, brokers, topic);
+
+    int status = 1;
+    int64_t start_ms = tw_agent_mono_ms();
+    int64_t stop_ms = duration_s > 0 ? start_ms + (int64_t)(duration_s * 1000)
+                                     : INT64_MAX;
+    int64_t batch_ms = interval_ms < 1000 ? 1000 : interval_ms;
+    int64_t last_batch_ms = start_ms;
+    tw_sample_vec vec = {0};
+    const char *why = "duration reached";
+
+    if (tw_agent_marker(&a, TW_MARKER_JOB_START, interval_ms) != 0)
+        goto out;
+    for (uint64_t round = 1;; round++) {
+        int64_t next = start_ms + (int64_t)round * interval_ms;
+        int64_t now = tw_agent_mono_ms();
+        if (next > stop_ms) {
+            /* Wait out the rest of the duration, then stop. */
+            int sig = stop_ms > now ? tw_signals_wait(&sigs, stop_ms - now)
+                                    : tw_signals_wait(&sigs, 0);
+            if (sig != 0)
+                why = tw_signals_name(sig);
+            break;
+        }
+        int sig = tw_signals_wait(&sigs, next > now ? next - now : 0);
+        if (sig != 0) {
+            why = tw_signals_name(sig);
+            break;
+        }
+        size_t before = vec.n;
+        if (tw_host_sampler_sample(hs, &vec, err, sizeof(err)) != 0) {
+            tw_log(TW_LOG_ERROR, "agent: %s", err);
+            goto out;
+        }
+        /* A batch holds one UTC minute: publish what came before it. */
+        if (before > 0 && vec.n > before &&
+            tw_agent_minute_us(vec.v[before].ts) !=
+                tw_agent_minute_us(vec.v[0].ts)) {
+            size_t fresh = vec.n - before;
+            tw_sample_vec head = {.v = vec.v, .n = before, .cap = vec.cap};
+            if (tw_agent_flush_samples(&a, hs, &head) != 0)
+                goto out;
+            memmove(vec.v, vec.v + before, fresh * sizeof(*vec.v));
+            vec.n = fresh;
+        }
+        now = tw_agent_mono_ms();
+        if (now - last_batch_ms >= batch_ms - interval_ms / 2) {
+            if (tw_agent_flush_samples(&a, hs, &vec) != 0)
+                goto out;
+            last_batch_ms = now;
+        }
+        tw_producer_poll(a.producer, 0);
+    }
+    tw_log(TW_LOG_INFO, "agent: %s, sending JOB_END", why);
+    if (tw_agent_flush_samples(&a, hs, &vec) != 0 ||
+        tw_agent_marker(&a, TW_MARKER_JOB_END, interval_ms) != 0)
+        goto out;
+    if (tw_producer_flush(a.producer, TW_AGENT_FLUSH_MS, err, sizeof(err)) !=
+        0) {
+        tw_log(TW_LOG_ERROR, "agent: %s", err);
+        goto out;
+    }
+    status = 0;
+
+out:;
+    tw_producer_stats ps;
+    tw_producer_get_stats(a.producer, &ps);
+    double secs = (double)(tw_agent_mono_ms() - start_ms) / 1000.0;
+    printf("agent: job=%s node=%s batches=%" PRIu64 " samples=%" PRIu64
+           " delivered=%" PRIu64 " failed=%" PRIu64 " mb=%.3f seconds=%.1f\n",
+           job, node, a.batches, a.samples, ps.delivered, ps.failed,
+           (double)a.bytes / 1e6, secs);
+    fflush(stdout);
+    free(vec.v);
+    tw_producer_free(a.producer);
+    tw_host_sampler_free(hs);
+    return status;
+}

@@ -15,6 +15,7 @@ typedef struct tw_command {
 int tw_cmd_eval(int argc, char **argv);
 int tw_cmd_synth(int argc, char **argv);
 int tw_cmd_broker(int argc, char **argv);
+int tw_cmd_replay(int argc, char **argv);
 int tw_cmd_agent(int argc, char **argv);
 
 #endif /* TW_COMMANDS_H */

@@ -12,6 +12,8 @@ static const tw_command commands[] = {
      "write a generated profiler-output folder with planted problems"},
     {"broker", tw_cmd_broker,
      "run a Kafka-protocol broker (librdkafka mock cluster) for dev/tests"},
+    {"replay", tw_cmd_replay,
+     "publish a profiler-output folder to Kafka, optionally following it"},
     {"agent", tw_cmd_agent,
      "sample this host (CPU, memory, network, disk, GPUs) to Kafka"},
 };

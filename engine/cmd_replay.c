@@ -1,0 +1,930 @@
+/*
+ * cmd_replay.c - `trainwatch replay DIR`: publishes a profiler-output
+ * folder (reader.h) to Kafka as metric batches (wire.h) keyed by the job id,
+ * optionally following a folder the agent is still writing.
+ *
+ * Order and numbering: files in the listing's feed order, each file's
+ * batches in the reader's order. Sequence numbers count 1, 2, ... per
+ * (job, node). A batch whose encoding exceeds TW_REPLAY_MAX_MESSAGE is
+ * split in halves (samples and events) until each part fits; every part
+ * is a batch of its own with its own sequence number.
+ *
+ * Markers: JOB_START goes first and JOB_END last, each in a batch of its
+ * own from node "replay" (the replaying process, not a training node), so
+ * they take sequence numbers of that node only. JOB_START's time is the
+ * job's first timestamp (RULES.md §1.4) and its sampling interval is
+ * inferred from the first batch of samples (the smallest step between two
+ * samples of one series, rounded to an interval the agent supports; 0 when
+ * there is none). JOB_END's time is the newest event time published.
+ *
+ * Following (--follow): every second the folder is listed again.
+ *  - A system file (one per node per UTC minute, JSON lines the agent
+ *    appends to) is published in pieces: each poll publishes the complete
+ *    lines ('\n'-terminated) appended since the last one; a line still
+ *    being written waits for the next poll. The file is finished when a
+ *    newer system file of the same node exists or the job has ended; then
+ *    its remaining bytes are published and it is never read again.
+ *    Pieces are read by copying them into a private temporary folder under
+ *    the same base name and reading that copy; their batches keep the
+ *    original path, bad lines are reported with their line in the
+ *    original file.
+ *  - A framework trace file is published whole, once its size was the same
+ *    at two polls in a row (the agent renames closed traces into place;
+ *    this also guards writers that write in place), or at the job's end.
+ *  - The job has ended when training_job_end.ts appears (system/ or
+ *    framework/): a last pass publishes everything left, then JOB_END.
+ *    SIGINT/SIGTERM stop following without JOB_END (the job has not
+ *    ended); what was published stays published.
+ *
+ * Exit status: 0 every batch delivered (also when stopped by a signal),
+ * 1 a failure (folder, Kafka), 2 usage error.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "kafka_producer.h"
+#include "log.h"
+#include "reader.h"
+#include "signals.h"
+#include "strmap.h"
+#include "wire.h"
+
+/* Largest message value: below librdkafka's and Kafka's 1 MB defaults. */
+#define TW_REPLAY_MAX_MESSAGE 900000u
+#define TW_REPLAY_MAX_PROPS 64
+#define TW_REPLAY_FLUSH_MS 30000
+#define TW_REPLAY_POLL_MS 1000
+#define TW_REPLAY_MARKER_NODE "replay"
+/* Bad lines logged one by one; the rest are only counted. */
+#define TW_REPLAY_LOGGED_BAD_LINES 20
+
+typedef enum tw_rate_mode {
+    TW_RATE_NONE = 0,
+    TW_RATE_RECORDS, /* samples + events per second of wall time */
+    TW_RATE_SPEED    /* multiple of the data's own event time    */
+} tw_rate_mode;
+
+/* What follow mode remembers of each file of the listing. */
+typedef struct tw_replay_file {
+    int done;          /* published completely          */
+    uint64_t offset;   /* system files: bytes published */
+    uint64_t lines;    /* system files: lines published */
+    int64_t last_size; /* framework files: size at the previous poll */
+} tw_replay_file;
+
+typedef struct tw_replay {
+    const char *dir;
+    const char *job;
+    const char *topic;
+    tw_producer *producer;
+    tw_trace_state *trace;
+    sigset_t sigs;
+    int follow;
+    int end_marker;
+    int quiet;
+
+    tw_rate_mode rate_mode;
+    double rate;
+    int64_t start_mono_us;
+    double first_event_s; /* TW_RATE_SPEED: event time of the first batch */
+    int have_first_event;
+
+    int64_t first_ts_us; /* of the listing, for JOB_START */
+    int64_t newest_event_us;
+    int start_sent;
+
+    tw_strmap seq_index; /* node -> index into seqs */
+    uint64_t *seqs;      /* next sequence number per node */
+    size_t nseqs, capseqs;
+
+    tw_strmap file_index; /* path -> index into files */
+    tw_replay_file *files;
+    size_t nfiles, capfiles;
+
+    char *tmpdir; /* follow mode's pieces; NULL until needed */
+
+    /* the file being read: for batches' file_path and error reports */
+    const char *cur_path;
+    uint64_t cur_line_offset;
+
+    uint64_t batches, markers, samples, events, bytes, files_read;
+    uint64_t bad_reported;
+    tw_reader_stats rstats;
+    int interrupted;
+    int failed;
+} tw_replay;
+
+static void tw_replay_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: trainwatch replay DIR --brokers B [options]\n"
+            "\n"
+            "Publishes the profiler-output folder DIR (the agent's system/ and\n"
+            "framework/ files) to Kafka as FlatBuffers metric batches keyed by\n"
+            "the job id, in the order the engine reads files: a JOB_START\n"
+            "marker, every batch, a JOB_END marker. Sequence numbers start at\n"
+            "1 per (job, node); markers come from node \"replay\".\n"
+            "Batches larger than 900000 bytes are split.\n"
+            "\n"
+            "options:\n"
+            "  --brokers B         bootstrap servers, host:port[,host:port]\n"
+            "                      (required)\n"
+            "  --topic T           topic (default trainwatch.metrics)\n"
+            "  --job J             job id and Kafka key (default: DIR's base\n"
+            "                      name)\n"
+            "  --follow            keep following DIR while the agent writes\n"
+            "                      it: list it every second, publish new\n"
+            "                      files and the complete lines appended to\n"
+            "                      system files; framework files once their\n"
+            "                      size is stable for a second. Ends when\n"
+            "                      training_job_end.ts appears (then JOB_END)\n"
+            "                      or on SIGINT/SIGTERM (no JOB_END)\n"
+            "  --rate X            limit the pace: X samples+events per second\n"
+            "                      (e.g. 50000), or with a trailing x a\n"
+            "                      multiple of the data's own time (1x = as\n"
+            "                      fast as it was recorded, 60x = an hour in a\n"
+            "                      minute). Default: as fast as possible\n"
+            "  --end-marker        send JOB_END at the end (default)\n"
+            "  --no-end-marker     do not send JOB_END\n"
+            "  -X KEY=VALUE        librdkafka property, e.g.\n"
+            "                      security.protocol=SASL_SSL (repeatable)\n"
+            "  -q, --quiet         no log lines below warnings\n"
+            "  -h, --help          this text\n"
+            "\n"
+            "At the end one summary line goes to stdout:\n"
+            "  replay: job=J batches=N markers=M samples=S events=E files=F\n"
+            "          bad_lines=L mb=X seconds=T [interrupted]\n"
+            "(on one line) where batches counts every message published,\n"
+            "markers included, and mb the encoded megabytes (10^6 bytes).\n"
+            "\n"
+            "Exit status: 0 when every batch was delivered (also after a\n"
+            "signal), 1 on a failure, 2 on bad usage.\n");
+}
+
+static int64_t tw_replay_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t tw_replay_wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Sleeps until the monotonic time `until_us`; 0, or -1 on a signal. */
+static int tw_replay_sleep_until(tw_replay *r, int64_t until_us)
+{
+    for (;;) {
+        int64_t now = tw_replay_mono_us();
+        if (now >= until_us)
+            return 0;
+        int64_t left_ms = (until_us - now + 999) / 1000;
+        if (left_ms > 200)
+            left_ms = 200; /* serve delivery reports meanwhile */
+        int sig = tw_signals_wait(&r->sigs, (long)left_ms);
+        if (sig != 0) {
+            tw_log(TW_LOG_INFO, "replay: %s received, stopping",
+                   tw_signals_name(sig));
+            r->interrupted = 1;
+            return -1;
+        }
+        tw_producer_poll(r->producer, 0);
+    }
+}
+
+/* Event-time range of a batch, in seconds; 0 when it has no data. */
+static int tw_replay_batch_times(const tw_batch *b, double *lo, double *hi)
+{
+    int any = 0;
+    for (size_t i = 0; i < b->nsamples; i++) {
+        double t = b->samples[i].ts;
+        if (!any || t < *lo)
+            *lo = t;
+        if (!any || t > *hi)
+            *hi = t;
+        any = 1;
+    }
+    for (size_t i = 0; i < b->nevents; i++) {
+        double s = (double)b->events[i].start_us / 1e6;
+        double e = (double)b->events[i].end_us / 1e6;
+        if (!any || s < *lo)
+            *lo = s;
+        if (!any || e > *hi)
+            *hi = e;
+        any = 1;
+    }
+    return any;
+}
+
+/* Waits as --rate asks before the next batch, whose newest event time is
+ * hi_s. 0, or -1 on a signal. */
+static int tw_replay_pace(tw_replay *r, int has_time, double hi_s)
+{
+    if (r->rate_mode == TW_RATE_RECORDS) {
+        /* Records sent so far may not run ahead of rate * elapsed. */
+        uint64_t sent = r->samples + r->events;
+        int64_t due = r->start_mono_us +
+                      (int64_t)((double)sent / r->rate * 1e6);
+        return tw_replay_sleep_until(r, due);
+    }
+    if (r->rate_mode == TW_RATE_SPEED && has_time) {
+        if (!r->have_first_event) {
+            r->have_first_event = 1;
+            r->first_event_s = hi_s;
+            r->start_mono_us = tw_replay_mono_us();
+            return 0;
+        }
+        double ahead = (hi_s - r->first_event_s) / r->rate;
+        if (ahead <= 0)
+            return 0;
+        return tw_replay_sleep_until(r, r->start_mono_us +
+                                            (int64_t)(ahead * 1e6));
+    }
+    return 0;
+}
+
+static uint64_t *tw_replay_seq(tw_replay *r, const char *node)
+{
+    uint32_t idx;
+    size_t len = strlen(node);
+    if (tw_strmap_get(&r->seq_index, node, len, &idx))
+        return &r->seqs[idx];
+    if (r->nseqs == r->capseqs) {
+        size_t cap = r->capseqs == 0 ? 16 : r->capseqs * 2;
+        uint64_t *ns = realloc(r->seqs, cap * sizeof(*ns));
+        if (ns == NULL)
+            return NULL;
+        r->seqs = ns;
+        r->capseqs = cap;
+    }
+    if (tw_strmap_put(&r->seq_index, node, len, (uint32_t)r->nseqs) != TW_OK)
+        return NULL;
+    r->seqs[r->nseqs] = 1;
+    return &r->seqs[r->nseqs++];
+}
+
+/* Encodes and sends b (a view: nothing is freed), splitting it when its
+ * encoding is too large. 0, or -1 (logged). */
+static int tw_replay_send(tw_replay *r, tw_batch *b)
+{
+    const char *node = b->node != NULL ? b->node : "";
+    uint64_t *seq = tw_replay_seq(r, node);
+    if (seq == NULL) {
+        tw_log(TW_LOG_ERROR, "replay: out of memory");
+        return -1;
+    }
+    b->seq = *seq;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    tw_wire_status st = tw_wire_encode(b, &buf, &len);
+    if ((st == TW_WIRE_OK && len > TW_REPLAY_MAX_MESSAGE) ||
+        (st == TW_WIRE_NO_MEMORY && b->nsamples + b->nevents > 1)) {
+        free(buf);
+        if (b->nsamples + b->nevents <= 1) {
+            tw_log(TW_LOG_ERROR,
+                   "replay: one record of node '%s' from %s encodes to %zu "
+                   "bytes, more than a message may hold (%u)",
+                   node, b->file_path != NULL ? b->file_path : "?", len,
+                   TW_REPLAY_MAX_MESSAGE);
+            return -1;
+        }
+        tw_batch first = *b, second = *b;
+        first.nsamples = b->nsamples / 2;
+        first.nevents = b->nevents / 2;
+        if (first.nsamples + first.nevents == 0) {
+            /* one sample and no event, or the reverse: split that way */
+            first.nsamples = b->nsamples;
+            first.nevents = 0;
+        }
+        second.samples = b->samples + first.nsamples;
+        second.nsamples = b->nsamples - first.nsamples;
+        second.events = b->events + first.nevents;
+        second.nevents = b->nevents - first.nevents;
+        second.markers = NULL;
+        second.nmarkers = 0;
+        if (tw_replay_send(r, &first) != 0)
+            return -1;
+        return tw_replay_send(r, &second);
+    }
+    if (st != TW_WIRE_OK) {
+        tw_log(TW_LOG_ERROR, "replay: cannot encode a batch of node '%s' "
+                             "from %s: %s",
+               node, b->file_path != NULL ? b->file_path : "?",
+               tw_wire_status_name(st));
+        return -1;
+    }
+    char err[512];
+    int rc = tw_producer_send(r->producer, r->topic, r->job, buf, len, NULL,
+                              0, err, sizeof(err));
+    free(buf);
+    if (rc != 0) {
+        tw_log(TW_LOG_ERROR, "replay: %s", err);
+        return -1;
+    }
+    (*seq)++;
+    r->batches++;
+    r->markers += b->nmarkers;
+    r->samples += b->nsamples;
+    r->events += b->nevents;
+    r->bytes += len;
+    return 0;
+}
+
+static int tw_replay_marker(tw_replay *r, tw_marker_kind kind,
+                            int64_t time_us, uint32_t interval_ms)
+{
+    tw_marker m = {.kind = kind,
+                   .time_us = time_us,
+                   .sampling_interval_ms = interval_ms};
+    tw_batch b;
+    memset(&b, 0, sizeof(b));
+    b.job = r->job;
+    b.node = TW_REPLAY_MARKER_NODE;
+    b.file_ts_us = time_us;
+    b.markers = &m;
+    b.nmarkers = 1;
+    return tw_replay_send(r, &b);
+}
+
+/* The agent's sampling interval as the data shows it (see the top). */
+static uint32_t tw_replay_infer_interval(const tw_batch *b)
+{
+    static const uint32_t allowed[] = {100, 200, 500, 1000, 5000, 60000};
+    if (b->nsamples < 2)
+        return 0;
+    uint32_t series = b->samples[0].series;
+    double prev = b->samples[0].ts, step = 0;
+    for (size_t i = 1; i < b->nsamples; i++) {
+        if (b->samples[i].series != series)
+            continue;
+        double d = b->samples[i].ts - prev;
+        prev = b->samples[i].ts;
+        if (d > 0 && (step == 0 || d < step))
+            step = d;
+    }
+    if (step == 0)
+        return 0;
+    uint32_t best = allowed[0];
+    double ms = step * 1000.0;
+    for (size_t i = 1; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+        if (fabs(log((double)allowed[i] / ms)) <
+            fabs(log((double)best / ms)))
+            best = allowed[i];
+    return best;
+}
+
+static int tw_replay_send_start(tw_replay *r, const tw_batch *first_data)
+{
+    uint32_t interval = first_data != NULL
+                            ? tw_replay_infer_interval(first_data)
+                            : 0;
+    int64_t t = r->first_ts_us != 0 ? r->first_ts_us : tw_replay_wall_us();
+    r->start_sent = 1;
+    return tw_replay_marker(r, TW_MARKER_JOB_START, t, interval);
+}
+
+/* The reader's sink: paces, publishes and frees each batch. */
+static int tw_replay_sink(void *ud, tw_batch *b)
+{
+    tw_replay *r = ud;
+    int rc = TW_ERR;
+    if (r->cur_path != NULL) {
+        char *p = tw_arena_strdup(&b->arena, r->cur_path);
+        if (p == NULL)
+            goto out;
+        b->file_path = p;
+    }
+    if (!r->start_sent &&
+        tw_replay_send_start(r, b->nsamples > 0 ? b : NULL) != 0) {
+        r->failed = 1;
+        goto out;
+    }
+    double lo = 0, hi = 0;
+    int has_time = tw_replay_batch_times(b, &lo, &hi);
+    if (tw_replay_pace(r, has_time, hi) != 0)
+        goto out;
+    if (tw_replay_send(r, b) != 0) {
+        r->failed = 1;
+        goto out;
+    }
+    if (has_time && (int64_t)(hi * 1e6) > r->newest_event_us)
+        r->newest_event_us = (int64_t)(hi * 1e6);
+    /* Stop promptly on a signal even when no pacing sleeps. */
+    int sig = tw_signals_wait(&r->sigs, 0);
+    if (sig != 0) {
+        tw_log(TW_LOG_INFO, "replay: %s received, stopping",
+               tw_signals_name(sig));
+        r->interrupted = 1;
+        goto out;
+    }
+    rc = TW_OK;
+out:
+    tw_batch_free(b);
+    return rc;
+}
+
+static void tw_replay_on_error(void *ud, const char *path, uint64_t line,
+                               const char *reason)
+{
+    tw_replay *r = ud;
+    if (r->bad_reported++ >= TW_REPLAY_LOGGED_BAD_LINES) {
+        if (r->bad_reported == TW_REPLAY_LOGGED_BAD_LINES + 1)
+            tw_log(TW_LOG_WARN, "replay: more bad input; only counted from "
+                                "now on");
+        return;
+    }
+    const char *shown = r->cur_path != NULL ? r->cur_path : path;
+    if (line == 0)
+        tw_log(TW_LOG_WARN, "replay: %s: %s", shown, reason);
+    else
+        tw_log(TW_LOG_WARN, "replay: %s:%" PRIu64 ": %s", shown,
+               line + r->cur_line_offset, reason);
+}
+
+static void tw_replay_add_stats(tw_reader_stats *to, const tw_reader_stats *s)
+{
+    to->files += s->files;
+    to->bad_files += s->bad_files;
+    to->lines += s->lines;
+    to->bad_lines += s->bad_lines;
+    to->samples += s->samples;
+    to->events += s->events;
+    to->bytes += s->bytes;
+}
+
+/* Reads a whole file of the listing and publishes it. */
+static int tw_replay_read_whole(tw_replay *r, const tw_agent_file *f)
+{
+    tw_reader_stats st;
+    memset(&st, 0, sizeof(st));
+    r->cur_path = NULL;
+    r->cur_line_offset = 0;
+    int rc = tw_folder_read_file(f, r->job, r->trace, tw_replay_sink, r,
+                                 tw_replay_on_error, r, &st);
+    tw_replay_add_stats(&r->rstats, &st);
+    r->files_read++;
+    return rc == TW_OK ? 0 : -1;
+}
+
+static int tw_replay_tmpdir(tw_replay *r)
+{
+    if (r->tmpdir != NULL)
+        return 0;
+    const char *base = getenv("TMPDIR");
+    char tmpl[PATH_MAX];
+    snprintf(tmpl, sizeof(tmpl), "%s/trainwatch-replay-XXXXXX",
+             base != NULL && base[0] != '\0' ? base : "/tmp");
+    if (mkdtemp(tmpl) == NULL) {
+        tw_log(TW_LOG_ERROR, "replay: cannot create a temporary folder %s: %s",
+               tmpl, strerror(errno));
+        return -1;
+    }
+    r->tmpdir = strdup(tmpl);
+    if (r->tmpdir == NULL) {
+        rmdir(tmpl);
+        tw_log(TW_LOG_ERROR, "replay: out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads bytes [offset, EOF) of path into a malloc'd buffer. */
+static int tw_replay_read_tail(const char *path, uint64_t offset, char **out,
+                               size_t *outlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < offset) {
+        close(fd);
+        return -1;
+    }
+    size_t cap = (size_t)((uint64_t)sb.st_size - offset) + 1;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        close(fd);
+        return -1;
+    }
+    size_t len = 0;
+    while (len < cap - 1) {
+        ssize_t n = pread(fd, buf + len, cap - 1 - len,
+                          (off_t)(offset + len));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+/* Publishes what was appended to a system file since the last time:
+ * complete lines only unless `finished`. */
+static int tw_replay_system_piece(tw_replay *r, const tw_agent_file *f,
+                                  tw_replay_file *st, int finished)
+{
+    if (finished && st->offset == 0)
+        return tw_replay_read_whole(r, f);
+    char *buf;
+    size_t len;
+    if (tw_replay_read_tail(f->path, st->offset, &buf, &len) != 0) {
+        tw_log(TW_LOG_WARN, "replay: cannot read %s: %s", f->path,
+               strerror(errno));
+        return 0; /* perhaps being rotated: try again next poll */
+    }
+    size_t use = len;
+    if (!finished) {
+        while (use > 0 && buf[use - 1] != '\n')
+            use--;
+    }
+    if (use == 0) {
+        free(buf);
+        return 0;
+    }
+    if (tw_replay_tmpdir(r) != 0) {
+        free(buf);
+        return -1;
+    }
+    const char *slash = strrchr(f->path, '/');
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s/%s", r->tmpdir,
+             slash != NULL ? slash + 1 : f->path);
+    FILE *out = fopen(tmp, "w");
+    int bad = out == NULL;
+    if (!bad) {
+        bad |= fwrite(buf, 1, use, out) != use;
+        bad |= fclose(out) != 0;
+    }
+    uint64_t lines = 0;
+    for (size_t i = 0; i < use; i++)
+        lines += buf[i] == '\n';
+    free(buf);
+    if (bad) {
+        tw_log(TW_LOG_ERROR, "replay: cannot write %s: %s", tmp,
+               strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    tw_agent_file piece = *f;
+    piece.path = tmp;
+    tw_reader_stats rs;
+    memset(&rs, 0, sizeof(rs));
+    r->cur_path = f->path;
+    r->cur_line_offset = st->lines;
+    int rc = tw_folder_read_file(&piece, r->job, r->trace, tw_replay_sink, r,
+                                 tw_replay_on_error, r, &rs);
+    r->cur_path = NULL;
+    r->cur_line_offset = 0;
+    unlink(tmp);
+    rs.files = 0; /* counted once, when the file is finished */
+    tw_replay_add_stats(&r->rstats, &rs);
+    st->offset += use;
+    st->lines += lines;
+    if (finished) {
+        r->rstats.files++;
+        r->files_read++;
+    }
+    return rc == TW_OK ? 0 : -1;
+}
+
+static tw_replay_file *tw_replay_file_state(tw_replay *r, const char *path)
+{
+    uint32_t idx;
+    size_t len = strlen(path);
+    if (tw_strmap_get(&r->file_index, path, len, &idx))
+        return &r->files[idx];
+    if (r->nfiles == r->capfiles) {
+        size_t cap = r->capfiles == 0 ? 64 : r->capfiles * 2;
+        tw_replay_file *nf = realloc(r->files, cap * sizeof(*nf));
+        if (nf == NULL)
+            return NULL;
+        r->files = nf;
+        r->capfiles = cap;
+    }
+    if (tw_strmap_put(&r->file_index, path, len, (uint32_t)r->nfiles) !=
+        TW_OK)
+        return NULL;
+    r->files[r->nfiles] =
+        (tw_replay_file){.done = 0, .offset = 0, .lines = 0, .last_size = -1};
+    return &r->files[r->nfiles++];
+}
+
+/* One pass over a listing. `final`: publish everything (a one-shot replay
+ * or the job has ended). */
+static int tw_replay_pass(tw_replay *r, const tw_folder *folder, int final)
+{
+    /* Newest system file per node: older ones are finished. */
+    tw_strmap newest;
+    tw_strmap_init(&newest);
+    int64_t *newest_ts = calloc(folder->nfiles + 1, sizeof(*newest_ts));
+    int rc = -1;
+    if (newest_ts == NULL)
+        goto out;
+    size_t nnodes = 0;
+    for (size_t i = 0; i < folder->nfiles; i++) {
+        const tw_agent_file *f = &folder->files[i];
+        if (f->kind != TW_FILE_SYSTEM)
+            continue;
+        const char *node = f->node != NULL ? f->node : "";
+        uint32_t k;
+        if (!tw_strmap_get(&newest, node, strlen(node), &k)) {
+            k = (uint32_t)nnodes++;
+            if (tw_strmap_put(&newest, node, strlen(node), k) != TW_OK)
+                goto out;
+            newest_ts[k] = f->file_ts_us;
+        } else if (f->file_ts_us > newest_ts[k]) {
+            newest_ts[k] = f->file_ts_us;
+        }
+    }
+    for (size_t i = 0; i < folder->nfiles; i++) {
+        const tw_agent_file *f = &folder->files[i];
+        tw_replay_file *st = tw_replay_file_state(r, f->path);
+        if (st == NULL) {
+            tw_log(TW_LOG_ERROR, "replay: out of memory");
+            goto out;
+        }
+        if (st->done)
+            continue;
+        if (f->kind == TW_FILE_SYSTEM) {
+            const char *node = f->node != NULL ? f->node : "";
+            uint32_t k = 0;
+            tw_strmap_get(&newest, node, strlen(node), &k);
+            int finished = final || f->file_ts_us < newest_ts[k];
+            if (tw_replay_system_piece(r, f, st, finished) != 0)
+                goto out;
+            if (finished)
+                st->done = 1;
+        } else {
+            struct stat sb;
+            if (!final) {
+                if (stat(f->path, &sb) != 0)
+                    continue;
+                int stable = (int64_t)sb.st_size == st->last_size;
+                st->last_size = (int64_t)sb.st_size;
+                if (!stable)
+                    continue;
+            }
+            st->done = 1;
+            if (tw_replay_read_whole(r, f) != 0)
+                goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(newest_ts);
+    tw_strmap_free(&newest);
+    return rc;
+}
+
+static int64_t tw_replay_first_ts(const tw_folder *f)
+{
+    int64_t t = f->first_system_ts_us;
+    if (f->first_framework_ts_us != 0 &&
+        (t == 0 || f->first_framework_ts_us < t))
+        t = f->first_framework_ts_us;
+    return t;
+}
+
+static int tw_replay_run(tw_replay *r)
+{
+    char err[512];
+    for (int pass = 0;; pass++) {
+        tw_folder *folder = NULL;
+        if (tw_folder_list(r->dir, &folder, err, sizeof(err)) != 0) {
+            tw_log(TW_LOG_ERROR, "replay: %s", err);
+            return -1;
+        }
+        if (r->first_ts_us == 0)
+            r->first_ts_us = tw_replay_first_ts(folder);
+        int final = !r->follow || folder->job_finished;
+        if (pass == 0 && !r->quiet)
+            tw_log(TW_LOG_INFO, "replay: %s: %zu file(s)%s", r->dir,
+                   folder->nfiles,
+                   r->follow ? (folder->job_finished
+                                    ? ", job already ended"
+                                    : ", following")
+                             : "");
+        int rc = tw_replay_pass(r, folder, final);
+        tw_folder_free(folder);
+        if (rc != 0)
+            return r->interrupted && !r->failed ? 0 : -1;
+        if (final)
+            return 0;
+        int64_t next = tw_replay_mono_us() + TW_REPLAY_POLL_MS * 1000;
+        if (tw_replay_sleep_until(r, next) != 0)
+            return 0;
+    }
+}
+
+static void tw_replay_rmtmp(tw_replay *r)
+{
+    if (r->tmpdir == NULL)
+        return;
+    if (rmdir(r->tmpdir) != 0)
+        tw_log(TW_LOG_WARN, "replay: cannot remove %s: %s", r->tmpdir,
+               strerror(errno));
+    free(r->tmpdir);
+    r->tmpdir = NULL;
+}
+
+static int tw_replay_parse_rate(const char *s, tw_replay *r)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || !(v > 0) || !isfinite(v))
+        return -1;
+    if (*end == 'x' && end[1] == '\0') {
+        r->rate_mode = TW_RATE_SPEED;
+    } else if (*end == '\0') {
+        r->rate_mode = TW_RATE_RECORDS;
+    } else {
+        return -1;
+    }
+    r->rate = v;
+    return 0;
+}
+
+int tw_cmd_replay(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"brokers", required_argument, NULL, 'b'},
+        {"topic", required_argument, NULL, 't'},
+        {"job", required_argument, NULL, 'j'},
+        {"follow", no_argument, NULL, 'f'},
+        {"rate", required_argument, NULL, 'r'},
+        {"end-marker", no_argument, NULL, 'e'},
+        {"no-end-marker", no_argument, NULL, 'E'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    tw_replay r;
+    memset(&r, 0, sizeof(r));
+    r.topic = "trainwatch.metrics";
+    r.end_marker = 1;
+    const char *brokers = NULL;
+    const char *props[TW_REPLAY_MAX_PROPS];
+    size_t nprops = 0;
+
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "X:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            brokers = optarg;
+            break;
+        case 't':
+            r.topic = optarg;
+            break;
+        case 'j':
+            r.job = optarg;
+            break;
+        case 'f':
+            r.follow = 1;
+            break;
+        case 'r':
+            if (tw_replay_parse_rate(optarg, &r) != 0) {
+                fprintf(stderr,
+                        "trainwatch replay: --rate '%s': expected records "
+                        "per second (e.g. 50000) or a multiple of real "
+                        "time (e.g. 2x)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'e':
+            r.end_marker = 1;
+            break;
+        case 'E':
+            r.end_marker = 0;
+            break;
+        case 'X':
+            if (nprops == TW_REPLAY_MAX_PROPS) {
+                fprintf(stderr, "trainwatch replay: at most %d -X options\n",
+                        TW_REPLAY_MAX_PROPS);
+                return 2;
+            }
+            props[nprops++] = optarg;
+            break;
+        case 'q':
+            r.quiet = 1;
+            tw_log_set_level(TW_LOG_WARN);
+            break;
+        case 'h':
+            tw_replay_usage(stdout);
+            return 0;
+        default:
+            tw_replay_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "trainwatch replay: expected one folder DIR (see "
+                        "--help)\n");
+        return 2;
+    }
+    r.dir = argv[optind];
+    if (brokers == NULL) {
+        fprintf(stderr, "trainwatch replay: --brokers is required\n");
+        return 2;
+    }
+    char base[PATH_MAX];
+    if (r.job == NULL) {
+        snprintf(base, sizeof(base), "%s", r.dir);
+        size_t n = strlen(base);
+        while (n > 1 && base[n - 1] == '/')
+            base[--n] = '\0';
+        r.job = basename(base);
+    }
+    if (r.job[0] == '\0' || strcmp(r.job, "/") == 0 ||
+        strcmp(r.job, ".") == 0 || strcmp(r.job, "..") == 0) {
+        fprintf(stderr, "trainwatch replay: cannot take a job id from '%s': "
+                        "give --job\n",
+                r.dir);
+        return 2;
+    }
+
+    if (tw_signals_block(&r.sigs) != 0) {
+        tw_log(TW_LOG_ERROR, "replay: cannot block signals: %s",
+               strerror(errno));
+        return 1;
+    }
+    char err[512];
+    if (tw_producer_new(brokers, props, nprops, &r.producer, err,
+                        sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "replay: %s", err);
+        return 1;
+    }
+    r.trace = tw_trace_state_new();
+    tw_strmap_init(&r.seq_index);
+    tw_strmap_init(&r.file_index);
+    int status = 1;
+    r.start_mono_us = tw_replay_mono_us();
+    if (r.trace == NULL) {
+        tw_log(TW_LOG_ERROR, "replay: out of memory");
+        goto out;
+    }
+    if (tw_replay_run(&r) != 0)
+        goto out;
+    if (!r.interrupted) {
+        if (!r.start_sent && tw_replay_send_start(&r, NULL) != 0)
+            goto out;
+        if (r.end_marker &&
+            tw_replay_marker(&r, TW_MARKER_JOB_END,
+                             r.newest_event_us != 0 ? r.newest_event_us
+                                                    : tw_replay_wall_us(),
+                             0) != 0)
+            goto out;
+    }
+    if (tw_producer_flush(r.producer, TW_REPLAY_FLUSH_MS, err, sizeof(err)) !=
+        0) {
+        tw_log(TW_LOG_ERROR, "replay: %s", err);
+        goto out;
+    }
+    status = 0;
+out:;
+    double secs = (double)(tw_replay_mono_us() - r.start_mono_us) / 1e6;
+    printf("replay: job=%s batches=%" PRIu64 " markers=%" PRIu64
+           " samples=%" PRIu64 " events=%" PRIu64 " files=%" PRIu64
+           " bad_lines=%" PRIu64 " mb=%.3f seconds=%.2f%s\n",
+           r.job, r.batches, r.markers, r.samples, r.events, r.files_read,
+           r.rstats.bad_lines, (double)r.bytes / 1e6, secs,
+           r.interrupted ? " interrupted" : "");
+    fflush(stdout);
+    tw_replay_rmtmp(&r);
+    tw_producer_free(r.producer);
+    tw_trace_state_free(r.trace);
+    tw_strmap_free(&r.seq_index);
+    tw_strmap_free(&r.file_index);
+    free(r.seqs);
+    free(r.files);
+    return status;
+}

@@ -567,6 +567,10 @@ static int tw_replay_system_piece(tw_replay *r, const tw_agent_file *f,
     }
     if (use == 0) {
         free(buf);
+        if (finished) {
+            r->rstats.files++;
+            r->files_read++;
+        }
         return 0;
     }
     if (tw_replay_tmpdir(r) != 0) {

@@ -34,54 +34,53 @@
 #define TW_AGENT_MAX_PROPS 64
 #define TW_AGENT_FLUSH_MS 15000
 
-static const uint32_t tw_agent_intervals[] = {100, 200, 500, 1000, 5000,
-                                              60000};
+static const uint32_t tw_agent_intervals[] = {100, 200, 500, 1000, 5000, 60000};
 
 static void tw_agent_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: trainwatch agent --brokers B --job J [options]\n"
-            "\n"
-            "Samples this host like the profiler agent beside a training node\n"
-            "and publishes the samples to Kafka as FlatBuffers batches keyed\n"
-            "by the job id: per-core CPUUtilization and I/OWaitPercentage\n"
-            "(/proc/stat), MemoryUsedPercent (/proc/meminfo), network bytes/s\n"
-            "(/proc/net/dev, all interfaces but lo, Dimension Algorithm), disk\n"
-            "IOPS and throughput (/proc/diskstats), and GPUUtilization and\n"
-            "GPUMemoryUtilization through NVML when libnvidia-ml.so.1 loads\n"
-            "(otherwise GPUs are skipped, said once in the log).\n"
-            "\n"
-            "It sends a JOB_START marker first (sequence number 1, with the\n"
-            "interval), then one batch per interval (per second when the\n"
-            "interval is shorter), then a JOB_END marker when --duration is\n"
-            "over or on SIGINT/SIGTERM, and prints a summary line on stdout.\n"
-            "\n"
-            "options:\n"
-            "  --brokers B         bootstrap servers, host:port[,host:port]\n"
-            "                      (required)\n"
-            "  --job J             job id: the Kafka key (required)\n"
-            "  --interval-ms MS    sampling interval: 100, 200, 500, 1000,\n"
-            "                      5000 or 60000 (default 500)\n"
-            "  --node NAME         node id of the samples (default: this\n"
-            "                      host's name)\n"
-            "  --duration S        stop after S seconds (decimals allowed;\n"
-            "                      default: run until SIGINT/SIGTERM)\n"
-            "  --topic T           topic (default trainwatch.metrics)\n"
-            "  --no-gpus           do not load NVML\n"
-            "  -X KEY=VALUE        librdkafka property, e.g.\n"
-            "                      security.protocol=SASL_SSL (repeatable)\n"
-            "  -q, --quiet         no log lines below warnings\n"
-            "  -h, --help          this text\n"
-            "\n"
-            "Exit status: 0 when every batch was delivered, 1 on a failure,\n"
-            "2 on bad usage.\n");
+    fprintf(
+        out,
+        "usage: trainwatch agent --brokers B --job J [options]\n"
+        "\n"
+        "Samples this host like the profiler agent beside a training node\n"
+        "and publishes the samples to Kafka as FlatBuffers batches keyed\n"
+        "by the job id: per-core CPUUtilization and I/OWaitPercentage\n"
+        "(/proc/stat), MemoryUsedPercent (/proc/meminfo), network bytes/s\n"
+        "(/proc/net/dev, all interfaces but lo, Dimension Algorithm), disk\n"
+        "IOPS and throughput (/proc/diskstats), and GPUUtilization and\n"
+        "GPUMemoryUtilization through NVML when libnvidia-ml.so.1 loads\n"
+        "(otherwise GPUs are skipped, said once in the log).\n"
+        "\n"
+        "It sends a JOB_START marker first (sequence number 1, with the\n"
+        "interval), then one batch per interval (per second when the\n"
+        "interval is shorter), then a JOB_END marker when --duration is\n"
+        "over or on SIGINT/SIGTERM, and prints a summary line on stdout.\n"
+        "\n"
+        "options:\n"
+        "  --brokers B         bootstrap servers, host:port[,host:port]\n"
+        "                      (required)\n"
+        "  --job J             job id: the Kafka key (required)\n"
+        "  --interval-ms MS    sampling interval: 100, 200, 500, 1000,\n"
+        "                      5000 or 60000 (default 500)\n"
+        "  --node NAME         node id of the samples (default: this\n"
+        "                      host's name)\n"
+        "  --duration S        stop after S seconds (decimals allowed;\n"
+        "                      default: run until SIGINT/SIGTERM)\n"
+        "  --topic T           topic (default trainwatch.metrics)\n"
+        "  --no-gpus           do not load NVML\n"
+        "  -X KEY=VALUE        librdkafka property, e.g.\n"
+        "                      security.protocol=SASL_SSL (repeatable)\n"
+        "  -q, --quiet         no log lines below warnings\n"
+        "  -h, --help          this text\n"
+        "\n"
+        "Exit status: 0 when every batch was delivered, 1 on a failure,\n"
+        "2 on bad usage.\n");
 }
 
 static int tw_agent_interval_ok(uint32_t ms)
 {
-    for (size_t i = 0; i < sizeof(tw_agent_intervals) /
-                               sizeof(tw_agent_intervals[0]);
-         i++)
+    for (size_t i = 0;
+         i < sizeof(tw_agent_intervals) / sizeof(tw_agent_intervals[0]); i++)
         if (tw_agent_intervals[i] == ms)
             return 1;
     return 0;
@@ -129,8 +128,8 @@ static int tw_agent_publish(tw_agent *a, tw_batch *b)
         return -1;
     }
     char err[512];
-    int rc = tw_producer_send(a->producer, a->topic, a->job, buf, len, NULL,
-                              0, err, sizeof(err));
+    int rc = tw_producer_send(a->producer, a->topic, a->job, buf, len, NULL, 0,
+                              err, sizeof(err));
     free(buf);
     if (rc != 0) {
         tw_log(TW_LOG_ERROR, "agent: %s", err);
@@ -235,8 +234,9 @@ int tw_cmd_agent(int argc, char **argv)
             duration_s = strtod(optarg, &end);
             if (errno != 0 || end == optarg || *end != '\0' ||
                 !(duration_s > 0) || duration_s > 1e9) {
-                fprintf(stderr, "trainwatch agent: --duration '%s': expected "
-                                "seconds > 0\n",
+                fprintf(stderr,
+                        "trainwatch agent: --duration '%s': expected "
+                        "seconds > 0\n",
                         optarg);
                 return 2;
             }
@@ -276,8 +276,9 @@ int tw_cmd_agent(int argc, char **argv)
     }
     if (node == NULL) {
         if (gethostname(hostname, sizeof(hostname)) != 0) {
-            fprintf(stderr, "trainwatch agent: cannot read the host name "
-                            "(%s): give --node\n",
+            fprintf(stderr,
+                    "trainwatch agent: cannot read the host name "
+                    "(%s): give --node\n",
                     strerror(errno));
             return 2;
         }
@@ -313,8 +314,8 @@ int tw_cmd_agent(int argc, char **argv)
 
     int status = 1;
     int64_t start_ms = tw_agent_mono_ms();
-    int64_t stop_ms = duration_s > 0 ? start_ms + (int64_t)(duration_s * 1000)
-                                     : INT64_MAX;
+    int64_t stop_ms =
+        duration_s > 0 ? start_ms + (int64_t)(duration_s * 1000) : INT64_MAX;
     int64_t batch_ms = interval_ms < 1000 ? 1000 : interval_ms;
     int64_t last_batch_ms = start_ms;
     tw_sample_vec vec = {0};

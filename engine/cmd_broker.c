@@ -22,64 +22,66 @@
 
 static void tw_broker_cmd_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: trainwatch broker [options]\n"
-            "\n"
-            "Runs a Kafka-protocol broker for development and tests:\n"
-            "librdkafka's mock cluster, in memory (nothing is kept after it\n"
-            "stops), listening on 127.0.0.1 only. Any Kafka client on this\n"
-            "host can use it (kcat, librdkafka, Java clients).\n"
-            "\n"
-            "It creates the topics trainwatch.metrics, trainwatch.alerts and\n"
-            "trainwatch.deadletter, plus those given with --topic; a topic\n"
-            "that does not exist is created on first use with the mock's\n"
-            "defaults.\n"
-            "\n"
-            "The first line on stdout is `bootstrap=HOST:PORT[,...]`: the\n"
-            "address for clients' bootstrap.servers. Then `brokers=...` (the\n"
-            "mock brokers' own addresses) and one `topic=NAME partitions=N`\n"
-            "line per created topic. It runs until SIGINT or SIGTERM, then\n"
-            "stops cleanly and exits 0.\n"
-            "\n"
-            "options:\n"
-            "  --port P            also accept bootstrap connections on\n"
-            "                      127.0.0.1:P (1..65535) and print that as\n"
-            "                      bootstrap=. The mock brokers themselves\n"
-            "                      always listen on ports the kernel picks\n"
-            "                      (librdkafka 2.0.2 has no way to fix them);\n"
-            "                      port P relays to the first broker, whose\n"
-            "                      metadata then sends clients to the\n"
-            "                      brokers' own ports. Default: no fixed port.\n"
-            "  --brokers N         number of mock brokers, 1..16 (default 1)\n"
-            "  --topic NAME[:PARTITIONS]\n"
-            "                      create this topic too (repeatable); with\n"
-            "                      the name of a default topic, overrides its\n"
-            "                      partition count\n"
-            "  --partitions N      partitions of every topic created without\n"
-            "                      :PARTITIONS, 1..1024 (default 4)\n"
-            "  --bootstrap-file FILE\n"
-            "                      also write the bootstrap address (one line)\n"
-            "                      to FILE, atomically once the broker is\n"
-            "                      ready; FILE is removed when it stops\n"
-            "  -v, --verbose       log librdkafka's debug messages too\n"
-            "  -h, --help          this text\n"
-            "\n"
-            "Example:\n"
-            "  trainwatch broker --port 9092 &\n"
-            "  echo hello | kcat -b 127.0.0.1:9092 -P -t trainwatch.alerts\n"
-            "  kcat -b 127.0.0.1:9092 -C -t trainwatch.alerts -o beginning "
-            "-e\n");
+    fprintf(
+        out,
+        "usage: trainwatch broker [options]\n"
+        "\n"
+        "Runs a Kafka-protocol broker for development and tests:\n"
+        "librdkafka's mock cluster, in memory (nothing is kept after it\n"
+        "stops), listening on 127.0.0.1 only. Any Kafka client on this\n"
+        "host can use it (tested with kcat).\n"
+        "\n"
+        "It creates the topics trainwatch.metrics, trainwatch.alerts and\n"
+        "trainwatch.deadletter, plus those given with --topic; a topic\n"
+        "that does not exist is created on first use with the mock's\n"
+        "defaults.\n"
+        "\n"
+        "The first line on stdout is `bootstrap=HOST:PORT[,...]`: the\n"
+        "address for clients' bootstrap.servers. Then `brokers=...` (the\n"
+        "mock brokers' own addresses) and one `topic=NAME partitions=N`\n"
+        "line per created topic. It runs until SIGINT or SIGTERM, then\n"
+        "stops cleanly and exits 0.\n"
+        "\n"
+        "options:\n"
+        "  --port P            also accept bootstrap connections on\n"
+        "                      127.0.0.1:P (1..65535) and print that as\n"
+        "                      bootstrap=. The mock brokers themselves\n"
+        "                      always listen on ports the kernel picks\n"
+        "                      (librdkafka 2.0.2 has no way to fix them);\n"
+        "                      port P relays to the first broker, whose\n"
+        "                      metadata then sends clients to the\n"
+        "                      brokers' own ports. Default: no fixed port.\n"
+        "  --brokers N         number of mock brokers, 1..16 (default 1)\n"
+        "  --topic NAME[:PARTITIONS]\n"
+        "                      create this topic too (repeatable); with\n"
+        "                      the name of a default topic, overrides its\n"
+        "                      partition count\n"
+        "  --partitions N      partitions of every topic created without\n"
+        "                      :PARTITIONS, 1..1024 (default 4)\n"
+        "  --bootstrap-file FILE\n"
+        "                      also write the bootstrap address (one line)\n"
+        "                      to FILE, atomically once the broker is\n"
+        "                      ready; FILE is removed when it stops\n"
+        "  -v, --verbose       log librdkafka's debug messages too\n"
+        "  -h, --help          this text\n"
+        "\n"
+        "Example:\n"
+        "  trainwatch broker --port 9092 &\n"
+        "  echo hello | kcat -b 127.0.0.1:9092 -P -t trainwatch.alerts\n"
+        "  kcat -b 127.0.0.1:9092 -C -t trainwatch.alerts -o beginning "
+        "-e\n");
 }
 
-static int tw_broker_cmd_int(const char *opt, const char *s, long min,
-                             long max, int *out)
+static int tw_broker_cmd_int(const char *opt, const char *s, long min, long max,
+                             int *out)
 {
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "trainwatch broker: %s '%s': expected an integer "
-                        "%ld..%ld\n",
+        fprintf(stderr,
+                "trainwatch broker: %s '%s': expected an integer "
+                "%ld..%ld\n",
                 opt, s, min, max);
         return -1;
     }
@@ -140,8 +142,11 @@ int tw_cmd_broker(int argc, char **argv)
     for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
         names[ntopics] = strdup(defaults[i]);
         parts[ntopics] = 0;
-        if (names[ntopics] == NULL)
+        if (names[ntopics] == NULL) {
+            fprintf(stderr, "trainwatch broker: out of memory\n");
+            status = 1;
             goto out;
+        }
         ntopics++;
     }
 
@@ -164,23 +169,22 @@ int tw_cmd_broker(int argc, char **argv)
             break;
         case 't': {
             const char *colon = strrchr(optarg, ':');
-            size_t len = colon != NULL ? (size_t)(colon - optarg)
-                                       : strlen(optarg);
+            size_t len =
+                colon != NULL ? (size_t)(colon - optarg) : strlen(optarg);
             int p = 0;
             if (colon != NULL &&
-                tw_broker_cmd_int("--topic partitions", colon + 1, 1, 1024,
-                                  &p))
+                tw_broker_cmd_int("--topic partitions", colon + 1, 1, 1024, &p))
                 goto out;
             if (len == 0 || len > 249) {
-                fprintf(stderr, "trainwatch broker: --topic '%s': a topic "
-                                "name has 1..249 characters\n",
+                fprintf(stderr,
+                        "trainwatch broker: --topic '%s': a topic "
+                        "name has 1..249 characters\n",
                         optarg);
                 goto out;
             }
             size_t k = 0;
-            while (k < ntopics &&
-                   !(strlen(names[k]) == len &&
-                     strncmp(names[k], optarg, len) == 0))
+            while (k < ntopics && !(strlen(names[k]) == len &&
+                                    strncmp(names[k], optarg, len) == 0))
                 k++;
             if (k == ntopics) {
                 if (ntopics == TW_BROKER_MAX_TOPICS) {
@@ -255,8 +259,7 @@ int tw_cmd_broker(int argc, char **argv)
     int sig = 0;
     while (sig == 0)
         sig = tw_signals_wait(&sigs, 1000);
-    tw_log(TW_LOG_INFO, "broker: %s received, stopping",
-           tw_signals_name(sig));
+    tw_log(TW_LOG_INFO, "broker: %s received, stopping", tw_signals_name(sig));
     if (bootstrap_file != NULL && unlink(bootstrap_file) != 0)
         tw_log(TW_LOG_WARN, "broker: cannot remove '%s': %s", bootstrap_file,
                strerror(errno));

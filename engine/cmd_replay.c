@@ -129,49 +129,52 @@ typedef struct tw_replay {
 
 static void tw_replay_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: trainwatch replay DIR --brokers B [options]\n"
-            "\n"
-            "Publishes the profiler-output folder DIR (the agent's system/ and\n"
-            "framework/ files) to Kafka as FlatBuffers metric batches keyed by\n"
-            "the job id, in the order the engine reads files: a JOB_START\n"
-            "marker, every batch, a JOB_END marker. Sequence numbers start at\n"
-            "1 per (job, node); markers come from node \"replay\".\n"
-            "Batches larger than 900000 bytes are split.\n"
-            "\n"
-            "options:\n"
-            "  --brokers B         bootstrap servers, host:port[,host:port]\n"
-            "                      (required)\n"
-            "  --topic T           topic (default trainwatch.metrics)\n"
-            "  --job J             job id and Kafka key (default: DIR's base\n"
-            "                      name)\n"
-            "  --follow            keep following DIR while the agent writes\n"
-            "                      it: list it every second, publish new\n"
-            "                      files and the complete lines appended to\n"
-            "                      system files; framework files once their\n"
-            "                      size is stable for a second. Ends when\n"
-            "                      training_job_end.ts appears (then JOB_END)\n"
-            "                      or on SIGINT/SIGTERM (no JOB_END)\n"
-            "  --rate X            limit the pace: X samples+events per second\n"
-            "                      (e.g. 50000), or with a trailing x a\n"
-            "                      multiple of the data's own time (1x = as\n"
-            "                      fast as it was recorded, 60x = an hour in a\n"
-            "                      minute). Default: as fast as possible\n"
-            "  --end-marker        send JOB_END at the end (default)\n"
-            "  --no-end-marker     do not send JOB_END\n"
-            "  -X KEY=VALUE        librdkafka property, e.g.\n"
-            "                      security.protocol=SASL_SSL (repeatable)\n"
-            "  -q, --quiet         no log lines below warnings\n"
-            "  -h, --help          this text\n"
-            "\n"
-            "At the end one summary line goes to stdout:\n"
-            "  replay: job=J batches=N markers=M samples=S events=E files=F\n"
-            "          bad_lines=L mb=X seconds=T [interrupted]\n"
-            "(on one line) where batches counts every message published,\n"
-            "markers included, and mb the encoded megabytes (10^6 bytes).\n"
-            "\n"
-            "Exit status: 0 when every batch was delivered (also after a\n"
-            "signal), 1 on a failure, 2 on bad usage.\n");
+    fprintf(
+        out,
+        "usage: trainwatch replay DIR --brokers B [options]\n"
+        "\n"
+        "Publishes the profiler-output folder DIR (the agent's system/ and\n"
+        "framework/ files) to Kafka as FlatBuffers metric batches keyed by\n"
+        "the job id, in the order the engine reads files: a JOB_START\n"
+        "marker, every batch, a JOB_END marker. Sequence numbers start at\n"
+        "1 per (job, node); markers come from node \"replay\".\n"
+        "Batches larger than 900000 bytes are split.\n"
+        "\n"
+        "options:\n"
+        "  --brokers B         bootstrap servers, host:port[,host:port]\n"
+        "                      (required)\n"
+        "  --topic T           topic (default trainwatch.metrics)\n"
+        "  --job J             job id and Kafka key (default: DIR's base\n"
+        "                      name)\n"
+        "  --follow            keep following DIR while the agent writes\n"
+        "                      it: list it every second, publish new\n"
+        "                      files and the complete lines appended to\n"
+        "                      system files; framework files once their\n"
+        "                      size is stable for a second. Ends when\n"
+        "                      training_job_end.ts appears (then JOB_END)\n"
+        "                      or on SIGINT/SIGTERM (no JOB_END)\n"
+        "  --rate X            limit the pace: X samples+events per second\n"
+        "                      (e.g. 50000), or with a trailing x a\n"
+        "                      multiple of the data's own time (1x = as\n"
+        "                      fast as it was recorded, 60x = an hour in a\n"
+        "                      minute). Default: as fast as possible\n"
+        "  --end-marker        send JOB_END at the end (default)\n"
+        "  --no-end-marker     do not send JOB_END\n"
+        "  -X KEY=VALUE        librdkafka property, e.g.\n"
+        "                      security.protocol=SASL_SSL (repeatable)\n"
+        "  -q, --quiet         no log lines below warnings\n"
+        "  -h, --help          this text\n"
+        "\n"
+        "At the end one summary line goes to stdout:\n"
+        "  replay: job=J batches=N markers=M samples=S events=E files=F\n"
+        "          bad_lines=L mb=X seconds=T delivered=D failed=F\n"
+        "          [interrupted]\n"
+        "(on one line) where batches counts every message published,\n"
+        "markers included; mb the encoded megabytes (10^6 bytes);\n"
+        "delivered/failed what the brokers acknowledged or not.\n"
+        "\n"
+        "Exit status: 0 when every batch was delivered (also after a\n"
+        "signal), 1 on a failure, 2 on bad usage.\n");
 }
 
 static int64_t tw_replay_mono_us(void)
@@ -240,8 +243,8 @@ static int tw_replay_pace(tw_replay *r, int has_time, double hi_s)
     if (r->rate_mode == TW_RATE_RECORDS) {
         /* Records sent so far may not run ahead of rate * elapsed. */
         uint64_t sent = r->samples + r->events;
-        int64_t due = r->start_mono_us +
-                      (int64_t)((double)sent / r->rate * 1e6);
+        int64_t due =
+            r->start_mono_us + (int64_t)((double)sent / r->rate * 1e6);
         return tw_replay_sleep_until(r, due);
     }
     if (r->rate_mode == TW_RATE_SPEED && has_time) {
@@ -254,8 +257,8 @@ static int tw_replay_pace(tw_replay *r, int has_time, double hi_s)
         double ahead = (hi_s - r->first_event_s) / r->rate;
         if (ahead <= 0)
             return 0;
-        return tw_replay_sleep_until(r, r->start_mono_us +
-                                            (int64_t)(ahead * 1e6));
+        return tw_replay_sleep_until(r,
+                                     r->start_mono_us + (int64_t)(ahead * 1e6));
     }
     return 0;
 }
@@ -324,15 +327,16 @@ static int tw_replay_send(tw_replay *r, tw_batch *b)
         return tw_replay_send(r, &second);
     }
     if (st != TW_WIRE_OK) {
-        tw_log(TW_LOG_ERROR, "replay: cannot encode a batch of node '%s' "
-                             "from %s: %s",
+        tw_log(TW_LOG_ERROR,
+               "replay: cannot encode a batch of node '%s' "
+               "from %s: %s",
                node, b->file_path != NULL ? b->file_path : "?",
                tw_wire_status_name(st));
         return -1;
     }
     char err[512];
-    int rc = tw_producer_send(r->producer, r->topic, r->job, buf, len, NULL,
-                              0, err, sizeof(err));
+    int rc = tw_producer_send(r->producer, r->topic, r->job, buf, len, NULL, 0,
+                              err, sizeof(err));
     free(buf);
     if (rc != 0) {
         tw_log(TW_LOG_ERROR, "replay: %s", err);
@@ -347,12 +351,11 @@ static int tw_replay_send(tw_replay *r, tw_batch *b)
     return 0;
 }
 
-static int tw_replay_marker(tw_replay *r, tw_marker_kind kind,
-                            int64_t time_us, uint32_t interval_ms)
+static int tw_replay_marker(tw_replay *r, tw_marker_kind kind, int64_t time_us,
+                            uint32_t interval_ms)
 {
-    tw_marker m = {.kind = kind,
-                   .time_us = time_us,
-                   .sampling_interval_ms = interval_ms};
+    tw_marker m = {
+        .kind = kind, .time_us = time_us, .sampling_interval_ms = interval_ms};
     tw_batch b;
     memset(&b, 0, sizeof(b));
     b.job = r->job;
@@ -384,17 +387,15 @@ static uint32_t tw_replay_infer_interval(const tw_batch *b)
     uint32_t best = allowed[0];
     double ms = step * 1000.0;
     for (size_t i = 1; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-        if (fabs(log((double)allowed[i] / ms)) <
-            fabs(log((double)best / ms)))
+        if (fabs(log((double)allowed[i] / ms)) < fabs(log((double)best / ms)))
             best = allowed[i];
     return best;
 }
 
 static int tw_replay_send_start(tw_replay *r, const tw_batch *first_data)
 {
-    uint32_t interval = first_data != NULL
-                            ? tw_replay_infer_interval(first_data)
-                            : 0;
+    uint32_t interval =
+        first_data != NULL ? tw_replay_infer_interval(first_data) : 0;
     int64_t t = r->first_ts_us != 0 ? r->first_ts_us : tw_replay_wall_us();
     r->start_sent = 1;
     return tw_replay_marker(r, TW_MARKER_JOB_START, t, interval);
@@ -527,8 +528,7 @@ static int tw_replay_read_tail(const char *path, uint64_t offset, char **out,
     }
     size_t len = 0;
     while (len < cap - 1) {
-        ssize_t n = pread(fd, buf + len, cap - 1 - len,
-                          (off_t)(offset + len));
+        ssize_t n = pread(fd, buf + len, cap - 1 - len, (off_t)(offset + len));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -633,8 +633,7 @@ static tw_replay_file *tw_replay_file_state(tw_replay *r, const char *path)
         r->files = nf;
         r->capfiles = cap;
     }
-    if (tw_strmap_put(&r->file_index, path, len, (uint32_t)r->nfiles) !=
-        TW_OK)
+    if (tw_strmap_put(&r->file_index, path, len, (uint32_t)r->nfiles) != TW_OK)
         return NULL;
     r->files[r->nfiles] =
         (tw_replay_file){.done = 0, .offset = 0, .lines = 0, .last_size = -1};
@@ -732,9 +731,8 @@ static int tw_replay_run(tw_replay *r)
         if (pass == 0 && !r->quiet)
             tw_log(TW_LOG_INFO, "replay: %s: %zu file(s)%s", r->dir,
                    folder->nfiles,
-                   r->follow ? (folder->job_finished
-                                    ? ", job already ended"
-                                    : ", following")
+                   r->follow ? (folder->job_finished ? ", job already ended"
+                                                     : ", following")
                              : "");
         int rc = tw_replay_pass(r, folder, final);
         tw_folder_free(folder);
@@ -870,8 +868,9 @@ int tw_cmd_replay(int argc, char **argv)
     }
     if (r.job[0] == '\0' || strcmp(r.job, "/") == 0 ||
         strcmp(r.job, ".") == 0 || strcmp(r.job, "..") == 0) {
-        fprintf(stderr, "trainwatch replay: cannot take a job id from '%s': "
-                        "give --job\n",
+        fprintf(stderr,
+                "trainwatch replay: cannot take a job id from '%s': "
+                "give --job\n",
                 r.dir);
         return 2;
     }
@@ -916,12 +915,15 @@ int tw_cmd_replay(int argc, char **argv)
     status = 0;
 out:;
     double secs = (double)(tw_replay_mono_us() - r.start_mono_us) / 1e6;
+    tw_producer_stats ps;
+    tw_producer_get_stats(r.producer, &ps);
     printf("replay: job=%s batches=%" PRIu64 " markers=%" PRIu64
            " samples=%" PRIu64 " events=%" PRIu64 " files=%" PRIu64
-           " bad_lines=%" PRIu64 " mb=%.3f seconds=%.2f%s\n",
+           " bad_lines=%" PRIu64 " mb=%.3f seconds=%.2f delivered=%" PRIu64
+           " failed=%" PRIu64 "%s\n",
            r.job, r.batches, r.markers, r.samples, r.events, r.files_read,
-           r.rstats.bad_lines, (double)r.bytes / 1e6, secs,
-           r.interrupted ? " interrupted" : "");
+           r.rstats.bad_lines, (double)r.bytes / 1e6, secs, ps.delivered,
+           ps.failed, r.interrupted ? " interrupted" : "");
     fflush(stdout);
     tw_replay_rmtmp(&r);
     tw_producer_free(r.producer);

@@ -16,8 +16,7 @@
 
 /* Next line of text: returns its start and sets *len (without '\n'), or
  * NULL at the end. *pos advances past the line. */
-static const char *tw_host_next_line(const char *text, size_t *pos,
-                                     size_t *len)
+static const char *tw_host_next_line(const char *text, size_t *pos, size_t *len)
 {
     const char *p = text + *pos;
     if (*p == '\0')
@@ -30,8 +29,8 @@ static const char *tw_host_next_line(const char *text, size_t *pos,
 
 /* Parses up to max unsigned decimal fields separated by blanks from
  * [p, end). Returns how many were read. */
-static size_t tw_host_u64_fields(const char *p, const char *end,
-                                 uint64_t *out, size_t max)
+static size_t tw_host_u64_fields(const char *p, const char *end, uint64_t *out,
+                                 size_t max)
 {
     size_t n = 0;
     while (n < max) {
@@ -288,8 +287,9 @@ static void tw_nvml_open(tw_nvml *n, const char *path)
     n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (n->lib == NULL) {
         const char *why = dlerror();
-        tw_log(TW_LOG_INFO, "host sampler: NVML not available (%s): GPUs are "
-                            "not sampled",
+        tw_log(TW_LOG_INFO,
+               "host sampler: NVML not available (%s): GPUs are "
+               "not sampled",
                why != NULL ? why : path);
         return;
     }
@@ -302,8 +302,9 @@ static void tw_nvml_open(tw_nvml *n, const char *path)
     *(void **)&n->mem = dlsym(n->lib, "nvmlDeviceGetMemoryInfo");
     if (n->init == NULL || n->shutdown == NULL || n->count == NULL ||
         n->handle == NULL || n->util == NULL || n->mem == NULL) {
-        tw_log(TW_LOG_WARN, "host sampler: %s lacks an NVML function this "
-                            "agent needs: GPUs are not sampled",
+        tw_log(TW_LOG_WARN,
+               "host sampler: %s lacks an NVML function this "
+               "agent needs: GPUs are not sampled",
                path);
         dlclose(n->lib);
         n->lib = NULL;
@@ -311,8 +312,9 @@ static void tw_nvml_open(tw_nvml *n, const char *path)
     }
     tw_nvml_return rc = n->init();
     if (rc != 0) {
-        tw_log(TW_LOG_WARN, "host sampler: nvmlInit_v2 failed (NVML error "
-                            "%d): GPUs are not sampled",
+        tw_log(TW_LOG_WARN,
+               "host sampler: nvmlInit_v2 failed (NVML error "
+               "%d): GPUs are not sampled",
                rc);
         dlclose(n->lib);
         n->lib = NULL;
@@ -321,8 +323,9 @@ static void tw_nvml_open(tw_nvml *n, const char *path)
     unsigned int count = 0;
     rc = n->count(&count);
     if (rc != 0 || count == 0) {
-        tw_log(TW_LOG_INFO, "host sampler: NVML reports %s: GPUs are not "
-                            "sampled",
+        tw_log(TW_LOG_INFO,
+               "host sampler: NVML reports %s: GPUs are not "
+               "sampled",
                rc != 0 ? "an error counting devices" : "no GPU");
         n->shutdown();
         dlclose(n->lib);
@@ -339,16 +342,16 @@ static void tw_nvml_open(tw_nvml *n, const char *path)
     for (unsigned int i = 0; i < count; i++) {
         rc = n->handle(i, &n->devices[i]);
         if (rc != 0) {
-            tw_log(TW_LOG_WARN, "host sampler: NVML has no handle for GPU "
-                                "%u (error %d): GPUs are not sampled",
+            tw_log(TW_LOG_WARN,
+                   "host sampler: NVML has no handle for GPU "
+                   "%u (error %d): GPUs are not sampled",
                    i, rc);
             tw_nvml_close(n);
             return;
         }
     }
     n->ndevices = count;
-    tw_log(TW_LOG_INFO, "host sampler: sampling %u GPU(s) through NVML",
-           count);
+    tw_log(TW_LOG_INFO, "host sampler: sampling %u GPU(s) through NVML", count);
 }
 
 /* ---- the sampler ------------------------------------------------------ */
@@ -408,8 +411,9 @@ static int tw_host_read(tw_host_sampler *s, const char *rel, char *err,
             char *nb = realloc(s->buf, cap);
             if (nb == NULL) {
                 close(fd);
-                snprintf(err, errlen, "host sampler: out of memory reading "
-                                      "%s",
+                snprintf(err, errlen,
+                         "host sampler: out of memory reading "
+                         "%s",
                          path);
                 return -1;
             }
@@ -442,8 +446,7 @@ static int tw_host_add_series(tw_host_sampler *s, const char *type,
     return 0;
 }
 
-static char *tw_host_own_name(tw_host_sampler *s, const char *prefix,
-                              size_t i)
+static char *tw_host_own_name(tw_host_sampler *s, const char *prefix, size_t i)
 {
     char tmp[32];
     snprintf(tmp, sizeof(tmp), "%s%zu", prefix, i);
@@ -506,8 +509,8 @@ int tw_host_sampler_new(const tw_host_sampler_opts *o, tw_host_sampler **out,
     }
     if (tw_host_read(s, "stat", err, errlen) != 0)
         goto fail;
-    if (tw_host_parse_stat(s->buf, s->prev_cpu, TW_HOST_MAX_CPUS,
-                           &s->ncpus) != 0) {
+    if (tw_host_parse_stat(s->buf, s->prev_cpu, TW_HOST_MAX_CPUS, &s->ncpus) !=
+        0) {
         snprintf(err, errlen, "host sampler: %s/stat has no cpu<N> line",
                  s->proc_root);
         goto fail;
@@ -516,8 +519,9 @@ int tw_host_sampler_new(const tw_host_sampler_opts *o, tw_host_sampler **out,
     if (tw_host_read(s, "meminfo", err, errlen) != 0)
         goto fail;
     if (tw_host_parse_meminfo(s->buf, &mem) != 0) {
-        snprintf(err, errlen, "host sampler: %s/meminfo lacks MemTotal or "
-                              "MemAvailable",
+        snprintf(err, errlen,
+                 "host sampler: %s/meminfo lacks MemTotal or "
+                 "MemAvailable",
                  s->proc_root);
         goto fail;
     }
@@ -525,14 +529,16 @@ int tw_host_sampler_new(const tw_host_sampler_opts *o, tw_host_sampler **out,
     s->have_net = tw_host_read(s, "net/dev", why, sizeof(why)) == 0 &&
                   tw_host_parse_netdev(s->buf, &s->prev_net) == 0;
     if (!s->have_net)
-        tw_log(TW_LOG_WARN, "host sampler: no usable %s/net/dev: network is "
-                            "not sampled",
+        tw_log(TW_LOG_WARN,
+               "host sampler: no usable %s/net/dev: network is "
+               "not sampled",
                s->proc_root);
     s->have_disk = tw_host_read(s, "diskstats", why, sizeof(why)) == 0 &&
                    tw_host_parse_diskstats(s->buf, &s->prev_disk) == 0;
     if (!s->have_disk)
-        tw_log(TW_LOG_WARN, "host sampler: no usable %s/diskstats: disk I/O "
-                            "is not sampled",
+        tw_log(TW_LOG_WARN,
+               "host sampler: no usable %s/diskstats: disk I/O "
+               "is not sampled",
                s->proc_root);
     s->prev_rate_s = tw_host_mono_s();
     if (o->gpus)
@@ -600,8 +606,8 @@ static int tw_host_sample_gpus(tw_host_sampler *s, tw_sample_vec *out)
             n->reported_failure = 1;
             continue;
         }
-        double mem = m.total > 0 ? (double)m.used * 100.0 / (double)m.total
-                                 : 0.0;
+        double mem =
+            m.total > 0 ? (double)m.used * 100.0 / (double)m.total : 0.0;
         if (tw_host_push(out, s->s_gpu + 2 * i, ts, (double)u.gpu) != 0 ||
             tw_host_push(out, s->s_gpu + 2 * i + 1, ts, mem) != 0)
             return -1;
@@ -616,8 +622,7 @@ int tw_host_sampler_sample(tw_host_sampler *s, tw_sample_vec *out, char *err,
     if (tw_host_read(s, "stat", err, errlen) != 0)
         return -1;
     double ts = tw_host_wall_s();
-    if (tw_host_parse_stat(s->buf, s->cur_cpu, TW_HOST_MAX_CPUS, &ncpus) !=
-        0) {
+    if (tw_host_parse_stat(s->buf, s->cur_cpu, TW_HOST_MAX_CPUS, &ncpus) != 0) {
         snprintf(err, errlen, "host sampler: %s/stat has no cpu<N> line",
                  s->proc_root);
         return -1;
@@ -653,15 +658,14 @@ int tw_host_sampler_sample(tw_host_sampler *s, tw_sample_vec *out, char *err,
     if (s->have_net && tw_host_read(s, "net/dev", err, errlen) == 0 &&
         tw_host_parse_netdev(s->buf, &net) == 0) {
         ts = tw_host_wall_s();
-        if (dt > 0 &&
-            (tw_host_push(out, s->s_net, ts,
-                          (double)tw_host_delta(s->prev_net.rx_bytes,
-                                                net.rx_bytes) /
-                              dt) != 0 ||
-             tw_host_push(out, s->s_net + 1, ts,
-                          (double)tw_host_delta(s->prev_net.tx_bytes,
-                                                net.tx_bytes) /
-                              dt) != 0))
+        if (dt > 0 && (tw_host_push(out, s->s_net, ts,
+                                    (double)tw_host_delta(s->prev_net.rx_bytes,
+                                                          net.rx_bytes) /
+                                        dt) != 0 ||
+                       tw_host_push(out, s->s_net + 1, ts,
+                                    (double)tw_host_delta(s->prev_net.tx_bytes,
+                                                          net.tx_bytes) /
+                                        dt) != 0))
             goto oom;
         s->prev_net = net;
     }

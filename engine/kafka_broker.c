@@ -275,8 +275,8 @@ static int tw_relay_start(int port, const char *direct, tw_relay **out,
     sin.sin_port = htons((uint16_t)port);
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (bind(r->listen_fd, (const struct sockaddr *)&sin, sizeof(sin)) != 0) {
-        snprintf(err, errlen, "broker: cannot listen on 127.0.0.1:%d: %s",
-                 port, strerror(errno));
+        snprintf(err, errlen, "broker: cannot listen on 127.0.0.1:%d: %s", port,
+                 strerror(errno));
         goto fail;
     }
     if (listen(r->listen_fd, 16) != 0 ||
@@ -303,7 +303,7 @@ static void tw_broker_on_log(const rd_kafka_t *rk, int level, const char *fac,
                              const char *buf)
 {
     (void)rk;
-    tw_log_level lvl = level <= 3 ? TW_LOG_ERROR
+    tw_log_level lvl = level <= 3   ? TW_LOG_ERROR
                        : level == 4 ? TW_LOG_WARN
                                     : TW_LOG_DEBUG;
     tw_log(lvl, "broker (librdkafka %s): %s", fac, buf);
@@ -340,8 +340,10 @@ int tw_broker_start(const tw_broker_opts *opts, tw_broker **out, char *err,
     }
     b->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
     if (b->rk == NULL) {
-        snprintf(err, errlen, "broker: cannot create the librdkafka handle: "
-                              "%s", why);
+        snprintf(err, errlen,
+                 "broker: cannot create the librdkafka handle: "
+                 "%s",
+                 why);
         rd_kafka_conf_destroy(conf);
         free(b);
         return -1;
@@ -377,8 +379,7 @@ int tw_broker_start(const tw_broker_opts *opts, tw_broker **out, char *err,
         }
     }
     if (opts->port != 0) {
-        if (tw_relay_start(opts->port, b->direct, &b->relay, err, errlen) !=
-            0)
+        if (tw_relay_start(opts->port, b->direct, &b->relay, err, errlen) != 0)
             goto fail;
         char addr[64];
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", opts->port);

@@ -24,8 +24,7 @@ struct tw_producer {
 };
 
 static void tw_producer_on_delivery(rd_kafka_t *rk,
-                                    const rd_kafka_message_t *msg,
-                                    void *opaque)
+                                    const rd_kafka_message_t *msg, void *opaque)
 {
     (void)rk;
     tw_producer *p = opaque;
@@ -51,8 +50,8 @@ static void tw_producer_on_error(rd_kafka_t *rk, int err, const char *reason,
     tw_producer *p = opaque;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char fatal[256];
-        rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, fatal,
-                                                        sizeof(fatal));
+        rd_kafka_resp_err_t orig =
+            rd_kafka_fatal_error(rk, fatal, sizeof(fatal));
         snprintf(p->fatal, sizeof(p->fatal), "fatal producer error (%s): %s",
                  rd_kafka_err2name(orig), fatal);
         tw_log(TW_LOG_ERROR, "kafka producer: %s", p->fatal);
@@ -62,14 +61,18 @@ static void tw_producer_on_error(rd_kafka_t *rk, int err, const char *reason,
            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
-static void tw_producer_on_log(const rd_kafka_t *rk, int level,
-                               const char *fac, const char *buf)
+static void tw_producer_on_log(const rd_kafka_t *rk, int level, const char *fac,
+                               const char *buf)
 {
     (void)rk;
-    /* syslog levels: 0..3 errors, 4 warning, 5..7 notice and below. */
-    tw_log_level lvl = level <= 3 ? TW_LOG_ERROR
+    /* syslog levels: 0..3 errors, 4 warning, 5..7 notice and below.
+     * Connection failures ("FAIL") also reach the error callback, which
+     * logs them once: here they are debug detail. */
+    tw_log_level lvl = level <= 3   ? TW_LOG_ERROR
                        : level == 4 ? TW_LOG_WARN
                                     : TW_LOG_DEBUG;
+    if (strcmp(fac, "FAIL") == 0)
+        lvl = TW_LOG_DEBUG;
     tw_log(lvl, "librdkafka %s: %s", fac, buf);
 }
 
@@ -106,17 +109,16 @@ int tw_producer_new(const char *bootstrap, const char *const *props,
     }
     if (tw_producer_conf_set(conf, "bootstrap.servers", bootstrap, err,
                              errlen) != 0 ||
-        tw_producer_conf_set(conf, "enable.idempotence", "true", err,
-                             errlen) != 0 ||
+        tw_producer_conf_set(conf, "enable.idempotence", "true", err, errlen) !=
+            0 ||
         tw_producer_conf_set(conf, "linger.ms", "5", err, errlen) != 0 ||
-        tw_producer_conf_set(conf, "client.id", "trainwatch", err, errlen) !=
-            0)
+        tw_producer_conf_set(conf, "client.id", "trainwatch", err, errlen) != 0)
         goto fail;
     for (size_t i = 0; i < nprops; i++) {
         const char *eq = strchr(props[i], '=');
         if (eq == NULL || eq == props[i]) {
-            snprintf(err, errlen,
-                     "kafka property '%s': expected key=value", props[i]);
+            snprintf(err, errlen, "kafka property '%s': expected key=value",
+                     props[i]);
             goto fail;
         }
         char key[256];
@@ -163,8 +165,8 @@ static int64_t tw_producer_now_ms(void)
 
 int tw_producer_send(tw_producer *p, const char *topic, const char *key,
                      const void *value, size_t len,
-                     const tw_kafka_header *headers, size_t nheaders,
-                     char *err, size_t errlen)
+                     const tw_kafka_header *headers, size_t nheaders, char *err,
+                     size_t errlen)
 {
     if (p->fatal[0] != '\0') {
         snprintf(err, errlen, "kafka producer: %s", p->fatal);
@@ -178,16 +180,13 @@ int tw_producer_send(tw_producer *p, const char *topic, const char *key,
         if (nheaders > 0) {
             hdrs = rd_kafka_headers_new(nheaders);
             for (size_t i = 0; i < nheaders; i++)
-                rd_kafka_header_add(hdrs, headers[i].name, -1,
-                                    headers[i].value,
-                                    headers[i].value != NULL
-                                        ? (ssize_t)headers[i].len
-                                        : 0);
+                rd_kafka_header_add(
+                    hdrs, headers[i].name, -1, headers[i].value,
+                    headers[i].value != NULL ? (ssize_t)headers[i].len : 0);
         }
         rd_kafka_resp_err_t e = rd_kafka_producev(
             p->rk, RD_KAFKA_V_TOPIC(topic),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_KEY(key, klen),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, klen),
             RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(hdrs),
             RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -223,8 +222,7 @@ uint64_t tw_producer_pending(const tw_producer *p)
     return p->stats.queued - p->stats.delivered - p->stats.failed;
 }
 
-int tw_producer_flush(tw_producer *p, int timeout_ms, char *err,
-                      size_t errlen)
+int tw_producer_flush(tw_producer *p, int timeout_ms, char *err, size_t errlen)
 {
     rd_kafka_flush(p->rk, timeout_ms);
     /* Serve the reports of messages that completed during the flush. */
@@ -239,7 +237,8 @@ int tw_producer_flush(tw_producer *p, int timeout_ms, char *err,
         return -1;
     }
     if (p->stats.failed > 0) {
-        snprintf(err, errlen, "kafka producer: %" PRIu64 " of %" PRIu64
+        snprintf(err, errlen,
+                 "kafka producer: %" PRIu64 " of %" PRIu64
                  " message(s) failed; first: %s",
                  p->stats.failed, p->stats.queued, p->first_failure);
         return -1;

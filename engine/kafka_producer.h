@@ -50,8 +50,7 @@ typedef struct tw_producer_stats {
  * librdkafka's reason. Connecting happens later, in the background: a
  * broker that cannot be reached shows as failed deliveries at flush. */
 int tw_producer_new(const char *bootstrap, const char *const *props,
-                    size_t nprops, tw_producer **out, char *err,
-                    size_t errlen);
+                    size_t nprops, tw_producer **out, char *err, size_t errlen);
 
 /* Queues one message; key may be NULL; headers may be NULL when nheaders
  * is 0. Waits (serving delivery reports) while librdkafka's queue is full,
@@ -59,8 +58,8 @@ int tw_producer_new(const char *bootstrap, const char *const *props,
  * topic, message too large, queue still full, fatal producer error). */
 int tw_producer_send(tw_producer *p, const char *topic, const char *key,
                      const void *value, size_t len,
-                     const tw_kafka_header *headers, size_t nheaders,
-                     char *err, size_t errlen);
+                     const tw_kafka_header *headers, size_t nheaders, char *err,
+                     size_t errlen);
 
 /* Serves delivery reports, waiting at most timeout_ms for one. */
 void tw_producer_poll(tw_producer *p, int timeout_ms);
@@ -69,8 +68,7 @@ void tw_producer_poll(tw_producer *p, int timeout_ms);
  * timeout_ms. Returns 0 when all were delivered; -1 with a sentence in err
  * when messages remain after the timeout or any delivery has failed since
  * the producer was created. */
-int tw_producer_flush(tw_producer *p, int timeout_ms, char *err,
-                      size_t errlen);
+int tw_producer_flush(tw_producer *p, int timeout_ms, char *err, size_t errlen);
 
 /* Messages queued but not yet reported. */
 uint64_t tw_producer_pending(const tw_producer *p);

@@ -1,10 +1,13 @@
 /* test_host_sampler.c - /proc parsing and the agent's computed series, from
  * fixture text (host_sampler.h). */
+/* cmocka needs these first. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,20 +18,19 @@
 #include "host_sampler.h"
 
 /* cmocka 1.1's float assertion works in float precision: compare doubles. */
-#define assert_near(a, b, eps) \
+#define assert_near(a, b, eps)                                                 \
     assert_true(fabs((double)(a) - (double)(b)) <= (double)(eps))
 
 /* A 4-core host; the first reading. cpu3 has an old kernel's 4 columns. */
-static const char stat_a[] =
-    "cpu  4000 100 2000 90000 800 10 20 0 0 0\n"
-    "cpu0 1000 0 500 20000 200 0 0 0 0 0\n"
-    "cpu1 1000 100 500 25000 300 10 20 0 0 0\n"
-    "cpu2 1000 0 500 20000 300 0 0 0 0 0\n"
-    "cpu3 1000 0 500 25000\n"
-    "intr 123456 1 2 3\n"
-    "ctxt 987654\n"
-    "btime 1700000000\n"
-    "processes 4242\n";
+static const char stat_a[] = "cpu  4000 100 2000 90000 800 10 20 0 0 0\n"
+                             "cpu0 1000 0 500 20000 200 0 0 0 0 0\n"
+                             "cpu1 1000 100 500 25000 300 10 20 0 0 0\n"
+                             "cpu2 1000 0 500 20000 300 0 0 0 0 0\n"
+                             "cpu3 1000 0 500 25000\n"
+                             "intr 123456 1 2 3\n"
+                             "ctxt 987654\n"
+                             "btime 1700000000\n"
+                             "processes 4242\n";
 
 /* One interval later (100 jiffies per core would be one second). */
 static const char stat_b[] =

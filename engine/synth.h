@@ -2,6 +2,17 @@
  * synth.h - writes realistic profiler-output folders in the agent's exact
  * on-disk layout (RULES.md §1.1), with planted pathologies, deterministic
  * by seed. Used by the demo, the tests and the benchmarks.
+ *
+ * Layout written under out_dir:
+ *   system/incremental/<YYYYMMDDHH>/<minute_s>.algo-<n>.json   JSON lines
+ *   framework/pevents/<YYYYMMDDHH>/<end_us>_<rank>-algo-<n>_pythontimeline.json
+ *   system/training_job_end.ts, framework/training_job_end.ts   (epoch s)
+ * docs/synth.md describes every preset, the numbers it plants and which
+ * rules fire on it.
+ *
+ * Ownership: every pointer in tw_synth_opts is owned by the caller and only
+ * read during the call; the generator keeps nothing after it returns. The
+ * strings returned by tw_synth_presets()/tw_synth_preset_help() are static.
  */
 #ifndef TW_SYNTH_H
 #define TW_SYNTH_H
@@ -9,34 +20,68 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct tw_synth_opts {
-    const char *out_dir;      /* created if missing; must be empty       */
-    const char *preset;       /* "healthy", "low_gpu", "gpu_fluctuation",
-                                 "cpu_bottleneck", ... (tw_synth_presets) */
-    uint32_t nodes;           /* algo-1 .. algo-N                        */
-    uint32_t cores;           /* per node                                */
-    uint32_t gpus;            /* per node; 0 = CPU-only job              */
-    double duration_s;        /* of event time                           */
-    uint32_t interval_ms;     /* sampling interval (agent default 500)   */
-    uint64_t seed;
-    int64_t start_us;         /* job start, epoch µs (a fixed default)   */
-    int framework;            /* also write framework/pevents traces     */
-} tw_synth_opts;
-
-/* Defaults: 1 node, 4 cores, 1 GPU, 600 s, 500 ms, seed 1, framework on. */
-void tw_synth_opts_default(tw_synth_opts *o);
-
-/* NULL-terminated list of preset names and a one-line description each. */
-const char *const *tw_synth_presets(void);
-const char *tw_synth_preset_help(const char *preset);
+/* For nodes/cores/gpus: "use the preset's default" (tw_synth_opts_resolve). */
+#define TW_SYNTH_AUTO UINT32_MAX
 
 typedef struct tw_synth_stats {
-    uint64_t files;
-    uint64_t samples;
-    uint64_t events;
-    uint64_t bytes;
+    uint64_t files;   /* files written (system, trace, end markers)      */
+    uint64_t samples; /* system metric lines                             */
+    uint64_t events;  /* framework trace events of phase "X"             */
+    uint64_t bytes;   /* bytes written in all files                      */
 } tw_synth_stats;
 
+/* Progress report: fraction done in [0, 1] and the counts so far. Called
+ * from the writing thread about once per written minute of system data
+ * and once per trace file; it must not call back into the generator. */
+typedef void (*tw_synth_progress_fn)(void *ctx, double fraction,
+                                     const tw_synth_stats *so_far);
+
+typedef struct tw_synth_opts {
+    const char *out_dir;  /* created if missing; must be empty       */
+    const char *preset;   /* "healthy", "low_gpu", "gpu_fluctuation",
+                             "cpu_bottleneck", ... (tw_synth_presets) */
+    uint32_t nodes;       /* algo-1 .. algo-N; TW_SYNTH_AUTO = preset */
+    uint32_t cores;       /* per node; TW_SYNTH_AUTO = preset        */
+    uint32_t gpus;        /* per node; 0 = CPU-only job;
+                             TW_SYNTH_AUTO = preset                  */
+    double duration_s;    /* of event time; 0 = the preset's default,
+                             long enough for its rule's patience     */
+    uint32_t interval_ms; /* sampling interval (agent default 500);
+                             one of 100, 200, 500, 1000, 5000, 60000 */
+    uint64_t seed;
+    int64_t start_us; /* job start, epoch µs (a fixed default)   */
+    int framework;    /* also write framework/pevents traces     */
+    tw_synth_progress_fn progress; /* optional, NULL = silent            */
+    void *progress_ctx;            /* passed to progress                 */
+} tw_synth_opts;
+
+/* Defaults: preset "healthy", nodes/cores/gpus TW_SYNTH_AUTO (1 node,
+ * 4 cores, 1 GPU for most presets), duration 0 (600 s for healthy, 720 s
+ * for most planted presets at 500 ms), 500 ms, seed 1, start
+ * 1700000000 s (2023-11-14T22:13:20Z, deliberately not minute-aligned),
+ * framework on, no progress callback. out_dir is NULL. */
+void tw_synth_opts_default(tw_synth_opts *o);
+
+/* NULL-terminated list of preset names. */
+const char *const *tw_synth_presets(void);
+/* What the preset plants and which rules should fire on it (defaults of
+ * RULES.md); NULL for an unknown name. */
+const char *tw_synth_preset_help(const char *preset);
+
+/* 1 if ms is a sampling interval the agent accepts, else 0. */
+int tw_synth_interval_valid(uint32_t ms);
+
+/* Validates o (preset known, ranges, interval, start so that file names
+ * keep 10-digit epoch seconds, preset requirements such as "needs GPUs")
+ * and replaces TW_SYNTH_AUTO / duration 0 by the preset's defaults.
+ * Returns 0, or -1 with a sentence naming the option and value in err.
+ * out_dir is not checked here. */
+int tw_synth_opts_resolve(tw_synth_opts *o, char *err, size_t errlen);
+
+/* Writes the folder. out_dir must not exist or be an empty directory.
+ * stats (optional) receives the totals. Returns 0, or -1 with a sentence
+ * naming what failed (option, path, errno text) in err. A failed run may
+ * leave a partial folder behind. */
 int tw_synth_write(const tw_synth_opts *o, tw_synth_stats *stats, char *err,
                    size_t errlen);
 

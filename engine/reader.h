@@ -13,6 +13,59 @@
  * reported through the error callback with the file and line number, and
  * counted; good lines of the same file still count. A file that cannot be
  * parsed at all is reported once and counted in bad_files.
+ *
+ * Which files are listed (RULES.md §1.1, with these decisions):
+ *  - System files: the base name is exactly `<10 digits>.algo-<digits>.json`.
+ *    The reference accepts a path matching the Python regex
+ *    `.+/system/.+/(\d{10}).algo-\d+.json` with re.match (anchored at the
+ *    start only, dots unescaped). Here the name is matched whole with
+ *    literal dots, so a `.json.tmp` or `.json.corrupt` beside it is not
+ *    read, and - an extension - the file may sit anywhere under root, also
+ *    directly in it or outside a `system/` folder, so `eval` works on a
+ *    folder of loose system files.
+ *  - Framework "pevents" files: the path contains `pevents`, the name ends
+ *    in `.json`, its `_`-separated fields are >= 3, the first is all digits
+ *    (the file timestamp, µs) and the name ends in a known suffix
+ *    (pythontimeline.json, model_timeline.json, horovod_timeline.json,
+ *    smdataparallel_timeline.json); others are ignored. Node id = second
+ *    field, `<x>-algo<y>` rewritten to `algo<y>-<x>` (at the first `-algo`
+ *    with a non-empty x).
+ *  - TF profiler traces: the path contains `tensorflow/detailed_profiling`
+ *    and the name ends in `trace.json.gz`. Node id = the name up to its
+ *    first `.`. The step folder (four levels up) is searched recursively
+ *    for `<node>_<start_us>_<end_us>.metadata` (the smallest such path when
+ *    there are several); it gives file_ts_us = end_us and base_time_us =
+ *    start_us. Without it (has_metadata == 0) both are 0, as the reference's
+ *    lookup yields; the read then reports the missing metadata once (line
+ *    0, counted in incomplete_files) and reads the events with base time 0.
+ *  - The whole of root is walked (the reference walks root/system and
+ *    root/framework); symbolic links to files are followed, to folders not.
+ *
+ * Reading decisions:
+ *  - System lines: blank lines are skipped (neither counted nor reported).
+ *    Duplicate keys: the last wins, as in Python's json. Samples keep the
+ *    exact double of Timestamp; Value is a double with TW_SAMPLE_INTEGRAL
+ *    when written without '.', 'e', 'E'. NaN/Infinity tokens are not JSON
+ *    and make the line bad.
+ *  - Trace files: the top level is an array of events, or an object whose
+ *    "traceEvents" member is that array (TF profiler). Events are split out
+ *    one by one, so a bad event spoils only itself, and a file cut off in
+ *    the middle (a writer still writing) yields its complete events and one
+ *    report "truncated ..." at the line where the cut event starts (counted
+ *    in incomplete_files, not in bad_files). Events without "ph" (such as
+ *    the `{}` closing TF traces) are ignored silently, as the reference does.
+ *  - Times: ts/dur written as integers are added exactly (int64); when
+ *    either is written with a fraction (TF traces: 1159.929) start_us =
+ *    base + llround(ts) and end_us = base + llround(ts + dur).
+ *  - B/E pairs (per source type, per pid stack, persisting across files like
+ *    the base time): the event's phase is "" and its tid is the B's tid when
+ *    the E has a "tid" (else 0): the reference builds these events that way.
+ *    An E with no open B, and a pair with a negative duration, are dropped
+ *    and reported as bad events (the reference logs both).
+ *  - pid/tid: integers, or strings holding one. An X/B/E event without a
+ *    usable pid, ts (or dur for X) or name is a bad event.
+ *  - seq of every batch is 0: sequence numbers are assigned by whoever
+ *    publishes the batches (replay), not by the reader.
  */
 #ifndef TW_READER_H
 #define TW_READER_H
@@ -34,6 +87,11 @@ typedef struct tw_agent_file {
     int64_t file_ts_us; /* from the name (or the TF .metadata sibling) */
     int64_t feed_key_us;
     char *node;         /* node id as the reference derives it */
+    /* TF profiler traces only: start_us of the .metadata sibling, injected
+     * as the base time before the file's first event; has_metadata == 0
+     * when no usable .metadata file was found (base_time_us is then 0). */
+    int64_t base_time_us;
+    int has_metadata;
 } tw_agent_file;
 
 typedef struct tw_folder {
@@ -46,6 +104,9 @@ typedef struct tw_folder {
     int job_finished; /* a training_job_end.ts marker exists */
 } tw_folder;
 
+/* Most samples (system) or events (trace) in one batch. */
+#define TW_READER_BATCH_MAX 65536u
+
 typedef struct tw_reader_stats {
     uint64_t files;
     uint64_t bad_files;
@@ -53,7 +114,9 @@ typedef struct tw_reader_stats {
     uint64_t bad_lines;
     uint64_t samples;
     uint64_t events;
-    uint64_t bytes;
+    uint64_t bytes;            /* bytes parsed (after gzip decompression) */
+    uint64_t incomplete_files; /* read in part: truncated traces, TF traces
+                                  without .metadata (also reported)      */
 } tw_reader_stats;
 
 /* Called for every bad line / event / file. line == 0: the whole file. */
@@ -64,7 +127,13 @@ typedef int (*tw_batch_sink_fn)(void *ud, tw_batch *batch);
 
 /* Lists `root` (a profiler-output folder). On success *out is owned by the
  * caller (tw_folder_free). Fails, with a sentence in err, when root does
- * not exist or is not a folder. An empty folder is not an error. */
+ * not exist or is not a folder. An empty folder is not an error.
+ * Feed order: feed_key_us (= file_ts_us for both kinds), then system before
+ * framework, then system by path (strcmp), framework by source type then
+ * path. first/latest timestamps: min/max over the listed files of each
+ * kind; framework files with file_ts_us == 0 (TF traces without metadata)
+ * are left out of them, as in RULES.md §1.4. job_finished: root/system/ or
+ * root/framework/ holds training_job_end.ts. */
 int tw_folder_list(const char *root, tw_folder **out, char *err, size_t errlen);
 void tw_folder_free(tw_folder *f);
 
@@ -72,13 +141,20 @@ void tw_folder_free(tw_folder *f);
  * time and pid -> phase bindings, RULES.md §1.3): one tw_trace_state per
  * folder read, passed to every call. */
 typedef struct tw_trace_state tw_trace_state;
+/* NULL on out-of-memory. The state owns copies of everything it keeps. */
 tw_trace_state *tw_trace_state_new(void);
 void tw_trace_state_free(tw_trace_state *s);
 
-/* Reads one file of the listing into batches for job `job` (copied). Each
- * batch carries file_ts_us and file_path; a system file yields one batch
- * per NodeId it contains. Returns TW_ERR only when the sink fails or on
- * out-of-memory; bad input is reported through on_error and counted. */
+/* Reads one file of the listing into batches for job `job` (copied; may be
+ * NULL). Each batch carries file_ts_us and file_path; a system file yields
+ * one batch per NodeId it contains, in order of first appearance, and a
+ * further batch whenever one holds TW_READER_BATCH_MAX samples; a trace
+ * file yields one batch per TW_READER_BATCH_MAX events (none when it has no
+ * events). The sink owns each batch it receives, also when it fails.
+ * on_error may be NULL; stats may be NULL. A file that cannot be opened is
+ * reported (line 0) and counted in bad_files, and is not an error of this
+ * call. Returns TW_ERR only when the sink fails or on out-of-memory; bad
+ * input is reported through on_error and counted. */
 int tw_folder_read_file(const tw_agent_file *file, const char *job,
                         tw_trace_state *ts, tw_batch_sink_fn sink, void *ud,
                         tw_reader_error_fn on_error, void *err_ud,

@@ -1,0 +1,457 @@
+// reader_json.cc - simdjson (On-Demand API) behind the C API of
+// reader_json.h. Nothing here allocates per call except the args vector,
+// which is reused; exceptions never cross the C boundary.
+#include "reader_json.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wall"
+#pragma GCC diagnostic ignored "-Wextra"
+#include <simdjson.h>
+#pragma GCC diagnostic pop
+
+namespace od = simdjson::ondemand;
+
+static_assert(TW_JSON_PADDING == simdjson::SIMDJSON_PADDING,
+              "TW_JSON_PADDING must match simdjson's padding");
+
+struct tw_json_parser {
+    od::parser parser;
+    std::vector<tw_json_arg> args;
+    std::string scratch; // NUL-terminated copy of a number for strtod
+};
+
+namespace
+{
+
+tw_json_str slice(std::string_view s)
+{
+    tw_json_str out;
+    out.ptr = s.data();
+    out.len = s.size();
+    return out;
+}
+
+std::string_view trim_right(std::string_view s)
+{
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' ||
+                          s.back() == '\n' || s.back() == '\r'))
+        s.remove_suffix(1);
+    return s;
+}
+
+// Consumes the value when it is null.
+bool is_null(od::value &v)
+{
+    bool b = false;
+    return v.is_null().get(b) == simdjson::SUCCESS && b;
+}
+
+// True when nothing but whitespace follows the consumed root value.
+bool at_end(od::document &doc)
+{
+    const char *loc = nullptr;
+    return doc.current_location().get(loc) != simdjson::SUCCESS;
+}
+
+bool written_integral(std::string_view tok)
+{
+    return tok.find_first_of(".eE") == std::string_view::npos;
+}
+
+// Reads a JSON number into *out. false: not a number (or unparsable).
+bool read_number(tw_json_parser *p, od::value &v, tw_json_num *out)
+{
+    *out = tw_json_num{};
+    od::number n;
+    if (v.get_number().get(n) == simdjson::SUCCESS) {
+        out->present = 1;
+        switch (n.get_number_type()) {
+        case od::number_type::signed_integer:
+            out->integral = 1;
+            out->is_i64 = 1;
+            out->i = n.get_int64();
+            out->d = static_cast<double>(out->i);
+            return true;
+        case od::number_type::unsigned_integer:
+            out->integral = 1;
+            out->d = static_cast<double>(n.get_uint64());
+            return true;
+        case od::number_type::floating_point_number:
+            out->d = n.get_double();
+            return true;
+        }
+        return false;
+    }
+    // Integers beyond 64 bits: the double of the text, as Python's float().
+    std::string_view tok = trim_right(v.raw_json_token());
+    if (tok.empty() || !(tok[0] == '-' || (tok[0] >= '0' && tok[0] <= '9')))
+        return false;
+    p->scratch.assign(tok.data(), tok.size());
+    char *end = nullptr;
+    out->d = std::strtod(p->scratch.c_str(), &end);
+    if (end == nullptr || *end != '\0')
+        return false;
+    out->present = 1;
+    out->integral = written_integral(tok) ? 1 : 0;
+    return true;
+}
+
+// An integer id (pid/tid): a JSON integer, or a string holding one.
+bool read_id(od::value &v, int64_t *out)
+{
+    od::json_type t;
+    if (v.type().get(t) != simdjson::SUCCESS)
+        return false;
+    if (t == od::json_type::number) {
+        od::number n;
+        if (v.get_number().get(n) != simdjson::SUCCESS ||
+            n.get_number_type() != od::number_type::signed_integer)
+            return false;
+        *out = n.get_int64();
+        return true;
+    }
+    if (t == od::json_type::string) {
+        std::string_view s;
+        if (v.get_string().get(s) != simdjson::SUCCESS || s.empty() ||
+            s.size() > 20)
+            return false;
+        char buf[24];
+        std::memcpy(buf, s.data(), s.size());
+        buf[s.size()] = '\0';
+        char *end = nullptr;
+        errno = 0;
+        long long x = std::strtoll(buf, &end, 10);
+        if (errno != 0 || *end != '\0')
+            return false;
+        *out = static_cast<int64_t>(x);
+        return true;
+    }
+    return false;
+}
+
+// The text of any value, for args: decoded string, number text, JSON text.
+bool read_arg(od::value &v, tw_json_arg *arg)
+{
+    od::json_type t;
+    if (v.type().get(t) != simdjson::SUCCESS)
+        return false;
+    std::string_view s;
+    switch (t) {
+    case od::json_type::string:
+        if (v.get_string().get(s) != simdjson::SUCCESS)
+            return false;
+        arg->kind = TW_ARG_STRING;
+        break;
+    case od::json_type::number:
+        s = trim_right(v.raw_json_token());
+        arg->kind = TW_ARG_NUMBER;
+        break;
+    case od::json_type::boolean: {
+        bool b;
+        if (v.get_bool().get(b) != simdjson::SUCCESS)
+            return false;
+        s = b ? "true" : "false";
+        arg->kind = TW_ARG_BOOL;
+        break;
+    }
+    case od::json_type::null:
+        if (!is_null(v))
+            return false;
+        s = "null";
+        arg->kind = TW_ARG_NULL;
+        break;
+    case od::json_type::object: {
+        od::object o;
+        if (v.get_object().get(o) != simdjson::SUCCESS ||
+            o.raw_json().get(s) != simdjson::SUCCESS)
+            return false;
+        arg->kind = TW_ARG_JSON;
+        break;
+    }
+    case od::json_type::array: {
+        od::array a;
+        if (v.get_array().get(a) != simdjson::SUCCESS ||
+            a.raw_json().get(s) != simdjson::SUCCESS)
+            return false;
+        arg->kind = TW_ARG_JSON;
+        break;
+    }
+    default:
+        return false;
+    }
+    arg->value = slice(s);
+    return true;
+}
+
+int parse_sysline(tw_json_parser *p, const char *buf, size_t len, size_t cap,
+                  tw_json_sysline *out, const char **reason)
+{
+    *out = tw_json_sysline{};
+    bool has_type = false, has_dim = false, has_node = false, has_ts = false;
+    od::document doc;
+    if (p->parser.iterate(buf, len, cap).get(doc) != simdjson::SUCCESS) {
+        *reason = "not valid JSON";
+        return TW_ERR;
+    }
+    od::object obj;
+    if (doc.get_object().get(obj) != simdjson::SUCCESS) {
+        *reason = "not a JSON object";
+        return TW_ERR;
+    }
+    for (auto fres : obj) {
+        od::field f;
+        if (std::move(fres).get(f) != simdjson::SUCCESS) {
+            *reason = "not valid JSON";
+            return TW_ERR;
+        }
+        // Keys are compared as written (no agent escapes these names).
+        od::raw_json_string key = f.key();
+        od::value v = f.value();
+        std::string_view s;
+        if (key == "Type") {
+            if (v.get_string().get(s) != simdjson::SUCCESS) {
+                *reason = "field \"Type\" is not a string";
+                return TW_ERR;
+            }
+            out->type = slice(s);
+            has_type = true;
+        } else if (key == "Name") {
+            if (is_null(v)) {
+                out->name = tw_json_str{nullptr, 0};
+            } else if (v.get_string().get(s) == simdjson::SUCCESS) {
+                out->name = slice(s);
+            } else {
+                *reason = "field \"Name\" is not a string or null";
+                return TW_ERR;
+            }
+        } else if (key == "Dimension") {
+            if (v.get_string().get(s) != simdjson::SUCCESS) {
+                *reason = "field \"Dimension\" is not a string";
+                return TW_ERR;
+            }
+            out->dimension = slice(s);
+            has_dim = true;
+        } else if (key == "NodeId") {
+            if (v.get_string().get(s) != simdjson::SUCCESS) {
+                *reason = "field \"NodeId\" is not a string";
+                return TW_ERR;
+            }
+            out->node = slice(s);
+            has_node = true;
+        } else if (key == "Value") {
+            if (!read_number(p, v, &out->value)) {
+                *reason = "field \"Value\" is not a number";
+                return TW_ERR;
+            }
+        } else if (key == "Timestamp") {
+            if (v.get_double().get(out->timestamp) != simdjson::SUCCESS) {
+                tw_json_num ts;
+                if (!read_number(p, v, &ts)) {
+                    *reason = "field \"Timestamp\" is not a number";
+                    return TW_ERR;
+                }
+                out->timestamp = ts.d;
+            }
+            has_ts = true;
+        }
+    }
+    if (!at_end(doc)) {
+        *reason = "not valid JSON (content after the object)";
+        return TW_ERR;
+    }
+    if (!has_type)
+        *reason = "missing field \"Type\"";
+    else if (!has_dim)
+        *reason = "missing field \"Dimension\"";
+    else if (!out->value.present)
+        *reason = "missing field \"Value\"";
+    else if (!has_node)
+        *reason = "missing field \"NodeId\"";
+    else if (!has_ts)
+        *reason = "missing field \"Timestamp\"";
+    else
+        return TW_OK;
+    return TW_ERR;
+}
+
+int parse_args(tw_json_parser *p, od::value &v, tw_json_event *out,
+               const char **reason)
+{
+    od::object obj;
+    if (v.get_object().get(obj) != simdjson::SUCCESS) {
+        *reason = "\"args\" is not an object";
+        return TW_ERR;
+    }
+    p->args.clear();
+    for (auto fres : obj) {
+        od::field f;
+        std::string_view key;
+        if (std::move(fres).get(f) != simdjson::SUCCESS ||
+            f.unescaped_key().get(key) != simdjson::SUCCESS) {
+            *reason = "not valid JSON";
+            return TW_ERR;
+        }
+        od::value av = f.value();
+        if (key == "start_time_since_epoch_in_micros") {
+            // Peek the number first; the arg text is read after.
+            tw_json_num n;
+            od::json_type t;
+            if (av.type().get(t) == simdjson::SUCCESS &&
+                t == od::json_type::number) {
+                std::string_view tok = trim_right(av.raw_json_token());
+                {
+                    p->scratch.assign(tok.data(), tok.size());
+                    n = tw_json_num{};
+                    n.present = 1;
+                    n.integral = written_integral(tok) ? 1 : 0;
+                    char *end = nullptr;
+                    if (n.integral) {
+                        errno = 0;
+                        long long x =
+                            std::strtoll(p->scratch.c_str(), &end, 10);
+                        n.is_i64 = errno == 0 && *end == '\0';
+                        n.i = static_cast<int64_t>(x);
+                    }
+                    n.d = std::strtod(p->scratch.c_str(), &end);
+                    out->has_start_time = 1;
+                    out->start_time = n;
+                }
+            }
+        }
+        tw_json_arg arg{};
+        arg.key = slice(key);
+        if (!read_arg(av, &arg)) {
+            *reason = "not valid JSON inside \"args\"";
+            return TW_ERR;
+        }
+        if (key == "name") {
+            out->args_has_name = 1;
+            out->args_name = arg.value;
+        }
+        p->args.push_back(arg);
+    }
+    out->has_args = 1;
+    return TW_OK;
+}
+
+int parse_event(tw_json_parser *p, const char *buf, size_t len, size_t cap,
+                tw_json_event *out, const char **reason)
+{
+    *out = tw_json_event{};
+    od::document doc;
+    if (p->parser.iterate(buf, len, cap).get(doc) != simdjson::SUCCESS) {
+        *reason = "not valid JSON";
+        return TW_ERR;
+    }
+    od::object obj;
+    if (doc.get_object().get(obj) != simdjson::SUCCESS) {
+        *reason = "event is not a JSON object";
+        return TW_ERR;
+    }
+    bool args_seen = false;
+    for (auto fres : obj) {
+        od::field f;
+        if (std::move(fres).get(f) != simdjson::SUCCESS) {
+            *reason = "not valid JSON";
+            return TW_ERR;
+        }
+        // Keys are compared as written (trace writers never escape these).
+        od::raw_json_string key = f.key();
+        od::value v = f.value();
+        std::string_view s;
+        if (key == "ph") {
+            out->ph = v.get_string().get(s) == simdjson::SUCCESS
+                          ? slice(s)
+                          : tw_json_str{nullptr, 0};
+        } else if (key == "name") {
+            tw_json_arg a{};
+            out->name = read_arg(v, &a) && a.kind != TW_ARG_NULL
+                            ? a.value
+                            : tw_json_str{nullptr, 0};
+        } else if (key == "pid") {
+            out->has_pid = read_id(v, &out->pid) ? 1 : 0;
+        } else if (key == "tid") {
+            out->has_tid = read_id(v, &out->tid) ? 1 : 0;
+        } else if (key == "ts") {
+            if (!read_number(p, v, &out->ts))
+                out->ts = tw_json_num{};
+        } else if (key == "dur") {
+            if (!read_number(p, v, &out->dur))
+                out->dur = tw_json_num{};
+        } else if (key == "args") {
+            // A repeated key: the last one wins, as in Python's json.
+            out->has_args = 0;
+            out->args_has_name = 0;
+            out->has_start_time = 0;
+            if (is_null(v))
+                continue;
+            int rc = parse_args(p, v, out, reason);
+            if (rc != TW_OK)
+                return rc;
+            args_seen = true;
+        }
+    }
+    if (!at_end(doc)) {
+        *reason = "not valid JSON (content after the event)";
+        return TW_ERR;
+    }
+    if (args_seen && out->has_args) {
+        out->args = p->args.data();
+        out->nargs = p->args.size();
+    }
+    return TW_OK;
+}
+
+} // namespace
+
+extern "C" tw_json_parser *tw_json_parser_new(void)
+{
+    try {
+        return new tw_json_parser();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+extern "C" void tw_json_parser_free(tw_json_parser *p)
+{
+    delete p;
+}
+
+extern "C" int tw_json_parse_sysline(tw_json_parser *p, const char *buf,
+                                     size_t len, size_t cap,
+                                     tw_json_sysline *out, const char **reason)
+{
+    try {
+        return parse_sysline(p, buf, len, cap, out, reason);
+    } catch (const std::bad_alloc &) {
+        *reason = "out of memory";
+        return TW_JSON_NOMEM;
+    } catch (...) {
+        *reason = "not valid JSON";
+        return TW_ERR;
+    }
+}
+
+extern "C" int tw_json_parse_event(tw_json_parser *p, const char *buf,
+                                   size_t len, size_t cap, tw_json_event *out,
+                                   const char **reason)
+{
+    try {
+        return parse_event(p, buf, len, cap, out, reason);
+    } catch (const std::bad_alloc &) {
+        *reason = "out of memory";
+        return TW_JSON_NOMEM;
+    } catch (...) {
+        *reason = "not valid JSON";
+        return TW_ERR;
+    }
+}

@@ -349,6 +349,7 @@ int tw_cmd_eval(int argc, char **argv)
                    folder->latest_framework_ts_us < L))
         L = folder->latest_framework_ts_us;
     tw_job_set_first_timestamp(job, F);
+    tw_job_set_scan_limit(job, L);
 
     eval_ctx ec = {.job = job, .quiet = quiet};
     tw_reader_stats rs;

@@ -71,20 +71,22 @@
 
 /* Override spec: `<rule>_<name>`, default None, the sub-rule's type and
  * bounds; the help names the sub-rule's own default literal. */
-#define OV(rule, name, type, def, lo, hi, help)                              \
-    {rule "_" name, type, NULL, lo, hi, rule ": " help " (default " def ")"}
+#define OV(rule, name, type, def, lo, hi, help)                                \
+    {                                                                          \
+        rule "_" name, type, NULL, lo, hi, rule ": " help " (default " def ")" \
+    }
 
 /* The TW_BNECK_PARAMS_INIT specs of rules/common/bottleneck.h. */
-#define OV_BNECK(rule, high, high_def, high_help)                            \
-    OV(rule, "threshold", TW_PARAM_DOUBLE, "50", 0, 100,                     \
-       "% of snapshots that must be bottlenecks for the rule to fire"),      \
-        OV(rule, "gpu_threshold", TW_PARAM_DOUBLE, "10", 0, 100,             \
-           "% - a GPU utilisation sample below this is low"),                \
-        OV(rule, high, TW_PARAM_DOUBLE, high_def, -1, 100, high_help),       \
-        OV(rule, "patience", TW_PARAM_INT, "1000", 0, 1e15,                  \
-           "evaluate only when more than this many snapshots were seen"),    \
-        OV(rule, "max_report_entries", TW_PARAM_INT, "10000", 1, 1000000,    \
-           "fixed semantics: newest bottleneck entries kept in the report "  \
+#define OV_BNECK(rule, high, high_def, high_help)                              \
+    OV(rule, "threshold", TW_PARAM_DOUBLE, "50", 0, 100,                       \
+       "% of snapshots that must be bottlenecks for the rule to fire"),        \
+        OV(rule, "gpu_threshold", TW_PARAM_DOUBLE, "10", 0, 100,               \
+           "% - a GPU utilisation sample below this is low"),                  \
+        OV(rule, high, TW_PARAM_DOUBLE, high_def, -1, 100, high_help),         \
+        OV(rule, "patience", TW_PARAM_INT, "1000", 0, 1e15,                    \
+           "evaluate only when more than this many snapshots were seen"),      \
+        OV(rule, "max_report_entries", TW_PARAM_INT, "10000", 1, 1000000,      \
+           "fixed semantics: newest bottleneck entries kept in the report "    \
            "(reference keeps all)")
 
 enum { P_TRIGGER_ALL = 0, P_OPT_OUT_TELEMETRY, P_FIRST_OVERRIDE };
@@ -164,8 +166,7 @@ static const tw_param_spec pr_params[] = {
        "(median) is a violation"),
     OV("Dataloader", "patience", TW_PARAM_INT, "10", 0.0, 1e9,
        "evaluate only when more than this many per-second points exist"),
-    OV("Dataloader", "max_distinct_times", TW_PARAM_INT, "100000", 1000.0,
-       1e8,
+    OV("Dataloader", "max_distinct_times", TW_PARAM_INT, "100000", 1000.0, 1e8,
        "trainwatch extension, fixed semantics only: distinct data-loading "
        "durations kept exactly before they are rounded (bounds memory)"),
     /* OverallFrameworkMetrics: no parameters */
@@ -175,10 +176,12 @@ static const tw_param_spec pr_params[] = {
 
 /* The sub-rules in the reference's order (RULES.md §3.12). */
 static const char *const pr_rules[] = {
-    "CPUBottleneck",        "IOBottleneck",          "LowGPUUtilization",
-    "StepOutlier",          "GPUMemoryIncrease",     "BatchSize",
-    "MaxInitializationTime", "LoadBalancing",        "OverallSystemUsage",
-    "Dataloader",           "OverallFrameworkMetrics",
+    "CPUBottleneck",           "IOBottleneck",
+    "LowGPUUtilization",       "StepOutlier",
+    "GPUMemoryIncrease",       "BatchSize",
+    "MaxInitializationTime",   "LoadBalancing",
+    "OverallSystemUsage",      "Dataloader",
+    "OverallFrameworkMetrics",
 };
 
 #define PR_NSUB (sizeof(pr_rules) / sizeof(pr_rules[0]))
@@ -226,7 +229,7 @@ typedef struct pr_state {
     const tw_host *host;
     tw_semantics sem;
     pr_sub subs[PR_NSUB];
-    int any_met;  /* some sub-rule's condition was met in some scan */
+    int any_met; /* some sub-rule's condition was met in some scan */
     char *params_text;
 } pr_state;
 
@@ -271,8 +274,8 @@ static int build_params_text(pr_state *s, const tw_params *p)
     return TW_OK;
 }
 
-static int pr_create(const tw_host *host, const tw_params *params,
-                     void **state, char *err, size_t errlen)
+static int pr_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
 {
     if (params->nvalues != PR_NPARAMS) {
         snprintf(err, errlen, PR_NAME ": expected %zu parameters, got %zu",
@@ -280,8 +283,7 @@ static int pr_create(const tw_host *host, const tw_params *params,
         return TW_ERR;
     }
     if (host->subrule_create == NULL || host->buf_len == NULL) {
-        snprintf(err, errlen,
-                 PR_NAME ": the host does not support sub-rules");
+        snprintf(err, errlen, PR_NAME ": the host does not support sub-rules");
         return TW_ERR;
     }
     pr_state *s = calloc(1, sizeof(*s));
@@ -319,8 +321,8 @@ static int pr_create(const tw_host *host, const tw_params *params,
         char suberr[512];
         suberr[0] = '\0';
         s->subs[r].rule =
-            host->subrule_create(host->ctx, pr_rules[r], keys, vals, n,
-                                 s->sem, suberr, sizeof(suberr));
+            host->subrule_create(host->ctx, pr_rules[r], keys, vals, n, s->sem,
+                                 suberr, sizeof(suberr));
         if (s->subs[r].rule == NULL) {
             snprintf(err, errlen, PR_NAME ": sub-rule %s: %s", pr_rules[r],
                      suberr[0] ? suberr : "could not be created");
@@ -378,9 +380,8 @@ static int pr_scan(void *state, const tw_scan *scan, tw_scan_result *out,
         for (size_t r = 0; r < PR_NSUB; r++)
             if (s->subs[r].status == PR_IN_PROGRESS)
                 s->subs[r].status = PR_NO_ISSUES;
-    out->condition_met = s->sem == TW_SEMANTICS_REFERENCE
-                             ? (scan->final && s->any_met)
-                             : met;
+    out->condition_met =
+        s->sem == TW_SEMANTICS_REFERENCE ? (scan->final && s->any_met) : met;
     out->rule_triggered = out->violations = out->datapoints = 0;
     for (size_t r = 0; r < PR_NSUB; r++) {
         out->rule_triggered += s->subs[r].triggered;
@@ -536,8 +537,8 @@ static int pr_restore(void *state, const void *data, size_t len, char *err,
     for (size_t r = 0; r < PR_NSUB; r++) {
         char suberr[512];
         suberr[0] = '\0';
-        if (s->host->subrule_restore(s->subs[r].rule, blob[r], blen[r],
-                                     suberr, sizeof(suberr)) != TW_OK) {
+        if (s->host->subrule_restore(s->subs[r].rule, blob[r], blen[r], suberr,
+                                     sizeof(suberr)) != TW_OK) {
             for (size_t k = 0; k < PR_NSUB; k++)
                 free(meta[k].error);
             snprintf(err, errlen, PR_NAME ": sub-rule %s: %s", pr_rules[r],

@@ -21,10 +21,12 @@
 #define EV_PER_ROUND 3
 
 static const char *const subs[] = {
-    "CPUBottleneck",        "IOBottleneck",          "LowGPUUtilization",
-    "StepOutlier",          "GPUMemoryIncrease",     "BatchSize",
-    "MaxInitializationTime", "LoadBalancing",        "OverallSystemUsage",
-    "Dataloader",           "OverallFrameworkMetrics",
+    "CPUBottleneck",           "IOBottleneck",
+    "LowGPUUtilization",       "StepOutlier",
+    "GPUMemoryIncrease",       "BatchSize",
+    "MaxInitializationTime",   "LoadBalancing",
+    "OverallSystemUsage",      "Dataloader",
+    "OverallFrameworkMetrics",
 };
 #define NSUB (sizeof(subs) / sizeof(subs[0]))
 
@@ -70,8 +72,9 @@ static stream *stream_new(size_t nscans, int healthy, int with_steps)
             size_t i = k * ROUNDS + r;
             double ts = (double)(F_US + (int64_t)k * MIN_US) / 1e6 + 0.25 +
                         0.5 * (double)r;
-            double g0 = healthy ? 92 + (double)(i % 7)
-                                : (i % 5 == 0 ? 3 : 60 + (double)((i * 7) % 35));
+            double g0 = healthy
+                            ? 92 + (double)(i % 7)
+                            : (i % 5 == 0 ? 3 : 60 + (double)((i * 7) % 35));
             double g1 = healthy ? 93 + (double)(i % 5) : 85 + (double)(i % 11);
             double m0 = healthy ? 40 + (double)(i % 2) : (i < 200 ? 20 : 60);
             double c0 = healthy ? 50 + (double)(i % 10)
@@ -106,9 +109,9 @@ static stream *stream_new(size_t nscans, int healthy, int with_steps)
                             TW_SOURCE_PYTHONTIMELINE);
             e[m].args = &st->step_arg[i];
             e[m++].nargs = 1;
-            e[m++] = rt_event("conv1", "cpu_functions", "algo-1-0",
-                              start + 1000, start + 51000,
-                              TW_SOURCE_MODEL_TIMELINE);
+            e[m++] =
+                rt_event("conv1", "cpu_functions", "algo-1-0", start + 1000,
+                         start + 51000, TW_SOURCE_MODEL_TIMELINE);
         }
         st->ns[k] = n;
         st->nev[k] = m;
@@ -126,7 +129,8 @@ static tw_scan stream_scan(const stream *st, size_t k, int cut)
     return sc;
 }
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------
+ */
 
 static rt_env *pr_new(tw_semantics sem, const char *const *kv)
 {
@@ -137,8 +141,8 @@ static rt_env *pr_new(tw_semantics sem, const char *const *kv)
 }
 
 /* Runs scans [from, to) and returns the last result. */
-static const tw_scan_result *run_range(rt_env *e, const stream *st,
-                                       size_t from, size_t to, int cut)
+static const tw_scan_result *run_range(rt_env *e, const stream *st, size_t from,
+                                       size_t to, int cut)
 {
     const tw_scan_result *r = NULL;
     for (size_t k = from; k < to; k++) {
@@ -172,8 +176,8 @@ static const char *const *sub_kv(const char *name)
     static const char *const lgu[] = {"patience", "100", "window", "50", NULL};
     static const char *const so[] = {"stddev", "2", "n_outliers", "2", NULL};
     static const char *const gmi[] = {"patience", "100", NULL};
-    static const char *const bs[] = {"gpu_threshold_p95", "100", "patience",
-                                     "100", "window", "50", NULL};
+    static const char *const bs[] = {
+        "gpu_threshold_p95", "100", "patience", "100", "window", "50", NULL};
     static const char *const lb[] = {"patience", "100", NULL};
     static const char *const dl[] = {"patience", "5", NULL};
     if (strcmp(name, "CPUBottleneck") == 0 || strcmp(name, "IOBottleneck") == 0)
@@ -194,15 +198,35 @@ static const char *const *sub_kv(const char *name)
 }
 
 /* The same overrides as ProfilerReport parameters (<Rule>_<param>). */
-static const char *const pr_kv[] = {
-    "CPUBottleneck_threshold",  "10",  "IOBottleneck_threshold",      "10",
-    "CPUBottleneck_patience",   "50",  "IOBottleneck_patience",       "50",
-    "BatchSize_gpu_threshold_p95", "100",
-    "LowGPUUtilization_patience", "100", "LowGPUUtilization_window", "50",
-    "StepOutlier_stddev",       "2",   "StepOutlier_n_outliers",      "2",
-    "GPUMemoryIncrease_patience", "100", "BatchSize_patience",        "100",
-    "BatchSize_window",         "50",  "LoadBalancing_patience",      "100",
-    "Dataloader_patience",      "5",   NULL};
+static const char *const pr_kv[] = {"CPUBottleneck_threshold",
+                                    "10",
+                                    "IOBottleneck_threshold",
+                                    "10",
+                                    "CPUBottleneck_patience",
+                                    "50",
+                                    "IOBottleneck_patience",
+                                    "50",
+                                    "BatchSize_gpu_threshold_p95",
+                                    "100",
+                                    "LowGPUUtilization_patience",
+                                    "100",
+                                    "LowGPUUtilization_window",
+                                    "50",
+                                    "StepOutlier_stddev",
+                                    "2",
+                                    "StepOutlier_n_outliers",
+                                    "2",
+                                    "GPUMemoryIncrease_patience",
+                                    "100",
+                                    "BatchSize_patience",
+                                    "100",
+                                    "BatchSize_window",
+                                    "50",
+                                    "LoadBalancing_patience",
+                                    "100",
+                                    "Dataloader_patience",
+                                    "5",
+                                    NULL};
 
 /* ---- tests --------------------------------------------------------------- */
 
@@ -298,27 +322,27 @@ static void test_frozen_clock_max_init(void **state)
     run_range(ref, st, 0, 3, 0);
     run_range(fix, st, 0, 3, 0);
     json_t *r = rt_report(ref), *f = rt_report(fix);
-    assert_int_equal(
-        (int64_t)rt_jnum(sub_report(r, "MaxInitializationTime"),
-                         "RuleTriggered"), 0);
+    assert_int_equal((int64_t)rt_jnum(sub_report(r, "MaxInitializationTime"),
+                                      "RuleTriggered"),
+                     0);
     assert_string_equal(sub_status(r, "MaxInitializationTime"),
                         "NoIssuesFound");
-    assert_int_equal(
-        (int64_t)rt_jnum(sub_report(f, "MaxInitializationTime"),
-                         "RuleTriggered"), 2);
-    assert_string_equal(sub_status(f, "MaxInitializationTime"),
-                        "IssuesFound");
-    assert_string_equal(json_string_value(rt_jget(
-                            sub_report(f, "MaxInitializationTime"),
-                            "RuleParameters", NULL)),
-                        "threshold:0");
+    assert_int_equal((int64_t)rt_jnum(sub_report(f, "MaxInitializationTime"),
+                                      "RuleTriggered"),
+                     2);
+    assert_string_equal(sub_status(f, "MaxInitializationTime"), "IssuesFound");
+    assert_string_equal(
+        json_string_value(rt_jget(sub_report(f, "MaxInitializationTime"),
+                                  "RuleParameters", NULL)),
+        "threshold:0");
     json_decref(r);
     json_decref(f);
     /* The stand-alone rule in reference semantics (own clock) fires. */
     rt_env *alone = rt_env_new();
     const char *akv[] = {"threshold", "0", NULL};
-    assert_int_equal(rt_create(alone, "MaxInitializationTime",
-                               TW_SEMANTICS_REFERENCE, akv), TW_OK);
+    assert_int_equal(
+        rt_create(alone, "MaxInitializationTime", TW_SEMANTICS_REFERENCE, akv),
+        TW_OK);
     const tw_scan_result *res = run_range(alone, st, 0, 3, 0);
     assert_int_equal(res->rule_triggered, 2);
     rt_env_free(alone);
@@ -333,20 +357,25 @@ static void test_frozen_clock_batch_size(void **state)
 {
     (void)state;
     stream *st = stream_new(3, 0, 1);
-    const char *kv[] = {"BatchSize_patience", "100", "BatchSize_window", "50",
-                        "BatchSize_gpu_threshold_p95", "100", NULL};
+    const char *kv[] = {"BatchSize_patience",
+                        "100",
+                        "BatchSize_window",
+                        "50",
+                        "BatchSize_gpu_threshold_p95",
+                        "100",
+                        NULL};
     rt_env *ref = pr_new(TW_SEMANTICS_REFERENCE, kv);
     rt_env *fix = pr_new(TW_SEMANTICS_FIXED, kv);
     run_range(ref, st, 0, 3, 0);
     run_range(fix, st, 0, 3, 0);
     json_t *r = rt_report(ref), *f = rt_report(fix);
     assert_true(rt_jnum(sub_report(r, "BatchSize"), "RuleTriggered") > 0);
-    assert_int_equal(
-        (int64_t)rt_jnum(sub_report(r, "BatchSize"), "Details",
-                         "last_timestamp"), F_US);
-    assert_int_equal(
-        (int64_t)rt_jnum(sub_report(f, "BatchSize"), "Details",
-                         "last_timestamp"), F_US + 2 * MIN_US);
+    assert_int_equal((int64_t)rt_jnum(sub_report(r, "BatchSize"), "Details",
+                                      "last_timestamp"),
+                     F_US);
+    assert_int_equal((int64_t)rt_jnum(sub_report(f, "BatchSize"), "Details",
+                                      "last_timestamp"),
+                     F_US + 2 * MIN_US);
     json_decref(r);
     json_decref(f);
     rt_env_free(ref);
@@ -449,7 +478,8 @@ static void test_bad_overrides_rejected(void **state)
     rt_env *e = rt_env_new();
     const char *unknown[] = {"CPUBottleneck_treshold", "40", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, unknown), TW_ERR);
-    assert_non_null(strstr(e->err, "unknown parameter 'CPUBottleneck_treshold'"));
+    assert_non_null(
+        strstr(e->err, "unknown parameter 'CPUBottleneck_treshold'"));
     const char *range[] = {"LowGPUUtilization_threshold_p95", "150", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, range), TW_ERR);
     assert_non_null(strstr(e->err, "LowGPUUtilization_threshold_p95"));
@@ -462,15 +492,19 @@ static void test_bad_overrides_rejected(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, none), TW_ERR);
     assert_non_null(strstr(e->err, "unknown parameter"));
     /* Accepted: the client's telemetry flag, a string override. */
-    const char *ok[] = {"opt_out_telemetry", "true", "StepOutlier_mode",
-                        "ModeKeys.TRAIN", "IOBottleneck_io_threshold", "-1",
+    const char *ok[] = {"opt_out_telemetry",
+                        "true",
+                        "StepOutlier_mode",
+                        "ModeKeys.TRAIN",
+                        "IOBottleneck_io_threshold",
+                        "-1",
                         NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, ok), TW_OK);
     json_t *rep = rt_report(e);
-    assert_non_null(strstr(json_string_value(rt_jget(sub_report(rep,
-                                                                "StepOutlier"),
-                                                     "RuleParameters", NULL)),
-                           "mode:ModeKeys.TRAIN"));
+    assert_non_null(
+        strstr(json_string_value(rt_jget(sub_report(rep, "StepOutlier"),
+                                         "RuleParameters", NULL)),
+               "mode:ModeKeys.TRAIN"));
     json_decref(rep);
     rt_env_free(e);
 }
@@ -501,12 +535,11 @@ static void test_failing_subrule(void **state)
     assert_true(r->condition_met);
     json_t *rep = rt_report(e);
     assert_string_equal(sub_status(rep, "Dataloader"), "Error");
-    assert_non_null(strstr(json_string_value(rt_jget(rep, "Details",
-                                                     "Dataloader", "error",
-                                                     NULL)),
-                           "deliberate failure at scan 1"));
-    assert_int_equal((int64_t)rt_jnum(sub_report(rep, "Dataloader"),
-                                      "Datapoints"), 7);
+    assert_non_null(strstr(
+        json_string_value(rt_jget(rep, "Details", "Dataloader", "error", NULL)),
+        "deliberate failure at scan 1"));
+    assert_int_equal(
+        (int64_t)rt_jnum(sub_report(rep, "Dataloader"), "Datapoints"), 7);
     /* Later sub-rules still ran on every scan. */
     assert_string_equal(sub_status(rep, "OverallFrameworkMetrics"),
                         "NoIssuesFound");
@@ -521,8 +554,8 @@ static void test_failing_subrule(void **state)
     rt_env *c = rt_env_new();
     assert_int_equal(tw_registry_add_dir(c->reg, dir), TW_OK);
     assert_int_equal(rt_create(c, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
-    assert_int_equal(tw_rule_restore(c->rule, tw_buf_data(buf),
-                                     tw_buf_len(buf), c->err, sizeof(c->err)),
+    assert_int_equal(tw_rule_restore(c->rule, tw_buf_data(buf), tw_buf_len(buf),
+                                     c->err, sizeof(c->err)),
                      TW_OK);
     char *a = strdup(rt_report_text(e));
     assert_non_null(a);
@@ -569,18 +602,18 @@ static void test_trigger_all(void **state)
             (int64_t)rt_jnum(sub_report(p, fire[i]), "RuleTriggered"), 0);
     }
     assert_string_equal(
-        json_string_value(rt_jget(sub_report(a, "IOBottleneck"),
-                                  "RuleParameters", NULL)),
+        json_string_value(
+            rt_jget(sub_report(a, "IOBottleneck"), "RuleParameters", NULL)),
         "threshold:50\nio_threshold:-1\ngpu_threshold:100\npatience:1000");
     assert_string_equal(
-        json_string_value(rt_jget(sub_report(a, "LoadBalancing"),
-                                  "RuleParameters", NULL)),
+        json_string_value(
+            rt_jget(sub_report(a, "LoadBalancing"), "RuleParameters", NULL)),
         "threshold:0\npatience:1000");
     /* The explicit override beats the preset: no core is above 100 %. */
-    assert_non_null(strstr(json_string_value(rt_jget(
-                               sub_report(w, "CPUBottleneck"),
-                               "RuleParameters", NULL)),
-                           "cpu_threshold:100"));
+    assert_non_null(
+        strstr(json_string_value(rt_jget(sub_report(w, "CPUBottleneck"),
+                                         "RuleParameters", NULL)),
+               "cpu_threshold:100"));
     assert_int_equal(
         (int64_t)rt_jnum(sub_report(w, "CPUBottleneck"), "RuleTriggered"), 0);
     assert_string_equal(json_string_value(json_object_get(a, "RuleParameters")),
@@ -687,7 +720,8 @@ static void test_checkpoint_equivalence(void **state)
         assert_non_null(ta);
         assert_string_equal(rt_report_text(c), ta);
         free(ta);
-        assert_int_equal(tw_rule_get_status(c->rule), tw_rule_get_status(a->rule));
+        assert_int_equal(tw_rule_get_status(c->rule),
+                         tw_rule_get_status(a->rule));
         rt_env_free(a);
         rt_env_free(b);
         rt_env_free(c);

@@ -431,6 +431,11 @@ static int host_buf_write(tw_buf *b, const void *data, size_t len)
     return tw_buf_append(b, data, len);
 }
 
+static size_t host_buf_len(const tw_buf *b)
+{
+    return tw_buf_len(b);
+}
+
 /* Sub-rules are ordinary rule instances sharing the parent's host ctx. */
 static tw_subrule *host_subrule_create(void *ctx, const char *rule_name,
                                        const char *const *keys,
@@ -533,6 +538,7 @@ tw_host_ctx *tw_host_ctx_new(tw_registry *reg, tw_windows *windows,
     t->subrule_restore = host_subrule_restore;
     t->subrule_name = host_subrule_name;
     t->subrule_destroy = host_subrule_destroy;
+    t->buf_len = host_buf_len;
     return h;
 }
 

@@ -90,6 +90,51 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* One rule's entry in --json; sub-rules follow their parent with a
+ * "parent" key, so consumers can read a flat list. A composite's own
+ * report would repeat its sub-rules' reports and is left out. */
+static void json_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
+                      const char *parent)
+{
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    tw_json_object_begin(j);
+    tw_json_key(j, "name");
+    tw_json_string(j, tw_rule_name(rule));
+    if (parent != NULL) {
+        tw_json_key(j, "parent");
+        tw_json_string(j, parent);
+    }
+    tw_json_key(j, "status");
+    tw_json_string(j, tw_rule_status_name(tw_rule_get_status(rule)));
+    tw_json_key(j, "semantics");
+    tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
+                          ? "reference"
+                          : "fixed");
+    tw_json_key(j, "scans");
+    tw_json_int(j, (int64_t)tw_rule_scans(rule));
+    tw_json_key(j, "conditions_met");
+    tw_json_int(j, (int64_t)tw_rule_conditions_met(rule));
+    tw_json_key(j, "datapoints");
+    tw_json_int(j, res->datapoints);
+    tw_json_key(j, "violations");
+    tw_json_int(j, res->violations);
+    tw_json_key(j, "rule_triggered");
+    tw_json_int(j, res->rule_triggered);
+    if (tw_rule_error(rule)[0] != '\0') {
+        tw_json_key(j, "error");
+        tw_json_string(j, tw_rule_error(rule));
+    }
+    tw_json_reset(scratch);
+    if (tw_rule_nchildren(rule) == 0 && tw_rule_report(rule, scratch) == TW_OK &&
+        !tw_json_failed(scratch) && tw_json_len(scratch) > 0) {
+        tw_json_key(j, "report");
+        tw_json_raw(j, tw_json_str(scratch));
+    }
+    tw_json_object_end(j);
+    for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
+        json_rule(j, scratch, tw_rule_child(rule, i), tw_rule_name(rule));
+}
+
 static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
                        double seconds)
 {
@@ -137,45 +182,58 @@ static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
     tw_json_object_end(j);
     tw_json_key(j, "rules");
     tw_json_array_begin(j);
-    for (size_t i = 0; i < tw_job_nrules(job); i++) {
-        tw_rule *rule = tw_job_rule(job, i);
-        const tw_scan_result *res = tw_rule_last_result(rule);
-        tw_json_object_begin(j);
-        tw_json_key(j, "name");
-        tw_json_string(j, tw_rule_name(rule));
-        tw_json_key(j, "status");
-        tw_json_string(j, tw_rule_status_name(tw_rule_get_status(rule)));
-        tw_json_key(j, "semantics");
-        tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
-                              ? "reference"
-                              : "fixed");
-        tw_json_key(j, "scans");
-        tw_json_int(j, (int64_t)tw_rule_scans(rule));
-        tw_json_key(j, "conditions_met");
-        tw_json_int(j, (int64_t)tw_rule_conditions_met(rule));
-        tw_json_key(j, "datapoints");
-        tw_json_int(j, res->datapoints);
-        tw_json_key(j, "violations");
-        tw_json_int(j, res->violations);
-        tw_json_key(j, "rule_triggered");
-        tw_json_int(j, res->rule_triggered);
-        if (tw_rule_error(rule)[0] != '\0') {
-            tw_json_key(j, "error");
-            tw_json_string(j, tw_rule_error(rule));
-        }
-        tw_json_reset(r);
-        if (tw_rule_report(rule, r) == TW_OK && !tw_json_failed(r) &&
-            tw_json_len(r) > 0) {
-            tw_json_key(j, "report");
-            tw_json_raw(j, tw_json_str(r));
-        }
-        tw_json_object_end(j);
-    }
+    for (size_t i = 0; i < tw_job_nrules(job); i++)
+        json_rule(j, r, tw_job_rule(job, i), NULL);
     tw_json_array_end(j);
     tw_json_object_end(j);
     printf("%s\n", tw_json_str(j));
     tw_json_free(r);
     tw_json_free(j);
+}
+
+static void table_row(tw_rule *rule, int depth)
+{
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    char name[64];
+    snprintf(name, sizeof(name), "%*s%s", depth * 2, "", tw_rule_name(rule));
+    printf("%-26s %-14s %10lld %10lld %10lld\n", name,
+           tw_rule_status_name(tw_rule_get_status(rule)),
+           (long long)res->datapoints, (long long)res->violations,
+           (long long)res->rule_triggered);
+    for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
+        table_row(tw_rule_child(rule, i), depth + 1);
+}
+
+/* Findings of every rule (and sub-rule) that found issues or failed: the
+ * report's Details, cut to a readable length. */
+static void findings(tw_rule *rule, tw_json *r)
+{
+    tw_rule_status st = tw_rule_get_status(rule);
+    if (tw_rule_nchildren(rule) > 0) {
+        for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
+            findings(tw_rule_child(rule, i), r);
+        return;
+    }
+    if (st == TW_STATUS_ERROR) {
+        printf("\n%s: error: %s\n", tw_rule_name(rule), tw_rule_error(rule));
+        return;
+    }
+    if (st != TW_STATUS_ISSUES_FOUND)
+        return;
+    tw_json_reset(r);
+    if (tw_rule_report(rule, r) != TW_OK || tw_json_failed(r))
+        return;
+    const char *s = tw_json_str(r);
+    const char *det = strstr(s, "\"Details\": ");
+    const char *show = det != NULL ? det + 11 : s;
+    size_t len = strlen(show);
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    printf("\n%s: %lld violation(s), triggered %lld time(s) over %llu "
+           "scan(s)\n  %.*s%s\n",
+           tw_rule_name(rule), (long long)res->violations,
+           (long long)res->rule_triggered,
+           (unsigned long long)tw_rule_scans(rule), (int)(len > 480 ? 480 : len),
+           show, len > 480 ? " ... (--json prints everything)" : "");
 }
 
 static void print_table(tw_job *job, const tw_reader_stats *rs, double seconds)
@@ -196,33 +254,11 @@ static void print_table(tw_job *job, const tw_reader_stats *rs, double seconds)
                (unsigned long long)js.late_events);
     printf("\n%-26s %-14s %10s %10s %10s\n", "RULE", "STATUS", "DATAPOINTS",
            "VIOLATIONS", "TRIGGERED");
-    for (size_t i = 0; i < tw_job_nrules(job); i++) {
-        tw_rule *rule = tw_job_rule(job, i);
-        const tw_scan_result *res = tw_rule_last_result(rule);
-        printf("%-26s %-14s %10lld %10lld %10lld\n", tw_rule_name(rule),
-               tw_rule_status_name(tw_rule_get_status(rule)),
-               (long long)res->datapoints, (long long)res->violations,
-               (long long)res->rule_triggered);
-    }
+    for (size_t i = 0; i < tw_job_nrules(job); i++)
+        table_row(tw_job_rule(job, i), 0);
     tw_json *r = tw_json_new();
-    for (size_t i = 0; r != NULL && i < tw_job_nrules(job); i++) {
-        tw_rule *rule = tw_job_rule(job, i);
-        tw_rule_status st = tw_rule_get_status(rule);
-        if (st == TW_STATUS_ERROR) {
-            printf("\n%s: error: %s\n", tw_rule_name(rule), tw_rule_error(rule));
-            continue;
-        }
-        if (st != TW_STATUS_ISSUES_FOUND)
-            continue;
-        tw_json_reset(r);
-        if (tw_rule_report(rule, r) != TW_OK || tw_json_failed(r))
-            continue;
-        const char *s = tw_json_str(r);
-        size_t len = strlen(s);
-        printf("\n%s findings: %.*s%s\n", tw_rule_name(rule),
-               (int)(len > 600 ? 600 : len), s,
-               len > 600 ? " ... (--json prints everything)" : "");
-    }
+    for (size_t i = 0; r != NULL && i < tw_job_nrules(job); i++)
+        findings(tw_job_rule(job, i), r);
     tw_json_free(r);
 }
 
@@ -349,6 +385,7 @@ int tw_cmd_eval(int argc, char **argv)
                    folder->latest_framework_ts_us < L))
         L = folder->latest_framework_ts_us;
     tw_job_set_first_timestamp(job, F);
+    tw_job_set_scan_limit(job, L);
 
     eval_ctx ec = {.job = job, .quiet = quiet};
     tw_reader_stats rs;

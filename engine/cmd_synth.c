@@ -21,43 +21,44 @@
 
 static void tw_synth_cmd_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: trainwatch synth OUT_DIR [options]\n"
-            "\n"
-            "Writes a profiler-output folder in the agent's layout (system\n"
-            "metrics as JSON lines, framework traces as Chrome trace JSON,\n"
-            "end-of-job markers) with a planted problem; deterministic by "
-            "seed.\n"
-            "OUT_DIR must not exist or must be an empty directory.\n"
-            "\n"
-            "options:\n"
-            "  --preset NAME       what to plant (default: healthy); see\n"
-            "                      --list-presets\n"
-            "  --nodes N           nodes algo-1..algo-N, 1..4096 (default: the\n"
-            "                      preset's, 1; straggler 4)\n"
-            "  --cores N           CPU cores per node, 1..1024 (default: the\n"
-            "                      preset's, 4; dataloader 16)\n"
-            "  --gpus N            GPUs per node, 0..64, 0 = CPU-only job\n"
-            "                      (default: the preset's, 1; load_imbalance 4)\n"
-            "  --duration D        event time to generate: seconds, or with a\n"
-            "                      suffix s, m, h (e.g. 900, 30m, 2h, 1.5h)\n"
-            "                      (default: the preset's, long enough for its\n"
-            "                      rule's patience: 600 s healthy, 720 s most,\n"
-            "                      1000 s gpu_memory_growth, 1800 s slow_init;\n"
-            "                      scaled up for intervals above 500 ms)\n"
-            "  --interval-ms MS    sampling interval: 100, 200, 500, 1000, 5000\n"
-            "                      or 60000 (default: 500)\n"
-            "  --seed N            seed of the generator, 0..2^64-1 (default: 1)\n"
-            "  --start EPOCH_S     job start, epoch seconds (default:\n"
-            "                      1700000000 = 2023-11-14T22:13:20Z)\n"
-            "  --no-framework      write system metrics only (default: also\n"
-            "                      framework traces)\n"
-            "  --list-presets      list the presets, what each plants and which\n"
-            "                      rules fire, then exit\n"
-            "  -h, --help          this text\n"
-            "\n"
-            "A one-line summary goes to stderr at the end, and progress every\n"
-            "~5 s for long runs.\n");
+    fprintf(
+        out,
+        "usage: trainwatch synth OUT_DIR [options]\n"
+        "\n"
+        "Writes a profiler-output folder in the agent's layout (system\n"
+        "metrics as JSON lines, framework traces as Chrome trace JSON,\n"
+        "end-of-job markers) with a planted problem; deterministic by "
+        "seed.\n"
+        "OUT_DIR must not exist or must be an empty directory.\n"
+        "\n"
+        "options:\n"
+        "  --preset NAME       what to plant (default: healthy); see\n"
+        "                      --list-presets\n"
+        "  --nodes N           nodes algo-1..algo-N, 1..4096 (default: the\n"
+        "                      preset's, 1; straggler 4)\n"
+        "  --cores N           CPU cores per node, 1..1024 (default: the\n"
+        "                      preset's, 4; dataloader 16)\n"
+        "  --gpus N            GPUs per node, 0..64, 0 = CPU-only job\n"
+        "                      (default: the preset's, 1; load_imbalance 4)\n"
+        "  --duration D        event time to generate: seconds, or with a\n"
+        "                      suffix s, m, h (e.g. 900, 30m, 2h, 1.5h)\n"
+        "                      (default: the preset's, long enough for its\n"
+        "                      rule's patience: 600 s healthy, 720 s most,\n"
+        "                      1000 s gpu_memory_growth, 1800 s slow_init;\n"
+        "                      scaled up for intervals above 500 ms)\n"
+        "  --interval-ms MS    sampling interval: 100, 200, 500, 1000, 5000\n"
+        "                      or 60000 (default: 500)\n"
+        "  --seed N            seed of the generator, 0..2^64-1 (default: 1)\n"
+        "  --start EPOCH_S     job start, epoch seconds (default:\n"
+        "                      1700000000 = 2023-11-14T22:13:20Z)\n"
+        "  --no-framework      write system metrics only (default: also\n"
+        "                      framework traces)\n"
+        "  --list-presets      list the presets, what each plants and which\n"
+        "                      rules fire, then exit\n"
+        "  -h, --help          this text\n"
+        "\n"
+        "A one-line summary goes to stderr at the end, and progress every\n"
+        "~5 s for long runs.\n");
 }
 
 static void tw_synth_cmd_list(FILE *out)
@@ -192,14 +193,12 @@ int tw_cmd_synth(int argc, char **argv)
             }
             memcpy(name, a, nl);
             name[nl] = '\0';
-            int known = strcmp(name, "--preset") == 0 ||
-                        strcmp(name, "--nodes") == 0 ||
-                        strcmp(name, "--cores") == 0 ||
-                        strcmp(name, "--gpus") == 0 ||
-                        strcmp(name, "--duration") == 0 ||
-                        strcmp(name, "--interval-ms") == 0 ||
-                        strcmp(name, "--seed") == 0 ||
-                        strcmp(name, "--start") == 0;
+            int known =
+                strcmp(name, "--preset") == 0 || strcmp(name, "--nodes") == 0 ||
+                strcmp(name, "--cores") == 0 || strcmp(name, "--gpus") == 0 ||
+                strcmp(name, "--duration") == 0 ||
+                strcmp(name, "--interval-ms") == 0 ||
+                strcmp(name, "--seed") == 0 || strcmp(name, "--start") == 0;
             if (!known) {
                 fprintf(stderr,
                         "trainwatch synth: unknown option '%s' (see "
@@ -275,8 +274,9 @@ int tw_cmd_synth(int argc, char **argv)
             continue;
         }
         if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "trainwatch synth: unknown option '%s' (see "
-                            "--help)\n",
+            fprintf(stderr,
+                    "trainwatch synth: unknown option '%s' (see "
+                    "--help)\n",
                     a);
             return 2;
         }

@@ -101,6 +101,7 @@ struct tw_job {
     int64_t latest_system_us, latest_framework_us;
     uint64_t next_scan; /* index of the first scan not yet closed */
     int64_t next_start_us; /* continuous mode: start of the next scan */
+    int64_t scan_limit_us; /* 0 = none, see tw_job_set_scan_limit */
     int started;           /* a scan has closed (F frozen) */
     int finished;
     int end_marker;
@@ -241,6 +242,11 @@ void tw_job_set_first_timestamp(tw_job *j, int64_t first_us)
     j->first_us = first_us;
     j->first_fixed = 1;
     j->next_start_us = first_us;
+}
+
+void tw_job_set_scan_limit(tw_job *j, int64_t limit_us)
+{
+    j->scan_limit_us = limit_us;
 }
 
 const char *tw_job_id(const tw_job *j)
@@ -779,6 +785,10 @@ int tw_job_advance(tw_job *j, int64_t watermark_us)
         for (;;) {
             int64_t end = first + (int64_t)(j->next_scan + 1) * j->cfg.tick_us;
             if (end + j->cfg.lateness_us > watermark_us)
+                break;
+            if (j->scan_limit_us != 0 &&
+                first + (int64_t)j->next_scan * j->cfg.tick_us >=
+                    j->scan_limit_us)
                 break;
             freeze_first(j);
             int64_t start = scan_start(j, j->next_scan);

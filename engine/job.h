@@ -82,6 +82,11 @@ void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud);
  * before the first scan closes; otherwise F is derived from the data. */
 void tw_job_set_first_timestamp(tw_job *j, int64_t first_us);
 
+/* Never close a scan that starts at or after `limit_us` before
+ * tw_job_finish (offline evaluation knows L from the file names, and the
+ * reference evaluates no scan beyond it). 0 = no limit. */
+void tw_job_set_scan_limit(tw_job *j, int64_t limit_us);
+
 /* Takes ownership of b in every case. TW_ERR only on out-of-memory. */
 int tw_job_ingest(tw_job *j, tw_batch *b);
 

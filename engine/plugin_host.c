@@ -395,6 +395,7 @@ struct tw_host_ctx {
     tw_registry *reg;
     tw_windows *windows;
     char *job;
+    tw_rule *creating; /* the rule whose create() is running, if any */
 };
 
 static void host_log(void *ctx, tw_log_level level, const char *fmt, ...)
@@ -431,7 +432,16 @@ static int host_buf_write(tw_buf *b, const void *data, size_t len)
     return tw_buf_append(b, data, len);
 }
 
-/* Sub-rules are ordinary rule instances sharing the parent's host ctx. */
+static size_t host_buf_len(const tw_buf *b)
+{
+    return tw_buf_len(b);
+}
+
+static int rule_adopt(tw_rule *parent, tw_rule *child);
+
+/* Sub-rules are ordinary rule instances sharing the parent's host ctx; the
+ * host records them as children of the rule being created, so callers can
+ * show each sub-rule's status and counters. */
 static tw_subrule *host_subrule_create(void *ctx, const char *rule_name,
                                        const char *const *keys,
                                        const char *const *values, size_t n,
@@ -446,6 +456,11 @@ static tw_subrule *host_subrule_create(void *ctx, const char *rule_name,
     if (tw_rule_create(p, NULL, keys, values, n, semantics, h, &r, err,
                        errlen) != TW_OK)
         return NULL;
+    if (h->creating != NULL && rule_adopt(h->creating, r) != TW_OK) {
+        tw_rule_destroy(r);
+        snprintf(err, errlen, "rule %s: out of memory", rule_name);
+        return NULL;
+    }
     return (tw_subrule *)r;
 }
 
@@ -533,6 +548,7 @@ tw_host_ctx *tw_host_ctx_new(tw_registry *reg, tw_windows *windows,
     t->subrule_restore = host_subrule_restore;
     t->subrule_name = host_subrule_name;
     t->subrule_destroy = host_subrule_destroy;
+    t->buf_len = host_buf_len;
     return h;
 }
 
@@ -678,7 +694,33 @@ struct tw_rule {
     tw_scan_result last;
     uint64_t scans;
     uint64_t conditions;
+    tw_rule *parent;    /* the rule that created this one, or NULL */
+    tw_rule **children; /* sub-rules, in creation order (not owned: the
+                           parent plugin destroys them) */
+    size_t nchildren;
 };
+
+static int rule_adopt(tw_rule *parent, tw_rule *child)
+{
+    tw_rule **nc =
+        realloc(parent->children, (parent->nchildren + 1) * sizeof(tw_rule *));
+    if (nc == NULL)
+        return TW_ERR;
+    parent->children = nc;
+    parent->children[parent->nchildren++] = child;
+    child->parent = parent;
+    return TW_OK;
+}
+
+size_t tw_rule_nchildren(const tw_rule *r)
+{
+    return r->nchildren;
+}
+
+tw_rule *tw_rule_child(const tw_rule *r, size_t i)
+{
+    return i < r->nchildren ? r->children[i] : NULL;
+}
 
 const char *tw_rule_status_name(tw_rule_status s)
 {
@@ -710,6 +752,7 @@ int tw_rule_create(const tw_plugin *p, const char *display_name,
                    tw_rule **out, char *err, size_t errlen)
 {
     const tw_rule_descriptor *d = p->desc;
+    int rc;
     *out = NULL;
     /* Unknown names first: they are the likeliest typo. */
     for (size_t k = 0; k < n; k++) {
@@ -759,8 +802,11 @@ int tw_rule_create(const tw_plugin *p, const char *display_name,
     r->params.nvalues = d->nparams;
     r->params.semantics = semantics;
     err[0] = '\0';
-    if (d->create(tw_host_ctx_host(host), &r->params, &r->state, err,
-                  errlen) != TW_OK) {
+    tw_rule *outer = host->creating;
+    host->creating = r;
+    rc = d->create(tw_host_ctx_host(host), &r->params, &r->state, err, errlen);
+    host->creating = outer;
+    if (rc != TW_OK) {
         if (err[0] == '\0')
             snprintf(err, errlen, "rule %s: create failed", d->name);
         goto fail;
@@ -772,6 +818,9 @@ oom:
     snprintf(err, errlen, "rule %s: out of memory", d->name);
 fail:
     if (r != NULL) {
+        while (r->nchildren > 0)
+            tw_rule_destroy(r->children[r->nchildren - 1]);
+        free(r->children);
         rule_free_params(r);
         free(r->name);
         free(r);
@@ -785,6 +834,21 @@ void tw_rule_destroy(tw_rule *r)
         return;
     if (r->state != NULL)
         r->desc->destroy(r->state);
+    /* Children the plugin did not destroy are released here. */
+    while (r->nchildren > 0)
+        tw_rule_destroy(r->children[r->nchildren - 1]);
+    free(r->children);
+    if (r->parent != NULL) {
+        tw_rule *p = r->parent;
+        for (size_t i = 0; i < p->nchildren; i++) {
+            if (p->children[i] == r) {
+                memmove(&p->children[i], &p->children[i + 1],
+                        (p->nchildren - i - 1) * sizeof(tw_rule *));
+                p->nchildren--;
+                break;
+            }
+        }
+    }
     rule_free_params(r);
     free(r->name);
     free(r);
@@ -819,6 +883,8 @@ void tw_rule_finish(tw_rule *r)
 {
     if (r->status == TW_STATUS_IN_PROGRESS)
         r->status = TW_STATUS_NO_ISSUES_FOUND;
+    for (size_t i = 0; i < r->nchildren; i++)
+        tw_rule_finish(r->children[i]);
 }
 
 tw_rule_status tw_rule_get_status(const tw_rule *r)

@@ -103,6 +103,11 @@ uint64_t tw_rule_scans(const tw_rule *r);
 uint64_t tw_rule_conditions_met(const tw_rule *r); /* scans that returned true */
 tw_semantics tw_rule_semantics(const tw_rule *r);
 const tw_rule_descriptor *tw_rule_descriptor_of(const tw_rule *r);
+/* Sub-rules a composite rule (ProfilerReport) created through the host,
+ * in creation order. Borrowed: valid until the parent is destroyed. */
+size_t tw_rule_nchildren(const tw_rule *r);
+tw_rule *tw_rule_child(const tw_rule *r, size_t i);
+
 /* The validated parameters, in descriptor order. */
 const tw_params *tw_rule_params(const tw_rule *r);
 

@@ -91,8 +91,8 @@ static const tw_synth_preset tw_synth_preset_table[] = {
      "otherwise healthy; GPU memory starts at 12-16 % and jumps by 26-29 "
      "points in one sample at round 1050 and every 150 rounds after (back to "
      "the base when it would pass 99 %). Each jump raises the reference's "
-     "overlapping moving average by > 5 on 2 samples (fixed-mode window on "
-     "~8). Fires GPUMemoryIncrease only."},
+     "overlapping moving average by > 5 on 2-3 samples (the fixed-mode "
+     "windows on ~17). Fires GPUMemoryIncrease only."},
     {"small_batch", TW_SYNTH_SMALL_BATCH, 1, 4, 1, 720, 1, TW_SYNTH_NEEDS_GPU,
      "GPU 28-57 %, GPU memory 11-21 %, cores 7-37 %, short steps (0.1 s). "
      "Fires BatchSize and, unavoidably, LowGPUUtilization (both use the GPU "
@@ -131,14 +131,22 @@ static const tw_synth_preset tw_synth_preset_table[] = {
      "nodes)."},
 };
 
-#define TW_SYNTH_NPRESETS                                                     \
+#define TW_SYNTH_NPRESETS                                                      \
     (sizeof(tw_synth_preset_table) / sizeof(tw_synth_preset_table[0]))
 
 static const char *const tw_synth_preset_names[] = {
-    "healthy",        "low_gpu",        "gpu_fluctuation",
-    "cpu_bottleneck", "io_bottleneck",  "gpu_memory_growth",
-    "small_batch",    "step_outliers",  "load_imbalance",
-    "slow_init",      "dataloader",     "straggler",
+    "healthy",
+    "low_gpu",
+    "gpu_fluctuation",
+    "cpu_bottleneck",
+    "io_bottleneck",
+    "gpu_memory_growth",
+    "small_batch",
+    "step_outliers",
+    "load_imbalance",
+    "slow_init",
+    "dataloader",
+    "straggler",
     NULL,
 };
 
@@ -240,8 +248,8 @@ int tw_synth_opts_resolve(tw_synth_opts *o, char *err, size_t errlen)
         return -1;
     }
     if (o->gpus > TW_SYNTH_MAX_GPUS) {
-        tw_synth_errf(err, errlen, "--gpus: %u is out of range 0..%u",
-                      o->gpus, TW_SYNTH_MAX_GPUS);
+        tw_synth_errf(err, errlen, "--gpus: %u is out of range 0..%u", o->gpus,
+                      TW_SYNTH_MAX_GPUS);
         return -1;
     }
     if (o->duration_s == 0) {
@@ -427,8 +435,7 @@ static int tw_synth_out_close(tw_synth_out *w, char *err, size_t errlen)
         return 0;
     int rc = tw_synth_out_flush(w, err, errlen);
     if (close(w->fd) != 0 && rc == 0) {
-        tw_synth_errf(err, errlen, "closing %s: %s", w->path,
-                      strerror(errno));
+        tw_synth_errf(err, errlen, "closing %s: %s", w->path, strerror(errno));
         rc = -1;
     }
     w->fd = -1;
@@ -521,12 +528,11 @@ static int tw_synth_mkdir(const char *path, char *err, size_t errlen)
 }
 
 /* Formats a path into out[PATH_MAX]; -1 with a message when too long. */
-static int tw_synth_pathf(char *out, char *err, size_t errlen,
-                          const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static int tw_synth_pathf(char *out, char *err, size_t errlen, const char *fmt,
+                          ...) __attribute__((format(printf, 4, 5)));
 
-static int tw_synth_pathf(char *out, char *err, size_t errlen,
-                          const char *fmt, ...)
+static int tw_synth_pathf(char *out, char *err, size_t errlen, const char *fmt,
+                          ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -613,27 +619,33 @@ static void tw_synth_hour(int64_t epoch_s, char out[11])
 /* The job model                                                      */
 
 /* Which group of series a timestamp belongs to. */
-enum { TW_SYNTH_G_GPU, TW_SYNTH_G_CPU, TW_SYNTH_G_MEM, TW_SYNTH_G_NET,
-       TW_SYNTH_G_IO, TW_SYNTH_NGROUPS };
+enum {
+    TW_SYNTH_G_GPU,
+    TW_SYNTH_G_CPU,
+    TW_SYNTH_G_MEM,
+    TW_SYNTH_G_NET,
+    TW_SYNTH_G_IO,
+    TW_SYNTH_NGROUPS
+};
 
 typedef struct tw_synth_node {
-    uint32_t idx;       /* 0-based; NodeId algo-<idx+1>                */
-    tw_synth_rng sys;   /* system values                                */
-    tw_synth_rng fw;    /* framework events                             */
-    int64_t grid0_us;   /* time of round 0 (before jitter), epoch µs    */
-    uint64_t round;     /* next round to write                          */
-    int64_t next_t;     /* its first timestamp, 100 ns units            */
-    double init_s;      /* first TRAIN step, seconds after job start    */
-    double memload_s;   /* model loaded onto the GPUs                   */
+    uint32_t idx;     /* 0-based; NodeId algo-<idx+1>                */
+    tw_synth_rng sys; /* system values                                */
+    tw_synth_rng fw;  /* framework events                             */
+    int64_t grid0_us; /* time of round 0 (before jitter), epoch µs    */
+    uint64_t round;   /* next round to write                          */
+    int64_t next_t;   /* its first timestamp, 100 ns units            */
+    double init_s;    /* first TRAIN step, seconds after job start    */
+    double memload_s; /* model loaded onto the GPUs                   */
     int straggler;
-    int bad;            /* bursty presets: in the bad regime            */
+    int bad;              /* bursty presets: in the bad regime            */
     uint64_t regime_left; /* rounds left in the current regime          */
-    double *gpu_mean;   /* load_imbalance: per GPU centre               */
-    int *mem_base;      /* per GPU memory level after loading           */
-    int *mem_add;       /* gpu_memory_growth: added level               */
-    double *core_bias;  /* per core offset of the CPU centre            */
-    double host_mem;    /* MemoryUsedPercent plateau                    */
-    char node_mid[64];  /* ,"NodeId":"algo-N","Timestamp":             */
+    double *gpu_mean;     /* load_imbalance: per GPU centre               */
+    int *mem_base;        /* per GPU memory level after loading           */
+    int *mem_add;         /* gpu_memory_growth: added level               */
+    double *core_bias;    /* per core offset of the CPU centre            */
+    double host_mem;      /* MemoryUsedPercent plateau                    */
+    char node_mid[64];    /* ,"NodeId":"algo-N","Timestamp":             */
     size_t node_mid_len;
 } tw_synth_node;
 
@@ -858,22 +870,20 @@ static void tw_synth_regime_step(tw_synth_job *j, tw_synth_node *n)
     tw_synth_rng *r = &n->sys;
     if (k == TW_SYNTH_GPU_FLUCTUATION) {
         /* bad = GPU stall */
-        n->regime_left = n->bad ? tw_synth_secs_to_rounds(
-                                      tw_synth_range(r, 2, 5), is, 1)
-                                : tw_synth_secs_to_rounds(
-                                      tw_synth_range(r, 4, 8), is, 2);
+        n->regime_left =
+            n->bad ? tw_synth_secs_to_rounds(tw_synth_range(r, 2, 5), is, 1)
+                   : tw_synth_secs_to_rounds(tw_synth_range(r, 4, 8), is, 2);
     } else {
-        n->regime_left = n->bad ? tw_synth_secs_to_rounds(
-                                      tw_synth_range(r, 6, 20), is, 3)
-                                : tw_synth_secs_to_rounds(
-                                      tw_synth_range(r, 2, 6), is, 1);
+        n->regime_left =
+            n->bad ? tw_synth_secs_to_rounds(tw_synth_range(r, 6, 20), is, 3)
+                   : tw_synth_secs_to_rounds(tw_synth_range(r, 2, 6), is, 1);
     }
     n->regime_left--; /* this round is the first of the regime */
 }
 
-static void tw_synth_round_values(tw_synth_job *j, tw_synth_node *n,
-                                  double t, uint64_t *mem_h,
-                                  uint64_t net_h[2], uint64_t io_h[3])
+static void tw_synth_round_values(tw_synth_job *j, tw_synth_node *n, double t,
+                                  uint64_t *mem_h, uint64_t net_h[2],
+                                  uint64_t io_h[3])
 {
     const tw_synth_opts *o = &j->o;
     enum tw_synth_kind k = j->p->kind;
@@ -901,8 +911,7 @@ static void tw_synth_round_values(tw_synth_job *j, tw_synth_node *n,
         double u;
         if (!active) {
             u = loaded ? tw_synth_range(r, 0, 8)
-                       : (tw_synth_unif(r) < 0.1 ? tw_synth_range(r, 1, 3)
-                                                 : 0);
+                       : (tw_synth_unif(r) < 0.1 ? tw_synth_range(r, 1, 3) : 0);
         } else if (n->straggler) {
             u = tw_synth_range(r, 40, 63);
         } else if (k == TW_SYNTH_LOAD_IMBALANCE && g > 0) {
@@ -1011,7 +1020,7 @@ static inline void tw_synth_line(tw_synth_out *w, const tw_synth_node *n,
     TW_SYNTH_PUTS(w, "}\n");
 }
 
-#define TW_SYNTH_FIXED_LINE(w, n, lit, v, ts, tslen)                          \
+#define TW_SYNTH_FIXED_LINE(w, n, lit, v, ts, tslen)                           \
     tw_synth_line((w), (n), (lit), sizeof(lit) - 1, (v), (ts), (tslen))
 
 static int tw_synth_write_round(tw_synth_job *j, tw_synth_node *n,
@@ -1171,8 +1180,8 @@ static int tw_synth_write_system(tw_synth_job *j)
             if (tw_synth_out_close(&j->sysw, j->err, j->errlen) != 0)
                 return -1;
         }
-        tw_synth_report(j, tw_synth_frac(j, (double)(mdone + 1) /
-                                                (double)minutes));
+        tw_synth_report(
+            j, tw_synth_frac(j, (double)(mdone + 1) / (double)minutes));
     }
     return 0;
 }
@@ -1192,9 +1201,12 @@ enum tw_synth_phase {
 };
 
 static const char *const tw_synth_phase_name[TW_SYNTH_NPHASES] = {
-    "Step:ModeKeys.TRAIN",       "Step:ModeKeys.EVAL",
-    "Forward-SubModuleInternal", "Backward-SubModuleInternal",
-    "DataLoaderIter",            "DataLoaderWorker",
+    "Step:ModeKeys.TRAIN",
+    "Step:ModeKeys.EVAL",
+    "Forward-SubModuleInternal",
+    "Backward-SubModuleInternal",
+    "DataLoaderIter",
+    "DataLoaderWorker",
     "DataLoaderIterInitialize",
 };
 
@@ -1206,22 +1218,22 @@ static const double tw_synth_module_share[] = {0.15, 0.35, 0.40, 0.10};
 #define TW_SYNTH_NMODULES 4
 
 typedef enum {
-    TW_SYNTH_ARGS_STEP,   /* {"pid": P, "step_num": "N"} */
+    TW_SYNTH_ARGS_STEP,    /* {"pid": P, "step_num": "N"} */
     TW_SYNTH_ARGS_STEPNUM, /* {"step_num": "N"}          */
-    TW_SYNTH_ARGS_PID,    /* {"pid": P}                  */
-    TW_SYNTH_ARGS_INIT,   /* {"pin_memory": b, "num_workers": n} */
+    TW_SYNTH_ARGS_PID,     /* {"pid": P}                  */
+    TW_SYNTH_ARGS_INIT,    /* {"pin_memory": b, "num_workers": n} */
 } tw_synth_args;
 
 typedef struct tw_synth_trace {
     tw_synth_job *j;
     tw_synth_node *n;
     tw_synth_out *w;
-    int64_t base_us;     /* start_time_since_epoch_in_micros            */
+    int64_t base_us; /* start_time_since_epoch_in_micros            */
     int open;
-    int64_t first_end;   /* end of the first event of the open file     */
-    int64_t max_end;     /* the file's name                             */
-    int64_t hour_key;    /* UTC hour (epoch s / 3600) of the open file  */
-    int nevents;         /* trace events in the open file               */
+    int64_t min_end;  /* earliest event end in the open file         */
+    int64_t max_end;  /* latest event end: the file's name           */
+    int64_t hour_key; /* UTC hour (epoch s / 3600) of the open file  */
+    int nevents;      /* trace events in the open file               */
     int phase_pid[TW_SYNTH_NPHASES];
     int next_pid;
     char tmp_path[PATH_MAX];
@@ -1254,8 +1266,7 @@ static int tw_synth_trace_close(tw_synth_trace *tr)
     }
     if (tw_synth_pathf(path, j->err, j->errlen,
                        "%s/%lld_%u-algo-%u_pythontimeline.json", dir,
-                       (long long)tr->max_end, tr->n->idx,
-                       tr->n->idx + 1) != 0)
+                       (long long)tr->max_end, tr->n->idx, tr->n->idx + 1) != 0)
         return -1;
     if (access(path, F_OK) == 0) {
         tw_synth_errf(j->err, j->errlen,
@@ -1265,8 +1276,8 @@ static int tw_synth_trace_close(tw_synth_trace *tr)
         return -1;
     }
     if (rename(tr->tmp_path, path) != 0) {
-        tw_synth_errf(j->err, j->errlen, "renaming %s to %s: %s",
-                      tr->tmp_path, path, strerror(errno));
+        tw_synth_errf(j->err, j->errlen, "renaming %s to %s: %s", tr->tmp_path,
+                      path, strerror(errno));
         return -1;
     }
     double node_s = (double)(j->end_us - j->start_us);
@@ -1281,8 +1292,8 @@ static int tw_synth_trace_open(tw_synth_trace *tr, int64_t first_end)
     if (tw_synth_out_open(tr->w, tr->tmp_path, j->err, j->errlen) != 0)
         return -1;
     tr->open = 1;
-    tr->first_end = first_end;
-    tr->max_end = 0;
+    tr->min_end = first_end;
+    tr->max_end = first_end;
     tr->hour_key = first_end / 1000000 / 3600;
     tr->nevents = 0;
     for (int p = 0; p < TW_SYNTH_NPHASES; p++)
@@ -1303,19 +1314,22 @@ static inline void tw_synth_put_str(tw_synth_out *w, const char *s)
     tw_synth_put(w, s, strlen(s));
 }
 
-/* Writes one X event, rotating the file first when needed (60 s of
- * event time since the file's first event, a new UTC hour, or 10 MB). */
+/* Writes one X event, rotating the file first when needed: when the file
+ * would span 60 s of event ends or more (the agent's close interval;
+ * events are written roughly in completion order, so the span is taken
+ * over all event ends of the file), at a new UTC hour, or at 10 MB. */
 static int tw_synth_trace_event(tw_synth_trace *tr, enum tw_synth_phase ph,
                                 const char *name, int64_t start_us,
-                                int64_t dur_us, tw_synth_args ak,
-                                uint64_t a1, uint64_t a2)
+                                int64_t dur_us, tw_synth_args ak, uint64_t a1,
+                                uint64_t a2)
 {
     tw_synth_job *j = tr->j;
     int64_t end_us = start_us + dur_us;
-    if (tr->open &&
-        (end_us - tr->first_end >= INT64_C(60000000) ||
-         end_us / 1000000 / 3600 != tr->hour_key ||
-         tr->w->written >= TW_SYNTH_TRACE_MAX_BYTES)) {
+    if (tr->open && ((end_us > tr->max_end ? end_us : tr->max_end) -
+                             (end_us < tr->min_end ? end_us : tr->min_end) >=
+                         INT64_C(60000000) ||
+                     end_us / 1000000 / 3600 != tr->hour_key ||
+                     tr->w->written >= TW_SYNTH_TRACE_MAX_BYTES)) {
         if (tw_synth_trace_close(tr) != 0)
             return -1;
     }
@@ -1376,6 +1390,8 @@ static int tw_synth_trace_event(tw_synth_trace *tr, enum tw_synth_phase ph,
     TW_SYNTH_PUTS(w, "}}");
     if (end_us > tr->max_end)
         tr->max_end = end_us;
+    if (end_us < tr->min_end)
+        tr->min_end = end_us;
     tr->nevents++;
     j->st.events++;
     return 0;
@@ -1400,10 +1416,9 @@ static int tw_synth_flush_workers(tw_synth_trace *tr, tw_synth_worker *wk,
 {
     for (uint32_t k = 0; k < nw; k++) {
         while (wk[k].start + wk[k].dur <= until) {
-            if (tw_synth_trace_event(tr, TW_SYNTH_PH_WORKER,
-                                     "DataLoaderWorker", wk[k].start,
-                                     wk[k].dur, TW_SYNTH_ARGS_PID, wk[k].pid,
-                                     0) != 0)
+            if (tw_synth_trace_event(tr, TW_SYNTH_PH_WORKER, "DataLoaderWorker",
+                                     wk[k].start, wk[k].dur, TW_SYNTH_ARGS_PID,
+                                     wk[k].pid, 0) != 0)
                 return -1;
             tw_synth_worker_next(&tr->n->fw, &wk[k]);
         }
@@ -1432,8 +1447,8 @@ static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
     double fwd_share = eval ? 0.85 : 0.35;
     for (int m = 0; m < TW_SYNTH_NMODULES; m++) {
         int64_t d = (int64_t)(dur * fwd_share * tw_synth_module_share[m]);
-        if (tw_synth_trace_event(tr, TW_SYNTH_PH_FWD, tw_synth_module[m], t,
-                                 d, TW_SYNTH_ARGS_STEPNUM, step_num, 0) != 0)
+        if (tw_synth_trace_event(tr, TW_SYNTH_PH_FWD, tw_synth_module[m], t, d,
+                                 TW_SYNTH_ARGS_STEPNUM, step_num, 0) != 0)
             return -1;
         t += d;
     }
@@ -1441,8 +1456,8 @@ static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
         t += 100;
         for (int m = TW_SYNTH_NMODULES - 1; m >= 0; m--) {
             int64_t d = (int64_t)(dur * 0.55 * tw_synth_module_share[m]);
-            if (tw_synth_trace_event(tr, TW_SYNTH_PH_BWD, tw_synth_module[m],
-                                     t, d, TW_SYNTH_ARGS_STEPNUM, step_num,
+            if (tw_synth_trace_event(tr, TW_SYNTH_PH_BWD, tw_synth_module[m], t,
+                                     d, TW_SYNTH_ARGS_STEPNUM, step_num,
                                      0) != 0)
                 return -1;
             t += d;
@@ -1518,9 +1533,8 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n)
         rc = 0; /* the job ends before training starts */
         goto done;
     }
-    if (tw_synth_trace_event(&tr, TW_SYNTH_PH_INIT,
-                             "DataLoaderIterInitialize", init_at,
-                             2000 + (int64_t)tw_synth_below(r, 8000),
+    if (tw_synth_trace_event(&tr, TW_SYNTH_PH_INIT, "DataLoaderIterInitialize",
+                             init_at, 2000 + (int64_t)tw_synth_below(r, 8000),
                              TW_SYNTH_ARGS_INIT, (uint64_t)pin, nw) != 0)
         goto done;
 
@@ -1550,10 +1564,9 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n)
             goto done;
         if (eval_now) {
             if (eval_step % TW_SYNTH_EVAL_STEPS == 0 &&
-                tw_synth_trace_event(&tr, TW_SYNTH_PH_INIT,
-                                     "DataLoaderIterInitialize", cursor, 1500,
-                                     TW_SYNTH_ARGS_INIT, (uint64_t)pin,
-                                     nw) != 0)
+                tw_synth_trace_event(
+                    &tr, TW_SYNTH_PH_INIT, "DataLoaderIterInitialize", cursor,
+                    1500, TW_SYNTH_ARGS_INIT, (uint64_t)pin, nw) != 0)
                 goto done;
             if (eval_step % TW_SYNTH_EVAL_STEPS == 0)
                 cursor += 2000;
@@ -1615,8 +1628,8 @@ static int tw_synth_write_end_marker(tw_synth_job *j, const char *sub)
     return tw_synth_out_close(&j->sysw, j->err, j->errlen);
 }
 
-int tw_synth_write(const tw_synth_opts *opts, tw_synth_stats *stats,
-                   char *err, size_t errlen)
+int tw_synth_write(const tw_synth_opts *opts, tw_synth_stats *stats, char *err,
+                   size_t errlen)
 {
     if (stats)
         memset(stats, 0, sizeof(*stats));

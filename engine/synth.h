@@ -37,20 +37,20 @@ typedef void (*tw_synth_progress_fn)(void *ctx, double fraction,
                                      const tw_synth_stats *so_far);
 
 typedef struct tw_synth_opts {
-    const char *out_dir;      /* created if missing; must be empty       */
-    const char *preset;       /* "healthy", "low_gpu", "gpu_fluctuation",
-                                 "cpu_bottleneck", ... (tw_synth_presets) */
-    uint32_t nodes;           /* algo-1 .. algo-N; TW_SYNTH_AUTO = preset */
-    uint32_t cores;           /* per node; TW_SYNTH_AUTO = preset        */
-    uint32_t gpus;            /* per node; 0 = CPU-only job;
-                                 TW_SYNTH_AUTO = preset                  */
-    double duration_s;        /* of event time; 0 = the preset's default,
-                                 long enough for its rule's patience     */
-    uint32_t interval_ms;     /* sampling interval (agent default 500);
-                                 one of 100, 200, 500, 1000, 5000, 60000 */
+    const char *out_dir;  /* created if missing; must be empty       */
+    const char *preset;   /* "healthy", "low_gpu", "gpu_fluctuation",
+                             "cpu_bottleneck", ... (tw_synth_presets) */
+    uint32_t nodes;       /* algo-1 .. algo-N; TW_SYNTH_AUTO = preset */
+    uint32_t cores;       /* per node; TW_SYNTH_AUTO = preset        */
+    uint32_t gpus;        /* per node; 0 = CPU-only job;
+                             TW_SYNTH_AUTO = preset                  */
+    double duration_s;    /* of event time; 0 = the preset's default,
+                             long enough for its rule's patience     */
+    uint32_t interval_ms; /* sampling interval (agent default 500);
+                             one of 100, 200, 500, 1000, 5000, 60000 */
     uint64_t seed;
-    int64_t start_us;         /* job start, epoch µs (a fixed default)   */
-    int framework;            /* also write framework/pevents traces     */
+    int64_t start_us; /* job start, epoch µs (a fixed default)   */
+    int framework;    /* also write framework/pevents traces     */
     tw_synth_progress_fn progress; /* optional, NULL = silent            */
     void *progress_ctx;            /* passed to progress                 */
 } tw_synth_opts;

@@ -279,10 +279,16 @@ int tw_bneck_scan(void *state, const tw_scan *sc, tw_scan_result *out,
             tw_keyorder_note(&b->order, K_LOW_GPU);
             b->low_gpu_reported = b->low_gpu;
         }
-        for (size_t i = 0; i < nt; i++) {
-            double begin = b->c.ent[i].key * 1000 * 1000;
-            if (tw_fwagg_instant(&b->agg, sc->events, sc->nevents, begin,
-                                 &b->order) != TW_OK)
+        if (nt > 0) {
+            double *begins = malloc(nt * sizeof(double));
+            if (begins == NULL)
+                goto oom;
+            for (size_t i = 0; i < nt; i++)
+                begins[i] = b->c.ent[i].key * 1000 * 1000;
+            int arc = tw_fwagg_instants(&b->agg, sc->events, sc->nevents,
+                                        begins, nt, &b->order);
+            free(begins);
+            if (arc != TW_OK)
                 goto oom;
         }
     } else {

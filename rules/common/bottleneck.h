@@ -64,14 +64,16 @@ enum {
 #define TW_BNECK_DEFAULT_MAX_REPORT "10000"
 
 /* The shared parameter specs; `high_name`, `high_default` and `high_help`
- * describe the rule's own threshold ("cpu_threshold", "90", ...). */
+ * describe the rule's own threshold ("cpu_threshold", "90", ...). It may be
+ * -1 (every sample is high): RULES.md §6.3's TRIGGER_ALL preset passes
+ * io_threshold=-1. */
 #define TW_BNECK_PARAMS_INIT(high_name, high_default, high_help)             \
     {                                                                        \
         {"threshold", TW_PARAM_DOUBLE, "50", 0, 100,                         \
          "% of snapshots that must be bottlenecks for the rule to fire"},    \
             {"gpu_threshold", TW_PARAM_DOUBLE, "10", 0, 100,                 \
              "% - a GPU utilisation sample below this is low"},              \
-            {high_name, TW_PARAM_DOUBLE, high_default, 0, 100, high_help},   \
+            {high_name, TW_PARAM_DOUBLE, high_default, -1, 100, high_help},  \
             {"patience", TW_PARAM_INT, "1000", 0, 1e15,                      \
              "evaluate only when more than this many snapshots were seen"},  \
             {"max_report_entries", TW_PARAM_INT,                             \

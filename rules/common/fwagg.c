@@ -92,32 +92,70 @@ static int contains_lower(const char *s, const char *needle)
     return 0;
 }
 
-static int add_event(tw_fwagg *a, const tw_fw_event *e)
+/* The classification of §3.11 as modified by §4 (first match wins). */
+enum {
+    CLS_CPU,
+    CLS_GPU,
+    CLS_STEP,
+    CLS_FORWARD,
+    CLS_BACKWARD,
+    CLS_GENERAL,
+    CLS_HOROVOD,
+    CLS_NONE
+};
+
+static int classify(const tw_fw_event *e)
+{
+    const char *phase = e->phase != NULL ? e->phase : "Unknown";
+    if (contains_lower(phase, "cpu"))
+        return CLS_CPU;
+    if (contains_lower(phase, "gpu"))
+        return CLS_GPU;
+    if (strstr(phase, "Step") != NULL)
+        return CLS_STEP;
+    if (strcmp(phase, "Forward-SubModuleInternal") == 0)
+        return CLS_FORWARD;
+    if (strcmp(phase, "Backward-SubModuleInternal") == 0)
+        return CLS_BACKWARD;
+    int horovod = e->source == TW_SOURCE_HOROVOD;
+    if (strstr(phase, ":CPU") == NULL && strstr(phase, ":GPU") == NULL &&
+        !horovod)
+        return CLS_GENERAL;
+    return horovod ? CLS_HOROVOD : CLS_NONE;
+}
+
+static int add_classified(tw_fwagg *a, const tw_fw_event *e, int cls)
 {
     const char *phase = e->phase != NULL ? e->phase : "Unknown";
     const char *name = e->name != NULL ? e->name : "";
     int64_t dur = e->end_us - e->start_us;
-    if (contains_lower(phase, "cpu")) {
+    switch (cls) {
+    case CLS_CPU: {
         tw_smap *ops = tw_smap_sub(&a->cpu_ops, phase);
         return ops != NULL ? tw_smap_add(ops, name, dur) : TW_ERR;
     }
-    if (contains_lower(phase, "gpu")) {
+    case CLS_GPU: {
         tw_smap *ops = tw_smap_sub(&a->gpu_ops, phase);
         return ops != NULL ? tw_smap_add(ops, name, dur) : TW_ERR;
     }
-    if (strstr(phase, "Step") != NULL)
+    case CLS_STEP:
         return tw_smap_add(&a->step_phases, phase, dur);
-    if (strcmp(phase, "Forward-SubModuleInternal") == 0)
+    case CLS_FORWARD:
         return tw_smap_add(&a->forward, name, dur);
-    if (strcmp(phase, "Backward-SubModuleInternal") == 0)
+    case CLS_BACKWARD:
         return tw_smap_add(&a->backward, name, dur);
-    int horovod = e->source == TW_SOURCE_HOROVOD;
-    if (strstr(phase, ":CPU") == NULL && strstr(phase, ":GPU") == NULL &&
-        !horovod)
+    case CLS_GENERAL:
         return tw_smap_add(&a->general, phase, dur);
-    if (horovod)
+    case CLS_HOROVOD:
         return tw_smap_add(&a->horovod, name, dur);
-    return TW_OK;
+    default:
+        return TW_OK;
+    }
+}
+
+static int add_event(tw_fwagg *a, const tw_fw_event *e)
+{
+    return add_classified(a, e, classify(e));
 }
 
 static int64_t ops_sum(const tw_smap *ops)
@@ -168,6 +206,96 @@ int tw_fwagg_instant(tw_fwagg *a, const tw_fw_event *ev, size_t n,
             (double)ev[i].end_us > begin_us && add_event(a, &ev[i]) != TW_OK)
             rc = TW_ERR;
     note_keys(a, ko);
+    return rc;
+}
+
+/* Sort helper for tw_fwagg_instants: anchor positions by value. */
+typedef struct anchor_pos {
+    double v;
+    size_t i;
+} anchor_pos;
+
+static int cmp_anchor(const void *pa, const void *pb)
+{
+    const anchor_pos *a = pa, *b = pb;
+    if (a->v != b->v)
+        return a->v < b->v ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* First position in sorted[0..n) whose value is > x. */
+static size_t upper_bound(const anchor_pos *sorted, size_t n, double x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid].v > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+int tw_fwagg_instants(tw_fwagg *a, const tw_fw_event *ev, size_t n,
+                      const double *begin_us, size_t nb, tw_keyorder *ko)
+{
+    if (nb <= 1)
+        return nb == 1 ? tw_fwagg_instant(a, ev, n, begin_us[0], ko) : TW_OK;
+    int rc = TW_ERR;
+    anchor_pos *sorted = malloc(nb * sizeof(*sorted));
+    size_t *off = calloc(nb + 1, sizeof(size_t));
+    size_t *fill = calloc(nb, sizeof(size_t));
+    size_t *list = NULL;
+    /* Each event is classified once, however many anchors it contains. */
+    unsigned char *cls = malloc(n ? n : 1);
+    if (sorted == NULL || off == NULL || fill == NULL || cls == NULL)
+        goto out;
+    memset(cls, 0xff, n ? n : 1);
+    for (size_t k = 0; k < nb; k++)
+        sorted[k] = (anchor_pos){begin_us[k], k};
+    qsort(sorted, nb, sizeof(*sorted), cmp_anchor);
+    /* Pass 1: how many events contain each anchor (the same strict double
+     * comparisons as tw_fwagg_instant). */
+    for (size_t i = 0; i < n; i++) {
+        double s = (double)ev[i].start_us, e = (double)ev[i].end_us;
+        for (size_t k = upper_bound(sorted, nb, s); k < nb && sorted[k].v < e;
+             k++)
+            off[sorted[k].i + 1]++;
+    }
+    for (size_t k = 0; k < nb; k++)
+        off[k + 1] += off[k];
+    list = malloc((off[nb] ? off[nb] : 1) * sizeof(size_t));
+    if (list == NULL)
+        goto out;
+    /* Pass 2: each anchor's events, in event order. */
+    for (size_t i = 0; i < n; i++) {
+        double s = (double)ev[i].start_us, e = (double)ev[i].end_us;
+        for (size_t k = upper_bound(sorted, nb, s); k < nb && sorted[k].v < e;
+             k++) {
+            size_t at = sorted[k].i;
+            list[off[at] + fill[at]++] = i;
+        }
+    }
+    /* Replay anchor by anchor: the sequence of additions, and so every
+     * sum and every key's first-seen position, is the reference's. */
+    rc = TW_OK;
+    for (size_t k = 0; k < nb; k++) {
+        for (size_t m = off[k]; m < off[k + 1]; m++) {
+            size_t i = list[m];
+            if (cls[i] == 0xff)
+                cls[i] = (unsigned char)classify(&ev[i]);
+            if (add_classified(a, &ev[i], cls[i]) != TW_OK)
+                rc = TW_ERR;
+        }
+        note_keys(a, ko);
+    }
+out:
+    free(cls);
+    free(sorted);
+    free(off);
+    free(fill);
+    free(list);
     return rc;
 }
 

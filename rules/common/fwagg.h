@@ -117,6 +117,11 @@ int tw_fwagg_instant(tw_fwagg *a, const tw_fw_event *ev, size_t n,
                      double begin_us, tw_keyorder *ko);
 /* Interval selector: events with end_us >= begin_us and start_us <= end_us
  * (inclusive). */
+/* tw_fwagg_instant for each of begin_us[0..nb) in turn, with the same
+ * result (sums and key order), in O(n log nb + matches) instead of
+ * O(n * nb): bottleneck rules aggregate at every bottleneck instant. */
+int tw_fwagg_instants(tw_fwagg *a, const tw_fw_event *ev, size_t n,
+                      const double *begin_us, size_t nb, tw_keyorder *ko);
 int tw_fwagg_interval(tw_fwagg *a, const tw_fw_event *ev, size_t n,
                       int64_t begin_us, int64_t end_us, tw_keyorder *ko);
 

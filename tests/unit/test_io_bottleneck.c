@@ -208,7 +208,10 @@ static void test_bad_parameters(void **st)
 {
     (void)st;
     rt_env *e = rt_env_new();
-    const char *a[] = {"io_threshold", "-1", NULL};
+    /* -1 (every sample is high) is TRIGGER_ALL's value; below is refused. */
+    const char *ok[] = {"io_threshold", "-1", NULL};
+    assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, ok), TW_OK);
+    const char *a[] = {"io_threshold", "-1.5", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, a), TW_ERR);
     assert_non_null(strstr(e->err, "io_threshold"));
     const char *b[] = {"cpu_threshold", "90", NULL};

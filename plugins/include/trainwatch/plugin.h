@@ -330,6 +330,12 @@ typedef struct tw_host {
                            char *err, size_t errlen);
     const char *(*subrule_name)(const tw_subrule *r);
     void (*subrule_destroy)(tw_subrule *r);
+
+    /* Bytes in a checkpoint buffer so far. A rule that saves sub-rules
+     * (subrule_save appends an unframed blob) reads it before and after
+     * to frame each blob. Appended last: plugins that do not use it are
+     * unaffected. */
+    size_t (*buf_len)(const tw_buf *b);
 } tw_host;
 
 /* ------------------------------------------------------------------------

@@ -68,13 +68,13 @@ static const tw_param_spec so_params[P_COUNT] = {
      "named <mode> or Step:<mode> (e.g. ModeKeys.TRAIN)"},
     {"n_outliers", TW_PARAM_INT, "10", 0.0, 1e12,
      "trigger only when a (node, step kind) has more outliers than this"},
-    {"max_exact_steps", TW_PARAM_INT, "1000000", 1000.0, 1e9,
+    {"max_exact_steps", TW_PARAM_INT, "20000", 1000.0, 1e9,
      "trainwatch extension, fixed semantics only: steps per (node, step "
      "kind) kept exactly before switching to bounded summaries"},
 };
 
 #define SO_MIN_STEPS 100          /* evaluate above this many durations */
-#define SO_SUMMARY_KEYS 100000u   /* count-map cap in summary mode */
+#define SO_SUMMARY_KEYS 4096u     /* count-map cap in summary mode */
 #define SO_OWNKEY_STEP_DETAILS 0u /* Details key id of "step_details" */
 
 /* A step number: its text (in an arena) and whether it was a JSON string. */

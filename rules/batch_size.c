@@ -87,10 +87,10 @@ typedef struct bs {
     uint32_t window;
     const char *ptext[P_COUNT];
 
-    tw_strmap cpu_nodes; /* nodes with CPU data, first-seen order */
+    tw_namemap cpu_nodes; /* nodes with CPU data, first-seen order */
     bs_cpu_node *cpu;
     uint32_t cpu_cap;
-    tw_strmap cores;     /* union of CPU series names              */
+    tw_namemap cores;     /* union of CPU series names              */
     tw_seriestab util_tab, mem_tab;
     bs_gpu *util;
     uint32_t util_cap;
@@ -169,8 +169,8 @@ static void bs_destroy(void *state)
     free(r->mem);
     free(r->cpu_cache);
     free(r->scratch);
-    tw_strmap_free(&r->cpu_nodes);
-    tw_strmap_free(&r->cores);
+    tw_namemap_free(&r->cpu_nodes);
+    tw_namemap_free(&r->cores);
     tw_seriestab_free(&r->util_tab);
     tw_seriestab_free(&r->mem_tab);
     free(r);
@@ -199,8 +199,8 @@ static int bs_create(const tw_host *host, const tw_params *params,
     for (int i = 0; i < P_COUNT; i++)
         r->ptext[i] = params->values[i].text;
     r->lt_seq = BS_NOSEQ;
-    tw_strmap_init(&r->cpu_nodes);
-    tw_strmap_init(&r->cores);
+    tw_namemap_init(&r->cpu_nodes);
+    tw_namemap_init(&r->cores);
     tw_seriestab_init(&r->util_tab);
     tw_seriestab_init(&r->mem_tab);
     r->scratch = malloc(((size_t)r->window + 1) * sizeof(double));
@@ -218,7 +218,7 @@ static int bs_cpu_node_add(bs *r, const char *node, uint32_t *idx)
     int added;
     if (tw_sys_grow((void **)&r->cpu, sizeof(bs_cpu_node), &r->cpu_cap,
                     r->cpu_nodes.count + 1) != TW_OK ||
-        tw_strmap_add(&r->cpu_nodes, node, idx, &added) != TW_OK)
+        tw_namemap_add(&r->cpu_nodes, node, idx, &added) != TW_OK)
         return TW_ERR;
     if (!added)
         return TW_OK;
@@ -304,7 +304,7 @@ static int bs_ingest(bs *r, const tw_scan *scan)
         if (cn == UINT32_MAX)
             continue;
         uint32_t core;
-        if (tw_strmap_add(&r->cores, scan->series[smp->series].name, &core,
+        if (tw_namemap_add(&r->cores, scan->series[smp->series].name, &core,
                           NULL) != TW_OK)
             return TW_ERR;
         uint64_t *slot = tw_dmap_put(&r->cpu[cn].scan_sums, smp->ts, 0, NULL);
@@ -377,8 +377,8 @@ static int bs_evaluate(bs *r, int64_t clock)
             return TW_ERR;
         if (!(cpu95 < r->cpu_thr))
             continue;
-        const char *node = tw_strmap_key(&r->cpu_nodes, cn);
-        uint32_t un = tw_strmap_find(&r->util_tab.nodes, node);
+        const char *node = tw_namemap_key(&r->cpu_nodes, cn);
+        uint32_t un = tw_namemap_find(&r->util_tab.nodes, node);
         if (un == UINT32_MAX)
             continue; /* quirk 3: no GPU data for this node */
         for (uint32_t gid = 0; gid < tw_seriestab_count(&r->util_tab); gid++) {
@@ -439,8 +439,8 @@ static void bs_write_box(const tw_host *h, tw_json *j, const tw_box *b)
 static void bs_write_node(bs *r, tw_json *j, uint32_t cn)
 {
     const tw_host *h = r->host;
-    const char *node = tw_strmap_key(&r->cpu_nodes, cn);
-    uint32_t un = tw_strmap_find(&r->util_tab.nodes, node);
+    const char *node = tw_namemap_key(&r->cpu_nodes, cn);
+    uint32_t un = tw_namemap_find(&r->util_tab.nodes, node);
     h->json_key(j, node);
     h->json_object_begin(j);
     h->json_key(j, "cpu");
@@ -553,8 +553,8 @@ static int bs_save(void *state, tw_buf *out)
     tw_ser_u32(&s, r->next_seq);
     tw_ser_u32(&s, r->lt_seq);
     tw_ser_i64(&s, r->last_timestamp);
-    tw_strmap_save(&r->cores, &s);
-    tw_strmap_save(&r->cpu_nodes, &s);
+    tw_namemap_save(&r->cores, &s);
+    tw_namemap_save(&r->cpu_nodes, &s);
     for (uint32_t i = 0; i < r->cpu_nodes.count; i++) {
         tw_ser_u32(&s, r->cpu[i].det_seq);
         bs_save_box(&s, &r->cpu[i].box);
@@ -591,28 +591,28 @@ static int bs_restore(void *state, const void *data, size_t len, char *err,
     r->next_seq = tw_deser_u32(&d);
     r->lt_seq = tw_deser_u32(&d);
     r->last_timestamp = tw_deser_i64(&d);
-    tw_strmap nodes;
-    tw_strmap_init(&nodes);
-    if (tw_strmap_load(&r->cores, &d) != TW_OK ||
-        tw_strmap_load(&nodes, &d) != TW_OK) {
-        tw_strmap_free(&nodes);
+    tw_namemap nodes;
+    tw_namemap_init(&nodes);
+    if (tw_namemap_load(&r->cores, &d) != TW_OK ||
+        tw_namemap_load(&nodes, &d) != TW_OK) {
+        tw_namemap_free(&nodes);
         goto bad;
     }
     for (uint32_t i = 0; i < nodes.count; i++) {
         uint32_t idx;
-        if (bs_cpu_node_add(r, tw_strmap_key(&nodes, i), &idx) != TW_OK ||
+        if (bs_cpu_node_add(r, tw_namemap_key(&nodes, i), &idx) != TW_OK ||
             idx != i) {
-            tw_strmap_free(&nodes);
+            tw_namemap_free(&nodes);
             goto bad;
         }
         r->cpu[i].det_seq = tw_deser_u32(&d);
         bs_load_box(&d, &r->cpu[i].box);
         if (bs_load_hist(&d, &r->cpu[i].h) != TW_OK) {
-            tw_strmap_free(&nodes);
+            tw_namemap_free(&nodes);
             goto bad;
         }
     }
-    tw_strmap_free(&nodes);
+    tw_namemap_free(&nodes);
     if (tw_seriestab_load(&r->util_tab, &d) != TW_OK)
         goto bad;
     for (uint32_t i = 0; i < tw_seriestab_count(&r->util_tab); i++) {

@@ -67,7 +67,7 @@ typedef struct osu_cell {
 } osu_cell;
 
 typedef struct osu_metric {
-    tw_strmap nodes; /* first-seen order */
+    tw_namemap nodes; /* first-seen order */
     osu_cell *cells;
     uint32_t cap;
 } osu_metric;
@@ -76,7 +76,7 @@ typedef struct osu {
     const tw_host *host;
     tw_semantics sem;
     osu_metric m[M_COUNT];
-    tw_strmap gpu_ids, core_ids;
+    tw_namemap gpu_ids, core_ids;
     uint8_t *mask;   /* host series id -> 1 + metric bits; 0 = unknown */
     uint32_t mask_cap;
     int64_t datapoints;
@@ -90,7 +90,7 @@ static void osu_metric_free(osu_metric *m)
         tw_countmap_free(&m->cells[i].sums);
     }
     free(m->cells);
-    tw_strmap_free(&m->nodes);
+    tw_namemap_free(&m->nodes);
     memset(m, 0, sizeof(*m));
 }
 
@@ -101,8 +101,8 @@ static void osu_destroy(void *state)
         return;
     for (int k = 0; k < M_COUNT; k++)
         osu_metric_free(&r->m[k]);
-    tw_strmap_free(&r->gpu_ids);
-    tw_strmap_free(&r->core_ids);
+    tw_namemap_free(&r->gpu_ids);
+    tw_namemap_free(&r->core_ids);
     free(r->mask);
     free(r);
 }
@@ -118,9 +118,9 @@ static int osu_create(const tw_host *host, const tw_params *params,
     r->host = host;
     r->sem = params->semantics;
     for (int k = 0; k < M_COUNT; k++)
-        tw_strmap_init(&r->m[k].nodes);
-    tw_strmap_init(&r->gpu_ids);
-    tw_strmap_init(&r->core_ids);
+        tw_namemap_init(&r->m[k].nodes);
+    tw_namemap_init(&r->gpu_ids);
+    tw_namemap_init(&r->core_ids);
     *state = r;
     return TW_OK;
 }
@@ -132,7 +132,7 @@ static int osu_cell_of(osu *r, int metric, const char *node, osu_cell **out)
     int added;
     if (tw_sys_grow((void **)&m->cells, sizeof(osu_cell), &m->cap,
                     m->nodes.count + 1) != TW_OK ||
-        tw_strmap_add(&m->nodes, node, &idx, &added) != TW_OK)
+        tw_namemap_add(&m->nodes, node, &idx, &added) != TW_OK)
         return TW_ERR;
     if (added) {
         tw_dmap_init(&m->cells[idx].ts);
@@ -201,10 +201,10 @@ static int osu_ingest(osu *r, const tw_scan *scan)
             continue;
         uint32_t idx;
         if ((bits & (1u << M_GPU)) &&
-            tw_strmap_add(&r->gpu_ids, s->name, &idx, NULL) != TW_OK)
+            tw_namemap_add(&r->gpu_ids, s->name, &idx, NULL) != TW_OK)
             return TW_ERR;
         if ((bits & (1u << M_CPU)) &&
-            tw_strmap_add(&r->core_ids, s->name, &idx, NULL) != TW_OK)
+            tw_namemap_add(&r->core_ids, s->name, &idx, NULL) != TW_OK)
             return TW_ERR;
         if (r->sem == TW_SEMANTICS_FIXED && (smp->flags & TW_SAMPLE_REPEAT))
             continue; /* quirk 3 corrected: counted in the previous scan */
@@ -249,7 +249,7 @@ static int osu_scan(void *state, const tw_scan *scan, tw_scan_result *out,
         if (n > OSU_MAX_DATAPOINTS) {
             for (int k = 0; k < M_COUNT; k++) {
                 osu_metric_free(&r->m[k]);
-                tw_strmap_init(&r->m[k].nodes);
+                tw_namemap_init(&r->m[k].nodes);
             }
         }
     }
@@ -311,7 +311,7 @@ static int osu_write_metric(osu *r, tw_json *j, int k)
         double st[5];
         if (osu_stats(r, c, st) != TW_OK)
             return TW_ERR;
-        h->json_key(j, tw_strmap_key(&m->nodes, n));
+        h->json_key(j, tw_namemap_key(&m->nodes, n));
         h->json_object_begin(j);
         for (int i = 0; i < 5; i++) {
             double x = st[i] / div;
@@ -358,11 +358,11 @@ static int osu_save(void *state, tw_buf *out)
     tw_ser_u32(&s, OSU_STATE_TAG);
     tw_ser_i64(&s, r->datapoints);
     tw_ser_u8(&s, (uint8_t)r->scanned);
-    tw_strmap_save(&r->gpu_ids, &s);
-    tw_strmap_save(&r->core_ids, &s);
+    tw_namemap_save(&r->gpu_ids, &s);
+    tw_namemap_save(&r->core_ids, &s);
     for (int k = 0; k < M_COUNT; k++) {
         const osu_metric *m = &r->m[k];
-        tw_strmap_save(&m->nodes, &s);
+        tw_namemap_save(&m->nodes, &s);
         for (uint32_t n = 0; n < m->nodes.count; n++) {
             const osu_cell *c = &m->cells[n];
             tw_ser_u64(&s, c->ts.n);
@@ -389,20 +389,20 @@ static int osu_restore(void *state, const void *data, size_t len, char *err,
     }
     r->datapoints = tw_deser_i64(&d);
     r->scanned = tw_deser_u8(&d);
-    if (tw_strmap_load(&r->gpu_ids, &d) != TW_OK ||
-        tw_strmap_load(&r->core_ids, &d) != TW_OK)
+    if (tw_namemap_load(&r->gpu_ids, &d) != TW_OK ||
+        tw_namemap_load(&r->core_ids, &d) != TW_OK)
         goto bad;
     for (int k = 0; k < M_COUNT; k++) {
-        tw_strmap nodes;
-        tw_strmap_init(&nodes);
-        if (tw_strmap_load(&nodes, &d) != TW_OK) {
-            tw_strmap_free(&nodes);
+        tw_namemap nodes;
+        tw_namemap_init(&nodes);
+        if (tw_namemap_load(&nodes, &d) != TW_OK) {
+            tw_namemap_free(&nodes);
             goto bad;
         }
         for (uint32_t n = 0; n < nodes.count; n++) {
             osu_cell *c;
-            if (osu_cell_of(r, k, tw_strmap_key(&nodes, n), &c) != TW_OK) {
-                tw_strmap_free(&nodes);
+            if (osu_cell_of(r, k, tw_namemap_key(&nodes, n), &c) != TW_OK) {
+                tw_namemap_free(&nodes);
                 goto bad;
             }
             uint64_t ne = tw_deser_count(&d, 16);
@@ -411,16 +411,16 @@ static int osu_restore(void *state, const void *data, size_t len, char *err,
                 uint64_t val = tw_deser_u64(&d);
                 uint64_t *slot = tw_dmap_put(&c->ts, key, val, NULL);
                 if (slot == NULL) {
-                    tw_strmap_free(&nodes);
+                    tw_namemap_free(&nodes);
                     goto bad;
                 }
             }
             if (tw_countmap_restore(&c->sums, &d) != TW_OK) {
-                tw_strmap_free(&nodes);
+                tw_namemap_free(&nodes);
                 goto bad;
             }
         }
-        tw_strmap_free(&nodes);
+        tw_namemap_free(&nodes);
     }
     if (tw_deser_done(&d))
         return TW_OK;

@@ -105,12 +105,12 @@ static int key_eq(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
-void tw_strmap_init(tw_strmap *m)
+void tw_namemap_init(tw_namemap *m)
 {
     memset(m, 0, sizeof(*m));
 }
 
-void tw_strmap_free(tw_strmap *m)
+void tw_namemap_free(tw_namemap *m)
 {
     for (uint32_t i = 0; i < m->count; i++)
         free(m->keys[i]);
@@ -119,7 +119,7 @@ void tw_strmap_free(tw_strmap *m)
     memset(m, 0, sizeof(*m));
 }
 
-uint32_t tw_strmap_find(const tw_strmap *m, const char *key)
+uint32_t tw_namemap_find(const tw_namemap *m, const char *key)
 {
     if (m->nslots == 0)
         return UINT32_MAX;
@@ -133,7 +133,7 @@ uint32_t tw_strmap_find(const tw_strmap *m, const char *key)
     }
 }
 
-static int strmap_rehash(tw_strmap *m, uint32_t nslots)
+static int strmap_rehash(tw_namemap *m, uint32_t nslots)
 {
     uint32_t *slots = calloc(nslots, sizeof(uint32_t));
     if (slots == NULL)
@@ -150,9 +150,9 @@ static int strmap_rehash(tw_strmap *m, uint32_t nslots)
     return TW_OK;
 }
 
-int tw_strmap_add(tw_strmap *m, const char *key, uint32_t *idx, int *added)
+int tw_namemap_add(tw_namemap *m, const char *key, uint32_t *idx, int *added)
 {
-    uint32_t found = tw_strmap_find(m, key);
+    uint32_t found = tw_namemap_find(m, key);
     if (added != NULL)
         *added = 0;
     if (found != UINT32_MAX) {
@@ -183,19 +183,19 @@ int tw_strmap_add(tw_strmap *m, const char *key, uint32_t *idx, int *added)
     return TW_OK;
 }
 
-const char *tw_strmap_key(const tw_strmap *m, uint32_t idx)
+const char *tw_namemap_key(const tw_namemap *m, uint32_t idx)
 {
     return idx < m->count ? m->keys[idx] : NULL;
 }
 
-void tw_strmap_save(const tw_strmap *m, tw_ser *s)
+void tw_namemap_save(const tw_namemap *m, tw_ser *s)
 {
     tw_ser_u32(s, m->count);
     for (uint32_t i = 0; i < m->count; i++)
         tw_ser_str(s, m->keys[i]);
 }
 
-int tw_strmap_load(tw_strmap *m, tw_deser *d)
+int tw_namemap_load(tw_namemap *m, tw_deser *d)
 {
     uint32_t n = tw_deser_u32(d);
     if (!tw_deser_ok(d) || (size_t)n * 4 > d->left) {
@@ -208,7 +208,7 @@ int tw_strmap_load(tw_strmap *m, tw_deser *d)
             return TW_ERR;
         uint32_t idx;
         int added;
-        int rc = tw_strmap_add(m, k, &idx, &added);
+        int rc = tw_namemap_add(m, k, &idx, &added);
         free(k);
         if (rc != TW_OK || !added) {
             tw_deser_fail(d);
@@ -253,14 +253,14 @@ int tw_sys_grow(void **arr, size_t size, uint32_t *cap, uint32_t need)
 void tw_seriestab_init(tw_seriestab *t)
 {
     memset(t, 0, sizeof(*t));
-    tw_strmap_init(&t->keys);
-    tw_strmap_init(&t->nodes);
+    tw_namemap_init(&t->keys);
+    tw_namemap_init(&t->nodes);
 }
 
 void tw_seriestab_free(tw_seriestab *t)
 {
-    tw_strmap_free(&t->keys);
-    tw_strmap_free(&t->nodes);
+    tw_namemap_free(&t->keys);
+    tw_namemap_free(&t->nodes);
     free(t->node_of);
     free(t->cache);
     memset(t, 0, sizeof(*t));
@@ -297,7 +297,7 @@ uint32_t tw_seriestab_find(const tw_seriestab *t, const char *node,
     char *key = series_key(node != NULL ? node : "", name);
     if (key == NULL)
         return TW_SERIES_NONE;
-    uint32_t id = tw_strmap_find(&t->keys, key);
+    uint32_t id = tw_namemap_find(&t->keys, key);
     free(key);
     return id == UINT32_MAX ? TW_SERIES_NONE : id;
 }
@@ -316,9 +316,9 @@ int tw_seriestab_add(tw_seriestab *t, const char *node, const char *name,
                          before + 1);
     uint32_t nidx = 0;
     if (rc == TW_OK)
-        rc = tw_strmap_add(&t->nodes, node, &nidx, NULL);
+        rc = tw_namemap_add(&t->nodes, node, &nidx, NULL);
     if (rc == TW_OK)
-        rc = tw_strmap_add(&t->keys, key, id, &is_new);
+        rc = tw_namemap_add(&t->keys, key, id, &is_new);
     free(key);
     if (rc != TW_OK)
         return TW_ERR;
@@ -366,13 +366,13 @@ uint32_t tw_seriestab_node(const tw_seriestab *t, uint32_t id)
 
 const char *tw_seriestab_node_name(const tw_seriestab *t, uint32_t node)
 {
-    return tw_strmap_key(&t->nodes, node);
+    return tw_namemap_key(&t->nodes, node);
 }
 
 const char *tw_seriestab_name(const tw_seriestab *t, uint32_t id)
 {
-    const char *key = tw_strmap_key(&t->keys, id);
-    const char *node = tw_strmap_key(&t->nodes, t->node_of[id]);
+    const char *key = tw_namemap_key(&t->keys, id);
+    const char *node = tw_namemap_key(&t->nodes, t->node_of[id]);
     const char *p = key + strlen(node);
     return *p == KEY_NONE ? NULL : p + 1;
 }
@@ -382,7 +382,7 @@ void tw_seriestab_save(const tw_seriestab *t, tw_ser *s)
     uint32_t n = t->keys.count;
     tw_ser_u32(s, n);
     for (uint32_t i = 0; i < n; i++) {
-        tw_ser_str(s, tw_strmap_key(&t->nodes, t->node_of[i]));
+        tw_ser_str(s, tw_namemap_key(&t->nodes, t->node_of[i]));
         tw_ser_str(s, tw_seriestab_name(t, i));
     }
 }

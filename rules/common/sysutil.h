@@ -3,7 +3,7 @@
  * (GPUMemoryIncrease, BatchSize, LoadBalancing, OverallSystemUsage):
  *
  *  - tw_dring:  the newest `cap` doubles of a series (ring buffer);
- *  - tw_strmap: string -> dense index in insertion order (NULL is a key of
+ *  - tw_namemap: string -> dense index in insertion order (NULL is a key of
  *               its own, like Python's None), used for node ids, GPU and
  *               core names;
  *  - tw_seriestab: the series of one metric keyed like the reference's
@@ -13,8 +13,8 @@
  * All of them save to / load from the checkpoint encoding of ser.h.
  * Errors are allocation failures (TW_ERR); nothing is changed then.
  *
- * Ownership: each container owns its storage (tw_*_free); tw_strmap owns
- * copies of its keys, and tw_strmap_key() returns a pointer owned by the
+ * Ownership: each container owns its storage (tw_*_free); tw_namemap owns
+ * copies of its keys, and tw_namemap_key() returns a pointer owned by the
  * map, valid until the map is freed or cleared.
  */
 #ifndef TW_RULES_SYSUTIL_H
@@ -49,32 +49,33 @@ void tw_dring_save(const tw_dring *r, tw_ser *s);
 /* Restores into an initialised ring of the same capacity. */
 int tw_dring_load(tw_dring *r, tw_deser *d);
 
-/* ---- string -> index ------------------------------------------------ */
+/* ---- string -> index (named apart from engine/strmap.h's tw_strmap,
+ * which rules cannot use: rules build against plugin.h only) ---------- */
 
-typedef struct tw_strmap {
+typedef struct tw_namemap {
     char **keys;      /* insertion order; NULL entry = the None key */
     uint32_t count;
     uint32_t keys_cap;
     uint32_t *slots;  /* open addressing: index + 1, 0 = empty */
     uint32_t nslots;  /* power of two */
-} tw_strmap;
+} tw_namemap;
 
-void tw_strmap_init(tw_strmap *m);
-void tw_strmap_free(tw_strmap *m);
+void tw_namemap_init(tw_namemap *m);
+void tw_namemap_free(tw_namemap *m);
 /* Index of `key` (may be NULL) or UINT32_MAX when absent. */
-uint32_t tw_strmap_find(const tw_strmap *m, const char *key);
+uint32_t tw_namemap_find(const tw_namemap *m, const char *key);
 /* Index of `key`, adding a copy when absent (*added = 1 then). */
-int tw_strmap_add(tw_strmap *m, const char *key, uint32_t *idx, int *added);
-const char *tw_strmap_key(const tw_strmap *m, uint32_t idx);
-void tw_strmap_save(const tw_strmap *m, tw_ser *s);
-int tw_strmap_load(tw_strmap *m, tw_deser *d); /* into an empty map */
+int tw_namemap_add(tw_namemap *m, const char *key, uint32_t *idx, int *added);
+const char *tw_namemap_key(const tw_namemap *m, uint32_t idx);
+void tw_namemap_save(const tw_namemap *m, tw_ser *s);
+int tw_namemap_load(tw_namemap *m, tw_deser *d); /* into an empty map */
 
 /* ---- (node, name) series table ------------------------------------ */
 
 typedef struct tw_seriestab {
-    tw_strmap keys;     /* "<node>\x1f<name>" (or "<node>\x1e" for a None
+    tw_namemap keys;     /* "<node>\x1f<name>" (or "<node>\x1e" for a None
                            name) -> dense id, first-seen order           */
-    tw_strmap nodes;    /* node ids, first-seen order within this table */
+    tw_namemap nodes;    /* node ids, first-seen order within this table */
     uint32_t *node_of;  /* dense id -> index in `nodes`                 */
     uint32_t node_cap;
     uint32_t *cache;    /* host series id -> dense id + 1; 0 = unknown,

@@ -352,6 +352,8 @@ int tw_cmd_eval(int argc, char **argv)
     int rc = rules_path != NULL
                  ? tw_config_load(rules_path, &cfg, err, sizeof(err))
                  : tw_config_default(reg, &cfg, err, sizeof(err));
+    if (rc == TW_OK && cfg->nrules == 0)
+        rc = tw_config_default_rules(cfg, reg, err, sizeof(err));
     if (rc != TW_OK) {
         fprintf(stderr, "trainwatch eval: %s\n", err);
         goto out;

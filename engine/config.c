@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,41 +59,173 @@ static const char *const profiler_rules[] = {
     "Dataloader",        "OverallFrameworkMetrics",
 };
 
+int tw_config_default_rules(tw_config *c, tw_registry *reg, char *err,
+                            size_t errlen)
+{
+    const tw_plugin *p;
+    char why[512];
+    size_t n = sizeof(profiler_rules) / sizeof(profiler_rules[0]);
+    tw_rule_spec *rules = tw_arena_alloc(&c->arena, (n + 1) * sizeof(*rules));
+    tw_rule_actions *acts = tw_arena_alloc(&c->arena, (n + 1) * sizeof(*acts));
+    if (rules == NULL || acts == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return TW_ERR;
+    }
+    memset(rules, 0, (n + 1) * sizeof(*rules));
+    memset(acts, 0, (n + 1) * sizeof(*acts));
+    size_t nrules = 0;
+    if (tw_registry_find(reg, "ProfilerReport", &p, why, sizeof(why)) == TW_OK) {
+        rules[nrules++].rule = "ProfilerReport";
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (tw_registry_find(reg, profiler_rules[i], &p, why,
+                                 sizeof(why)) == TW_OK)
+                rules[nrules++].rule = profiler_rules[i];
+    }
+    if (nrules == 0) {
+        snprintf(err, errlen,
+                 "no built-in rules found (looked in $TRAINWATCH_RULES_DIR, "
+                 "%s and %s)",
+                 TW_RULES_BUILD_DIR, TW_RULES_INSTALL_DIR);
+        return TW_ERR;
+    }
+    c->rules = rules;
+    c->actions = acts;
+    c->nrules = nrules;
+    return TW_OK;
+}
+
 int tw_config_default(tw_registry *reg, tw_config **out, char *err,
                       size_t errlen)
 {
+    *out = NULL;
     tw_config *c = config_new();
     if (c == NULL) {
         snprintf(err, errlen, "out of memory");
         return TW_ERR;
     }
-    const tw_plugin *p;
-    char why[512];
-    size_t n = sizeof(profiler_rules) / sizeof(profiler_rules[0]);
-    c->rules = tw_arena_alloc(&c->arena, (n + 1) * sizeof(tw_rule_spec));
-    if (c->rules == NULL) {
-        tw_config_free(c);
-        snprintf(err, errlen, "out of memory");
-        return TW_ERR;
-    }
-    if (tw_registry_find(reg, "ProfilerReport", &p, why, sizeof(why)) == TW_OK) {
-        c->rules[0].rule = "ProfilerReport";
-        c->nrules = 1;
-    } else {
-        for (size_t i = 0; i < n; i++)
-            if (tw_registry_find(reg, profiler_rules[i], &p, why,
-                                 sizeof(why)) == TW_OK)
-                c->rules[c->nrules++].rule = profiler_rules[i];
-    }
-    if (c->nrules == 0) {
-        snprintf(err, errlen,
-                 "no built-in rules found (looked in $TRAINWATCH_RULES_DIR, "
-                 "%s and %s)",
-                 TW_RULES_BUILD_DIR, TW_RULES_INSTALL_DIR);
+    if (tw_config_default_rules(c, reg, err, errlen) != TW_OK) {
         tw_config_free(c);
         return TW_ERR;
     }
     *out = c;
+    return TW_OK;
+}
+
+/* ---- settings sections ------------------------------------------------- */
+
+const tw_setting *tw_settings_find(const tw_settings *s, const char *key)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->items[i].key, key) == 0)
+            return &s->items[i];
+    return NULL;
+}
+
+int tw_settings_error(const tw_settings *s, const tw_setting *at, char *err,
+                      size_t errlen, const char *fmt, ...)
+{
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    const char *path = s->path ? s->path : "(default)";
+    const char *what = s->what ? s->what : "settings";
+    if (at != NULL)
+        snprintf(err, errlen, "%s:%d: %s: key '%s': %s", path, at->line, what,
+                 at->key, msg);
+    else
+        snprintf(err, errlen, "%s:%d: %s: %s", path, s->line, what, msg);
+    return TW_ERR;
+}
+
+int tw_settings_check_keys(const tw_settings *s, const char *const *known,
+                           const char *const *prefixes, char *err,
+                           size_t errlen)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const char *key = s->items[i].key;
+        int ok = 0;
+        for (size_t k = 0; known != NULL && known[k] != NULL && !ok; k++)
+            ok = strcmp(key, known[k]) == 0;
+        for (size_t k = 0; prefixes != NULL && prefixes[k] != NULL && !ok; k++)
+            ok = strncmp(key, prefixes[k], strlen(prefixes[k])) == 0;
+        if (!ok) {
+            char list[256] = "";
+            size_t used = 0;
+            for (size_t k = 0; known != NULL && known[k] != NULL; k++) {
+                int w = snprintf(list + used, sizeof(list) - used, "%s%s",
+                                 k ? ", " : "", known[k]);
+                if (w < 0 || (size_t)w >= sizeof(list) - used)
+                    break;
+                used += (size_t)w;
+            }
+            return tw_settings_error(s, &s->items[i], err, errlen,
+                                     "unknown key (known: %s)", list);
+        }
+    }
+    return TW_OK;
+}
+
+int tw_settings_get_str(const tw_settings *s, const char *key,
+                        const char **out)
+{
+    const tw_setting *v = tw_settings_find(s, key);
+    if (v != NULL)
+        *out = v->value;
+    return TW_OK;
+}
+
+int tw_settings_get_int(const tw_settings *s, const char *key, int64_t min,
+                        int64_t max, int64_t *out, char *err, size_t errlen)
+{
+    const tw_setting *v = tw_settings_find(s, key);
+    if (v == NULL)
+        return TW_OK;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v->value, &end, 10);
+    if (end == v->value || *end != '\0' || errno != 0)
+        return tw_settings_error(s, v, err, errlen, "'%s' is not an integer",
+                                 v->value);
+    if (x < min || x > max)
+        return tw_settings_error(s, v, err, errlen,
+                                 "%lld is outside [%lld, %lld]", x,
+                                 (long long)min, (long long)max);
+    *out = x;
+    return TW_OK;
+}
+
+int tw_settings_get_duration(const tw_settings *s, const char *key,
+                             int64_t *out_us, char *err, size_t errlen)
+{
+    const tw_setting *v = tw_settings_find(s, key);
+    if (v == NULL)
+        return TW_OK;
+    if (tw_parse_duration_us(v->value, out_us) != TW_OK)
+        return tw_settings_error(s, v, err, errlen,
+                                 "'%s' is not a duration (examples: 60s, "
+                                 "500ms, 2m)",
+                                 v->value);
+    return TW_OK;
+}
+
+int tw_settings_get_bool(const tw_settings *s, const char *key, int *out,
+                         char *err, size_t errlen)
+{
+    const tw_setting *v = tw_settings_find(s, key);
+    if (v == NULL)
+        return TW_OK;
+    if (strcmp(v->value, "true") == 0 || strcmp(v->value, "yes") == 0 ||
+        strcmp(v->value, "on") == 0 || strcmp(v->value, "1") == 0)
+        *out = 1;
+    else if (strcmp(v->value, "false") == 0 || strcmp(v->value, "no") == 0 ||
+             strcmp(v->value, "off") == 0 || strcmp(v->value, "0") == 0)
+        *out = 0;
+    else
+        return tw_settings_error(s, v, err, errlen,
+                                 "'%s' is not true or false", v->value);
     return TW_OK;
 }
 
@@ -255,8 +388,102 @@ static int parse_semantics(loader *l, const ynode *v, tw_semantics *out)
     return TW_OK;
 }
 
-static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r)
+/* Count the settings a mapping flattens into. */
+static size_t flat_count(const ynode *m)
 {
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < m->n; i += 2)
+        n += m->items[i + 1]->kind == NODE_MAP ? flat_count(m->items[i + 1]) : 1;
+    return n;
+}
+
+static int flatten_into(loader *l, tw_config *c, const ynode *m,
+                        const char *prefix, tw_settings *s)
+{
+    for (size_t i = 0; i + 1 < m->n; i += 2) {
+        const ynode *k = m->items[i], *v = m->items[i + 1];
+        if (k->kind != NODE_SCALAR)
+            return bad(l, k, "keys must be plain values%s", "");
+        size_t klen = strlen(prefix) + strlen(k->text) + 2;
+        char *key = tw_arena_alloc(&c->arena, klen);
+        if (key == NULL)
+            return bad(l, k, "out of memory%s", "");
+        snprintf(key, klen, "%s%s%s", prefix, *prefix ? "." : "", k->text);
+        if (v->kind == NODE_MAP) {
+            if (flatten_into(l, c, v, key, s) != TW_OK)
+                return TW_ERR;
+            continue;
+        }
+        const char *value;
+        if (v->kind == NODE_SCALAR) {
+            value = v->text;
+        } else { /* a list of plain values -> "a,b,c" */
+            size_t len = 1;
+            for (size_t j = 0; j < v->n; j++) {
+                if (v->items[j]->kind != NODE_SCALAR)
+                    return bad(l, v->items[j],
+                               "key '%s' must be a list of plain values", key);
+                len += strlen(v->items[j]->text) + 1;
+            }
+            char *joined = tw_arena_alloc(&c->arena, len);
+            if (joined == NULL)
+                return bad(l, v, "out of memory%s", "");
+            joined[0] = '\0';
+            for (size_t j = 0; j < v->n; j++) {
+                if (j)
+                    strcat(joined, ",");
+                strcat(joined, v->items[j]->text);
+            }
+            value = joined;
+        }
+        tw_setting *st = &s->items[s->n++];
+        st->key = key;
+        st->value = value;
+        st->line = v->line;
+    }
+    return TW_OK;
+}
+
+/* A mapping -> a flat settings section labelled `what`. */
+static int parse_settings(loader *l, tw_config *c, const ynode *m,
+                          const char *what, tw_settings *s)
+{
+    if (m->kind != NODE_MAP)
+        return bad(l, m, "'%s' must be a mapping", what);
+    s->path = c->path ? c->path : l->path;
+    s->what = tw_arena_strdup(&c->arena, what);
+    s->line = m->line;
+    size_t n = flat_count(m);
+    s->items = tw_arena_alloc(&c->arena, (n + 1) * sizeof(tw_setting));
+    if (s->what == NULL || s->items == NULL)
+        return bad(l, m, "out of memory%s", "");
+    s->n = 0;
+    return flatten_into(l, c, m, "", s);
+}
+
+static int parse_actions(loader *l, tw_config *c, const ynode *v,
+                         const char *rule_name, tw_rule_actions *a)
+{
+    if (v->kind != NODE_SEQ)
+        return bad(l, v, "key 'actions' of rule '%s' must be a list",
+                   rule_name);
+    a->items = tw_arena_alloc(&c->arena, (v->n + 1) * sizeof(tw_settings));
+    if (a->items == NULL)
+        return bad(l, v, "out of memory%s", "");
+    for (size_t i = 0; i < v->n; i++) {
+        char what[200];
+        snprintf(what, sizeof(what), "rule '%s' action %zu", rule_name, i + 1);
+        if (parse_settings(l, c, v->items[i], what, &a->items[i]) != TW_OK)
+            return TW_ERR;
+        a->n++;
+    }
+    return TW_OK;
+}
+
+static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r,
+                      tw_rule_actions *a)
+{
+    const ynode *actions = NULL;
     if (m->kind != NODE_MAP)
         return bad(l, m, "each entry of 'rules' must be a mapping%s", "");
     for (size_t i = 0; i + 1 < m->n; i += 2) {
@@ -284,6 +511,10 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r)
             r->nparams = n;
             continue;
         }
+        if (strcmp(key, "actions") == 0) {
+            actions = v;
+            continue;
+        }
         if (strcmp(key, "semantics") == 0) {
             if (parse_semantics(l, v, &r->semantics) != TW_OK)
                 return TW_ERR;
@@ -294,7 +525,7 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r)
             strcmp(key, "source") != 0 && strcmp(key, "rule_to_invoke") != 0)
             return bad(l, k,
                        "unknown key '%s' in a rule (known: name, rule, "
-                       "source, rule_to_invoke, parameters, semantics)",
+                       "source, rule_to_invoke, parameters, semantics, actions)",
                        key);
         if (v->kind != NODE_SCALAR)
             return bad(l, v, "key '%s' must be a plain value", key);
@@ -315,6 +546,9 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r)
         r->rule = r->name;
     if (r->source != NULL && r->rule != NULL)
         return bad(l, m, "a rule has either 'rule' or 'source', not both%s", "");
+    if (actions != NULL &&
+        parse_actions(l, c, actions, r->name ? r->name : r->rule, a) != TW_OK)
+        return TW_ERR;
     return TW_OK;
 }
 
@@ -330,6 +564,13 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
         const char *key = k->kind == NODE_SCALAR ? k->text : "";
         if (strcmp(key, "rules") == 0) {
             rules = v;
+        } else if (strcmp(key, "kafka") == 0 || strcmp(key, "state") == 0 ||
+                   strcmp(key, "engine") == 0) {
+            tw_settings *s = strcmp(key, "kafka") == 0   ? &c->kafka
+                             : strcmp(key, "state") == 0 ? &c->state
+                                                         : &c->engine;
+            if (parse_settings(l, c, v, key, s) != TW_OK)
+                return TW_ERR;
         } else if (strcmp(key, "semantics") == 0) {
             if (parse_semantics(l, v, &c->job.semantics) != TW_OK)
                 return TW_ERR;
@@ -354,21 +595,25 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
         } else {
             return bad(l, k,
                        "unknown top-level key '%s' (known: semantics, tick, "
-                       "lateness, idle_node, rules)",
+                       "lateness, idle_node, rules, kafka, state, engine)",
                        key);
         }
     }
     if (rules == NULL)
-        return bad(l, root, "missing key 'rules'%s", "");
+        return TW_OK; /* the caller uses the default rule set */
     if (rules->kind != NODE_SEQ)
         return bad(l, rules, "key 'rules' must be a list%s", "");
     if (rules->n == 0)
         return bad(l, rules, "key 'rules' is empty%s", "");
     c->rules = tw_arena_alloc(&c->arena, rules->n * sizeof(tw_rule_spec));
-    if (c->rules == NULL)
+    c->actions = tw_arena_alloc(&c->arena, rules->n * sizeof(tw_rule_actions));
+    if (c->rules == NULL || c->actions == NULL)
         return bad(l, rules, "out of memory%s", "");
+    memset(c->rules, 0, rules->n * sizeof(tw_rule_spec));
+    memset(c->actions, 0, rules->n * sizeof(tw_rule_actions));
     for (size_t i = 0; i < rules->n; i++) {
-        if (parse_rule(l, c, rules->items[i], &c->rules[i]) != TW_OK)
+        if (parse_rule(l, c, rules->items[i], &c->rules[i], &c->actions[i]) !=
+            TW_OK)
             return TW_ERR;
         c->nrules++;
     }

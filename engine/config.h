@@ -13,6 +13,13 @@
  *       rule_to_invoke: gpu_memory_ceiling_rule
  *       semantics: reference
  *
+ * The daemon's sections (`kafka:`, `state:`, `engine:`) and each rule's
+ * `actions:` list are kept as flat settings (nested mappings become dotted
+ * keys, lists of plain values become comma-separated values) and are
+ * interpreted by the module that owns them (kafka_source, state stores,
+ * actions), which rejects keys it does not know. `rules` may be left out:
+ * the caller then uses the default rule set (tw_config_default_rules).
+ *
  * Errors name the file, the line and the key.
  *
  * Ownership: tw_config owns all its strings (arena) and spec arrays.
@@ -25,13 +32,66 @@
 #include "arena.h"
 #include "job.h"
 
+/* One `key: value` of a settings section, with its line for errors. */
+typedef struct tw_setting {
+    const char *key;   /* dotted for nested mappings: "properties.sasl.mechanism" */
+    const char *value; /* scalars as written; a list of scalars joined by ',' */
+    int line;
+} tw_setting;
+
+/* A flat settings section: a top-level section or one rule action. */
+typedef struct tw_settings {
+    const char *path; /* the config file ("(default)" for built-in) */
+    const char *what; /* "kafka", "rule 'CPUBottleneck' action 1", ... */
+    int line;         /* where the section starts; 0 when absent */
+    tw_setting *items;
+    size_t n;
+} tw_settings;
+
+/* One rule's configured actions, in file order. */
+typedef struct tw_rule_actions {
+    tw_settings *items;
+    size_t n;
+} tw_rule_actions;
+
 typedef struct tw_config {
     tw_arena arena;
     char *path; /* NULL for the built-in default */
     tw_job_config job;
     tw_rule_spec *rules;
     size_t nrules;
+    tw_rule_actions *actions; /* parallel to rules (n = nrules) */
+    tw_settings kafka;        /* empty (n = 0, line = 0) when absent */
+    tw_settings state;
+    tw_settings engine;
 } tw_config;
+
+/* The setting `key` of s, NULL when absent. */
+const tw_setting *tw_settings_find(const tw_settings *s, const char *key);
+
+/* Write "FILE:LINE: WHAT: key 'KEY': <message>" into err and return TW_ERR.
+ * `at` may be NULL (the section's own line is used). */
+int tw_settings_error(const tw_settings *s, const tw_setting *at, char *err,
+                      size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* TW_ERR naming the first key of s that is not in `known` (NULL-terminated)
+ * and does not start with one of `prefixes` (NULL-terminated, may be NULL),
+ * e.g. prefixes {"properties.", NULL} for librdkafka passthrough. */
+int tw_settings_check_keys(const tw_settings *s, const char *const *known,
+                           const char *const *prefixes, char *err,
+                           size_t errlen);
+
+/* Typed readers: absent -> *out untouched and TW_OK; malformed -> TW_ERR
+ * with a message naming file, line and key. */
+int tw_settings_get_str(const tw_settings *s, const char *key,
+                        const char **out);
+int tw_settings_get_int(const tw_settings *s, const char *key, int64_t min,
+                        int64_t max, int64_t *out, char *err, size_t errlen);
+int tw_settings_get_duration(const tw_settings *s, const char *key,
+                             int64_t *out_us, char *err, size_t errlen);
+int tw_settings_get_bool(const tw_settings *s, const char *key, int *out,
+                         char *err, size_t errlen);
 
 int tw_config_load(const char *path, tw_config **out, char *err,
                    size_t errlen);
@@ -39,6 +99,9 @@ int tw_config_load(const char *path, tw_config **out, char *err,
  * built-in profiler rule found (in ProfilerReport's order). */
 int tw_config_default(tw_registry *reg, tw_config **out, char *err,
                       size_t errlen);
+/* Give c (loaded without `rules`) the built-in default rule set. */
+int tw_config_default_rules(tw_config *c, tw_registry *reg, char *err,
+                            size_t errlen);
 void tw_config_free(tw_config *c);
 
 /* "60s", "500ms", "2m", "1h", "90" (seconds) -> µs. TW_ERR when malformed. */

@@ -102,7 +102,9 @@ static void test_errors(void **st)
     expect_error("semantics: exact\nrules:\n  - name: A\n", ":1:",
                  "'exact' is not 'fixed' or 'reference'");
     expect_error("rules: []\n", ":1:", "'rules' is empty");
-    expect_error("tick: 60s\n", ":1:", "missing key 'rules'");
+    expect_error("kafka: [a]\n", ":1:", "'kafka' must be a mapping");
+    expect_error("rules:\n  - name: A\n    actions: {type: email}\n", ":3:",
+                 "key 'actions' of rule 'A' must be a list");
     expect_error("rules:\n  - parameters: {a: 1}\n", ":2:",
                  "needs 'name'");
     expect_error("rules:\n  - name: A\n    parameters: {a: [1, 2]}\n", ":3:",
@@ -113,6 +115,75 @@ static void test_errors(void **st)
     assert_int_equal(tw_config_load("/nonexistent.yaml", &c, err, sizeof(err)),
                      TW_ERR);
     assert_non_null(strstr(err, "/nonexistent.yaml: No such file"));
+}
+
+/* The daemon's sections and rule actions become flat settings that the
+ * owning module interprets; `rules` may be absent (default rule set). */
+static void test_settings(void **st)
+{
+    (void)st;
+    const char *p = write_tmp("tick: 60s\n"
+                              "kafka:\n"
+                              "  brokers: localhost:9092\n"
+                              "  properties:\n"
+                              "    security.protocol: SASL_SSL\n"
+                              "    sasl: {mechanism: PLAIN}\n"
+                              "state:\n"
+                              "  store: redis\n"
+                              "  checkpoint_interval: 2s\n"
+                              "  redis: {port: 6390, db: 3}\n");
+    tw_config *c = NULL;
+    char err[512];
+    assert_int_equal(tw_config_load(p, &c, err, sizeof(err)), TW_OK);
+    assert_int_equal(c->nrules, 0);
+    assert_int_equal(c->kafka.n, 3);
+    assert_int_equal(c->kafka.line, 3);
+    const tw_setting *s = tw_settings_find(&c->kafka, "properties.sasl.mechanism");
+    assert_non_null(s);
+    assert_string_equal(s->value, "PLAIN");
+    assert_int_equal(s->line, 6);
+    assert_null(tw_settings_find(&c->kafka, "group"));
+    int64_t v = 0;
+    assert_int_equal(tw_settings_get_int(&c->state, "redis.port", 1, 65535, &v,
+                                         err, sizeof(err)), TW_OK);
+    assert_int_equal(v, 6390);
+    assert_int_equal(tw_settings_get_int(&c->state, "redis.db", 0, 2, &v, err,
+                                         sizeof(err)), TW_ERR);
+    assert_non_null(strstr(err, ":10: state: key 'redis.db': 3 is outside"));
+    assert_int_equal(tw_settings_get_duration(&c->state, "checkpoint_interval",
+                                              &v, err, sizeof(err)), TW_OK);
+    assert_int_equal(v, 2000000);
+    assert_int_equal(tw_settings_get_int(&c->state, "store", 0, 1, &v, err,
+                                         sizeof(err)), TW_ERR);
+    assert_non_null(strstr(err, "'redis' is not an integer"));
+    const char *known[] = {"brokers", "group", NULL};
+    const char *prefixes[] = {"properties.", NULL};
+    assert_int_equal(tw_settings_check_keys(&c->kafka, known, prefixes, err,
+                                            sizeof(err)), TW_OK);
+    assert_int_equal(tw_settings_check_keys(&c->state, known, NULL, err,
+                                            sizeof(err)), TW_ERR);
+    assert_non_null(strstr(err, ":8: state: key 'store': unknown key (known: "
+                                "brokers, group)"));
+    tw_config_free(c);
+    unlink(p);
+
+    p = write_tmp("rules:\n"
+                  "  - name: CPUBottleneck\n"
+                  "    actions:\n"
+                  "      - type: email\n"
+                  "        to: [a@example.com, b@example.com]\n"
+                  "      - {type: stop_training}\n");
+    assert_int_equal(tw_config_load(p, &c, err, sizeof(err)), TW_OK);
+    assert_int_equal(c->nrules, 1);
+    assert_int_equal(c->actions[0].n, 2);
+    const tw_settings *a = &c->actions[0].items[0];
+    assert_string_equal(a->what, "rule 'CPUBottleneck' action 1");
+    assert_string_equal(tw_settings_find(a, "to")->value,
+                        "a@example.com,b@example.com");
+    assert_string_equal(tw_settings_find(&c->actions[0].items[1], "type")->value,
+                        "stop_training");
+    tw_config_free(c);
+    unlink(p);
 }
 
 static void test_durations(void **st)
@@ -135,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_yaml),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_settings),
         cmocka_unit_test(test_durations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

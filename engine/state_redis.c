@@ -86,11 +86,13 @@ static int transient_error(const char *msg)
 static int mark_down(rstore *r, const char *reason, char *err, size_t errlen)
 {
     int64_t now = mono_us();
+    /* reason may point into the context (errstr): copy it first */
+    if (reason != r->reason)
+        snprintf(r->reason, sizeof(r->reason), "%s", reason);
     if (r->c != NULL) {
         redisFree(r->c);
         r->c = NULL;
     }
-    snprintf(r->reason, sizeof(r->reason), "%s", reason);
     if (!r->down) {
         r->down = 1;
         r->down_since_us = now;
@@ -153,7 +155,7 @@ static int connect_once(rstore *r, char *err, size_t errlen)
         return mark_down(r, msg, err, errlen);
     }
     if (redisSetTimeout(r->c, to_tv(r->command_timeout_us)) != REDIS_OK ||
-        redisEnableKeepAlive(r->c) != REDIS_OK)
+        (r->socket == NULL && redisEnableKeepAlive(r->c) != REDIS_OK))
         return mark_down(r, "cannot set socket options", err, errlen);
     redisReply *reply;
     int rc;

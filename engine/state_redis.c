@@ -22,6 +22,8 @@
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +103,7 @@ static int mark_down(rstore *r, const char *reason, char *err, size_t errlen)
         tw_log(TW_LOG_WARN,
                "state: redis %s unavailable: %s; holding state writes and "
                "retrying with backoff (at most every %.1f s)",
-               r->where, reason, (double)r->retry_max_us / 1e6);
+               r->where, r->reason, (double)r->retry_max_us / 1e6);
     } else {
         r->backoff_us *= 2;
         if (r->backoff_us > r->retry_max_us)
@@ -273,6 +275,38 @@ static int key_command(rstore *r, int argc, const char **argv, size_t *lens,
     return command(r, argc, argv, lens, reply, argv[0], err, errlen);
 }
 
+/* hiredis writes with write(2): on a connection the server reset, that
+ * raises SIGPIPE, which would kill the process. Block it in this thread for
+ * the duration of a call and discard one it raised, leaving the process's
+ * signal handling alone. */
+typedef struct pipe_guard {
+    sigset_t old;
+    int was_pending;
+} pipe_guard;
+
+static void guard_on(pipe_guard *g)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, &g->old);
+}
+
+static void guard_off(pipe_guard *g)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigpending(&pending);
+    if (!g->was_pending && sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 /* ---- the vtable ------------------------------------------------------------ */
 
 static void rs_close(void *impl)
@@ -292,7 +326,7 @@ static void rs_close(void *impl)
     free(r);
 }
 
-static int rs_ping(void *impl, char *err, size_t errlen)
+static int rs_ping_unguarded(void *impl, char *err, size_t errlen)
 {
     rstore *r = impl;
     if (ensure_up(r, err, errlen) != TW_OK)
@@ -334,7 +368,7 @@ static redisReply *read_reply(rstore *r, char *err, size_t errlen)
     return reply;
 }
 
-static int rs_commit(void *impl, const tw_store_op *ops, size_t n, char *err,
+static int rs_commit_unguarded(void *impl, const tw_store_op *ops, size_t n, char *err,
                      size_t errlen)
 {
     rstore *r = impl;
@@ -435,7 +469,7 @@ oom:
     return TW_ERR;
 }
 
-static int rs_get(void *impl, const char *key, uint8_t **data, size_t *len,
+static int rs_get_unguarded(void *impl, const char *key, uint8_t **data, size_t *len,
                   char *err, size_t errlen)
 {
     const char *argv[2] = {"GET", key};
@@ -467,7 +501,7 @@ static int rs_get(void *impl, const char *key, uint8_t **data, size_t *len,
     return 1;
 }
 
-static int rs_smembers(void *impl, const char *set, tw_store_member_fn fn,
+static int rs_smembers_unguarded(void *impl, const char *set, tw_store_member_fn fn,
                        void *ud, char *err, size_t errlen)
 {
     const char *argv[2] = {"SMEMBERS", set};
@@ -488,7 +522,7 @@ static int rs_smembers(void *impl, const char *set, tw_store_member_fn fn,
     return rc;
 }
 
-static int rs_ttl(void *impl, const char *key, int64_t *ttl_ms, char *err,
+static int rs_ttl_unguarded(void *impl, const char *key, int64_t *ttl_ms, char *err,
                   size_t errlen)
 {
     const char *argv[2] = {"PTTL", key};
@@ -509,7 +543,7 @@ static int rs_ttl(void *impl, const char *key, int64_t *ttl_ms, char *err,
     return 1;
 }
 
-static int rs_claim(void *impl, const char *key, int64_t ttl_s, char *err,
+static int rs_claim_unguarded(void *impl, const char *key, int64_t ttl_s, char *err,
                     size_t errlen)
 {
     char ttl[24];
@@ -523,6 +557,65 @@ static int rs_claim(void *impl, const char *key, int64_t ttl_s, char *err,
     int claimed = reply->type == REDIS_REPLY_STATUS;
     freeReplyObject(reply);
     return claimed ? 1 : 0;
+}
+
+static int rs_ping(void *impl, char *err, size_t errlen)
+{
+    pipe_guard g;
+    guard_on(&g);
+    int rc = rs_ping_unguarded(impl, err, errlen);
+    guard_off(&g);
+    return rc;
+}
+
+static int rs_commit(void *impl, const tw_store_op *ops, size_t n, char *err,
+                     size_t errlen)
+{
+    pipe_guard g;
+    guard_on(&g);
+    int rc = rs_commit_unguarded(impl, ops, n, err, errlen);
+    guard_off(&g);
+    return rc;
+}
+
+static int rs_get(void *impl, const char *key, uint8_t **data, size_t *len,
+                  char *err, size_t errlen)
+{
+    pipe_guard g;
+    guard_on(&g);
+    int rc = rs_get_unguarded(impl, key, data, len, err, errlen);
+    guard_off(&g);
+    return rc;
+}
+
+static int rs_smembers(void *impl, const char *set, tw_store_member_fn fn,
+                       void *ud, char *err, size_t errlen)
+{
+    pipe_guard g;
+    guard_on(&g);
+    int rc = rs_smembers_unguarded(impl, set, fn, ud, err, errlen);
+    guard_off(&g);
+    return rc;
+}
+
+static int rs_ttl(void *impl, const char *key, int64_t *ttl_ms, char *err,
+                  size_t errlen)
+{
+    pipe_guard g;
+    guard_on(&g);
+    int rc = rs_ttl_unguarded(impl, key, ttl_ms, err, errlen);
+    guard_off(&g);
+    return rc;
+}
+
+static int rs_claim(void *impl, const char *key, int64_t ttl_s, char *err,
+                    size_t errlen)
+{
+    pipe_guard g;
+    guard_on(&g);
+    int rc = rs_claim_unguarded(impl, key, ttl_s, err, errlen);
+    guard_off(&g);
+    return rc;
 }
 
 static const tw_store_vtable redis_vtable = {
@@ -657,7 +750,10 @@ int tw_store_redis_open(const tw_settings *state, const tw_store_vtable **vt,
         return TW_ERR;
     }
     r->attempts = 1;
+    pipe_guard g;
+    guard_on(&g);
     int rc = connect_once(r, err, errlen);
+    guard_off(&g);
     if (rc == TW_ERR) { /* the server refused our password or db */
         rs_close(r);
         return TW_ERR;

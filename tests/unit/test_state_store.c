@@ -822,6 +822,13 @@ static void test_redis_outage(void **st)
     checkpoint_one(s, "job-1", 10, TW_OK);
 
     tw_test_redis_stop(&r, 1); /* SIGKILL: a crash */
+    /* a big write into the dead connection: EPIPE, not a SIGPIPE death */
+    size_t big = 16u << 20;
+    char *blob = calloc(1, big);
+    tw_store_txn_begin(s);
+    tw_store_txn_put(s, "big", blob, big);
+    assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_UNAVAILABLE);
+    free(blob);
     checkpoint_one(s, "job-2", 20, TW_UNAVAILABLE);
     int unavailable = 0;
     double until = tw_test_now() + 1.5; /* several backoff rounds */

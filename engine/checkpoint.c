@@ -178,6 +178,14 @@ int tw_checkpoint_commit(tw_store *s, const char *topic, int32_t partition,
         if (check_name("job id", p->job, err, errlen) != TW_OK ||
             check_name("part name", p->part, err, errlen) != TW_OK)
             return TW_ERR;
+        if (strspn(p->part, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                            "0123456789._-") != strlen(p->part)) {
+            /* keeps <job>}:<part> unambiguous whatever the job id holds */
+            snprintf(err, errlen, "checkpoint: job '%s': part name '%s' may "
+                                  "only hold letters, digits, '.', '_', '-'",
+                     p->job, p->part);
+            return TW_ERR;
+        }
         if (strcmp(p->part, "parts") == 0) {
             snprintf(err, errlen, "checkpoint: job '%s': 'parts' is reserved "
                                   "and cannot name a part",

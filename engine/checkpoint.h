@@ -29,8 +29,8 @@
  * a partition's checkpoint spans jobs, so it needs a single Redis (or a
  * cluster-aware store later).
  *
- * Job ids and part names are C strings without NUL; a part may not be named
- * "parts". Only the owner of a partition writes its keys (Kafka key = job
+ * Job ids are any C string; part names hold only [A-Za-z0-9._-] (so a key
+ * splits unambiguously at its last "}:") and may not be "parts". Only the owner of a partition writes its keys (Kafka key = job
  * id: a job lives in exactly one partition).
  *
  * Ownership: nothing passed in is kept; data handed to the load callback is

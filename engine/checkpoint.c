@@ -51,7 +51,8 @@ static int too_long(char *err, size_t errlen, const char *what,
     return TW_ERR;
 }
 
-/* ---- a list of strings read from a set ------------------------------------ */
+/* ---- a list of strings read from a set ------------------------------------
+ */
 
 typedef struct strlist {
     char **v;
@@ -94,7 +95,8 @@ static int read_set(tw_store *s, const char *set, strlist *l, char *err,
     return rc;
 }
 
-/* ---- commit ------------------------------------------------------------------ */
+/* ---- commit
+ * ------------------------------------------------------------------ */
 
 static int is_finished(const char *job, const char *const *finished, size_t n)
 {
@@ -178,17 +180,20 @@ int tw_checkpoint_commit(tw_store *s, const char *topic, int32_t partition,
         if (check_name("job id", p->job, err, errlen) != TW_OK ||
             check_name("part name", p->part, err, errlen) != TW_OK)
             return TW_ERR;
-        if (strspn(p->part, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                            "0123456789._-") != strlen(p->part)) {
+        if (strspn(p->part,
+                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789._-") != strlen(p->part)) {
             /* keeps <job>}:<part> unambiguous whatever the job id holds */
-            snprintf(err, errlen, "checkpoint: job '%s': part name '%s' may "
-                                  "only hold letters, digits, '.', '_', '-'",
+            snprintf(err, errlen,
+                     "checkpoint: job '%s': part name '%s' may "
+                     "only hold letters, digits, '.', '_', '-'",
                      p->job, p->part);
             return TW_ERR;
         }
         if (strcmp(p->part, "parts") == 0) {
-            snprintf(err, errlen, "checkpoint: job '%s': 'parts' is reserved "
-                                  "and cannot name a part",
+            snprintf(err, errlen,
+                     "checkpoint: job '%s': 'parts' is reserved "
+                     "and cannot name a part",
                      p->job);
             return TW_ERR;
         }
@@ -218,7 +223,8 @@ int tw_checkpoint_commit(tw_store *s, const char *topic, int32_t partition,
     return tw_store_txn_commit(s, err, errlen);
 }
 
-/* ---- load -------------------------------------------------------------------- */
+/* ---- load
+ * -------------------------------------------------------------------- */
 
 /* core, then rule.<i> by i, then the rest by name. */
 static int part_rank(const char *p, long *index)
@@ -283,8 +289,8 @@ static int load_job(tw_store *s, const char *job, tw_checkpoint_part_fn fn,
             rc = fn(ud, job, parts.v[i], data, len);
             if (rc != TW_OK && err[0] == 0)
                 snprintf(err, errlen,
-                         "checkpoint: restoring job '%s' part '%s' failed",
-                         job, parts.v[i]);
+                         "checkpoint: restoring job '%s' part '%s' failed", job,
+                         parts.v[i]);
         }
         free(data);
     }
@@ -293,8 +299,8 @@ static int load_job(tw_store *s, const char *job, tw_checkpoint_part_fn fn,
 }
 
 int tw_checkpoint_load(tw_store *s, const char *topic, int32_t partition,
-                       int64_t *next_offset, tw_checkpoint_part_fn fn,
-                       void *ud, char *err, size_t errlen)
+                       int64_t *next_offset, tw_checkpoint_part_fn fn, void *ud,
+                       char *err, size_t errlen)
 {
     char jobs_key[KEY_MAX], offset_key[KEY_MAX];
     if (check_name("topic", topic, err, errlen) != TW_OK)
@@ -318,7 +324,8 @@ int tw_checkpoint_load(tw_store *s, const char *topic, int32_t partition,
         free(data);
         if (bad) {
             snprintf(err, errlen,
-                     "checkpoint: key '%s' does not hold an offset", offset_key);
+                     "checkpoint: key '%s' does not hold an offset",
+                     offset_key);
             return TW_ERR;
         }
         *next_offset = v;

@@ -30,8 +30,9 @@
  * cluster-aware store later).
  *
  * Job ids are any C string; part names hold only [A-Za-z0-9._-] (so a key
- * splits unambiguously at its last "}:") and may not be "parts". Only the owner of a partition writes its keys (Kafka key = job
- * id: a job lives in exactly one partition).
+ * splits unambiguously at its last "}:") and may not be "parts". Only the owner
+ * of a partition writes its keys (Kafka key = job id: a job lives in exactly
+ * one partition).
  *
  * Ownership: nothing passed in is kept; data handed to the load callback is
  * valid only during the call.
@@ -78,8 +79,8 @@ typedef int (*tw_checkpoint_part_fn)(void *ud, const char *job,
  * part of every job of the partition. A job listed but missing a part it
  * lists, or a malformed offset, is TW_ERR naming the key. */
 int tw_checkpoint_load(tw_store *s, const char *topic, int32_t partition,
-                       int64_t *next_offset, tw_checkpoint_part_fn fn,
-                       void *ud, char *err, size_t errlen);
+                       int64_t *next_offset, tw_checkpoint_part_fn fn, void *ud,
+                       char *err, size_t errlen);
 
 /* 1 when job finished within state.finished_ttl (its tombstone exists),
  * 0 when not; TW_ERR / TW_UNAVAILABLE. */
@@ -89,8 +90,7 @@ int tw_checkpoint_job_done(tw_store *s, const char *job, char *err,
 /* Claim an action or alert id before sending it (exactly once across
  * restarts): 1 first time (send it), 0 already sent, TW_ERR /
  * TW_UNAVAILABLE (do not send; retry later). Kept state.finished_ttl. */
-int tw_checkpoint_claim(tw_store *s, const char *id, char *err,
-                        size_t errlen);
+int tw_checkpoint_claim(tw_store *s, const char *id, char *err, size_t errlen);
 
 /* The key names above into buf (TW_ERR when buf is too small). */
 int tw_checkpoint_key_part(char *buf, size_t size, const char *job,

@@ -364,8 +364,10 @@ static int snapshot_maybe(memstore *m, int force, char *err, size_t errlen)
         return TW_OK;
     if (snapshot_write(m, err, errlen) != TW_OK) {
         if (!m->snapshot_failing)
-            tw_log(TW_LOG_WARN, "state: %s; holding commits until it can be "
-                                "written", err);
+            tw_log(TW_LOG_WARN,
+                   "state: %s; holding commits until it can be "
+                   "written",
+                   err);
         m->snapshot_failing = 1;
         return TW_UNAVAILABLE;
     }
@@ -509,8 +511,8 @@ static int snapshot_parse(memstore *m, rbuf *r)
                 uint64_t mh = hash_bytes(mb, mlen);
                 if (table_find(e->set, (const char *)mb, mlen, mh, NULL))
                     return rb_fail(r, mat, "duplicate set member");
-                if (table_add(e->set, (const char *)mb, mlen, mh,
-                              ENT_MEMBER) == NULL)
+                if (table_add(e->set, (const char *)mb, mlen, mh, ENT_MEMBER) ==
+                    NULL)
                     return rb_fail(r, mat, "out of memory");
             }
         }
@@ -527,16 +529,16 @@ static int snapshot_load(memstore *m, char *err, size_t errlen)
                    m->snapshot);
             return TW_OK;
         }
-        snprintf(err, errlen, "state snapshot %s: cannot open: %s",
-                 m->snapshot, strerror(errno));
+        snprintf(err, errlen, "state snapshot %s: cannot open: %s", m->snapshot,
+                 strerror(errno));
         return TW_ERR;
     }
     struct stat st;
     uint8_t *data = NULL;
-    if (fstat(fd, &st) != 0 || (data = malloc((size_t)st.st_size + 1)) ==
-                                   NULL) {
-        snprintf(err, errlen, "state snapshot %s: cannot read: %s",
-                 m->snapshot, strerror(errno));
+    if (fstat(fd, &st) != 0 ||
+        (data = malloc((size_t)st.st_size + 1)) == NULL) {
+        snprintf(err, errlen, "state snapshot %s: cannot read: %s", m->snapshot,
+                 strerror(errno));
         close(fd);
         return TW_ERR;
     }
@@ -575,7 +577,8 @@ static int snapshot_load(memstore *m, char *err, size_t errlen)
     return TW_OK;
 }
 
-/* ---- the vtable ------------------------------------------------------------ */
+/* ---- the vtable ------------------------------------------------------------
+ */
 
 static void mem_close(void *impl)
 {
@@ -593,8 +596,9 @@ static int mem_ping(void *impl, char *err, size_t errlen)
 {
     memstore *m = impl;
     if (m->broken) {
-        snprintf(err, errlen, "state: the memory store was left half-updated "
-                              "by an out-of-memory error; restart");
+        snprintf(err, errlen,
+                 "state: the memory store was left half-updated "
+                 "by an out-of-memory error; restart");
         return TW_ERR;
     }
     return snapshot_maybe(m, m->snapshot_failing, err, errlen);
@@ -608,8 +612,7 @@ static int64_t mem_retry_in_ms(const void *impl)
 
 static const char *op_name(tw_store_op_kind k)
 {
-    static const char *const names[] = {"put", "del", "sadd", "srem",
-                                        "expire"};
+    static const char *const names[] = {"put", "del", "sadd", "srem", "expire"};
     return names[k];
 }
 
@@ -824,8 +827,8 @@ static int mem_claim(void *impl, const char *key, int64_t ttl_s, char *err,
 }
 
 static const tw_store_vtable memory_vtable = {
-    "memory",     mem_close, mem_ping, mem_retry_in_ms, mem_commit,
-    mem_get,      mem_smembers, mem_ttl, mem_claim};
+    "memory", mem_close,    mem_ping, mem_retry_in_ms, mem_commit,
+    mem_get,  mem_smembers, mem_ttl,  mem_claim};
 
 int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
                          void **impl, char *err, size_t errlen)
@@ -838,8 +841,7 @@ int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
     const char *path = NULL;
     tw_settings_get_str(state, "snapshot", &path);
     if (tw_store_get_duration(state, "snapshot_interval",
-                              &m->snapshot_interval_us, err,
-                              errlen) != TW_OK)
+                              &m->snapshot_interval_us, err, errlen) != TW_OK)
         goto fail;
     if (path != NULL && path[0] == '\0') {
         tw_settings_error(state, tw_settings_find(state, "snapshot"), err,

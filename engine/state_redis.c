@@ -73,9 +73,9 @@ static struct timeval to_tv(int64_t us)
 /* Redis replies meaning "not now" rather than "never". */
 static int transient_error(const char *msg)
 {
-    static const char *const codes[] = {"LOADING", "BUSY", "MASTERDOWN",
+    static const char *const codes[] = {"LOADING",  "BUSY",     "MASTERDOWN",
                                         "READONLY", "TRYAGAIN", "CLUSTERDOWN",
-                                        "OOM", NULL};
+                                        "OOM",      NULL};
     for (size_t i = 0; codes[i] != NULL; i++) {
         size_t n = strlen(codes[i]);
         if (strncmp(msg, codes[i], n) == 0 && (msg[n] == ' ' || !msg[n]))
@@ -124,8 +124,8 @@ static int command(rstore *r, int argc, const char **argv, const size_t *lens,
 {
     *reply = redisCommandArgv(r->c, argc, argv, lens);
     if (*reply == NULL)
-        return mark_down(r, r->c->errstr[0] ? r->c->errstr : "I/O error",
-                         err, errlen);
+        return mark_down(r, r->c->errstr[0] ? r->c->errstr : "I/O error", err,
+                         errlen);
     if ((*reply)->type == REDIS_REPLY_ERROR) {
         char msg[300];
         snprintf(msg, sizeof(msg), "%s: %s", what, (*reply)->str);
@@ -182,8 +182,8 @@ static int connect_once(rstore *r, char *err, size_t errlen)
         snprintf(db, sizeof(db), "%d", r->db);
         const char *argv[2] = {"SELECT", db};
         size_t lens[2] = {6, strlen(db)};
-        rc = command(r, 2, argv, lens, &reply, "SELECT (state.redis.db)",
-                     err, errlen);
+        rc = command(r, 2, argv, lens, &reply, "SELECT (state.redis.db)", err,
+                     errlen);
         if (rc != TW_OK)
             goto fail;
         freeReplyObject(reply);
@@ -307,7 +307,8 @@ static void guard_off(pipe_guard *g)
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
-/* ---- the vtable ------------------------------------------------------------ */
+/* ---- the vtable ------------------------------------------------------------
+ */
 
 static void rs_close(void *impl)
 {
@@ -351,8 +352,7 @@ static int64_t rs_retry_in_ms(const void *impl)
 
 static const char *op_cmd(tw_store_op_kind k)
 {
-    static const char *const names[] = {"SET", "DEL", "SADD", "SREM",
-                                        "EXPIRE"};
+    static const char *const names[] = {"SET", "DEL", "SADD", "SREM", "EXPIRE"};
     return names[k];
 }
 
@@ -361,15 +361,14 @@ static redisReply *read_reply(rstore *r, char *err, size_t errlen)
 {
     void *reply = NULL;
     if (redisGetReply(r->c, &reply) != REDIS_OK || reply == NULL) {
-        mark_down(r, r->c->errstr[0] ? r->c->errstr : "I/O error", err,
-                  errlen);
+        mark_down(r, r->c->errstr[0] ? r->c->errstr : "I/O error", err, errlen);
         return NULL;
     }
     return reply;
 }
 
-static int rs_commit_unguarded(void *impl, const tw_store_op *ops, size_t n, char *err,
-                     size_t errlen)
+static int rs_commit_unguarded(void *impl, const tw_store_op *ops, size_t n,
+                               char *err, size_t errlen)
 {
     rstore *r = impl;
     if (n == 0)
@@ -439,8 +438,9 @@ static int rs_commit_unguarded(void *impl, const tw_store_op *ops, size_t n, cha
                  r->where, ex->type);
         rc = TW_ERR;
     } else if (ex->elements != n) {
-        snprintf(err, errlen, "state: redis %s: EXEC returned %zu replies "
-                              "for %zu commands",
+        snprintf(err, errlen,
+                 "state: redis %s: EXEC returned %zu replies "
+                 "for %zu commands",
                  r->where, ex->elements, n);
         rc = TW_ERR;
     } else {
@@ -463,14 +463,15 @@ oom:
     redisFree(r->c);
     r->c = NULL;
     r->next_retry_us = 0;
-    snprintf(err, errlen, "state: redis %s: out of memory building the "
-                          "transaction",
+    snprintf(err, errlen,
+             "state: redis %s: out of memory building the "
+             "transaction",
              r->where);
     return TW_ERR;
 }
 
-static int rs_get_unguarded(void *impl, const char *key, uint8_t **data, size_t *len,
-                  char *err, size_t errlen)
+static int rs_get_unguarded(void *impl, const char *key, uint8_t **data,
+                            size_t *len, char *err, size_t errlen)
 {
     const char *argv[2] = {"GET", key};
     size_t lens[2] = {3, 0};
@@ -501,8 +502,9 @@ static int rs_get_unguarded(void *impl, const char *key, uint8_t **data, size_t 
     return 1;
 }
 
-static int rs_smembers_unguarded(void *impl, const char *set, tw_store_member_fn fn,
-                       void *ud, char *err, size_t errlen)
+static int rs_smembers_unguarded(void *impl, const char *set,
+                                 tw_store_member_fn fn, void *ud, char *err,
+                                 size_t errlen)
 {
     const char *argv[2] = {"SMEMBERS", set};
     size_t lens[2] = {8, 0};
@@ -522,8 +524,8 @@ static int rs_smembers_unguarded(void *impl, const char *set, tw_store_member_fn
     return rc;
 }
 
-static int rs_ttl_unguarded(void *impl, const char *key, int64_t *ttl_ms, char *err,
-                  size_t errlen)
+static int rs_ttl_unguarded(void *impl, const char *key, int64_t *ttl_ms,
+                            char *err, size_t errlen)
 {
     const char *argv[2] = {"PTTL", key};
     size_t lens[2] = {4, 0};
@@ -543,8 +545,8 @@ static int rs_ttl_unguarded(void *impl, const char *key, int64_t *ttl_ms, char *
     return 1;
 }
 
-static int rs_claim_unguarded(void *impl, const char *key, int64_t ttl_s, char *err,
-                    size_t errlen)
+static int rs_claim_unguarded(void *impl, const char *key, int64_t ttl_s,
+                              char *err, size_t errlen)
 {
     char ttl[24];
     snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_s);
@@ -619,8 +621,8 @@ static int rs_claim(void *impl, const char *key, int64_t ttl_s, char *err,
 }
 
 static const tw_store_vtable redis_vtable = {
-    "redis", rs_close, rs_ping,  rs_retry_in_ms, rs_commit,
-    rs_get,  rs_smembers, rs_ttl, rs_claim};
+    "redis", rs_close,    rs_ping, rs_retry_in_ms, rs_commit,
+    rs_get,  rs_smembers, rs_ttl,  rs_claim};
 
 /* The password from password_env or password_file (never both). */
 static int read_password(const tw_settings *st, rstore *r, char *err,
@@ -675,8 +677,8 @@ static int read_password(const tw_settings *st, rstore *r, char *err,
 static int read_settings(const tw_settings *st, rstore *r, char *err,
                          size_t errlen)
 {
-    const char *host = "127.0.0.1", *socket = NULL, *prefix = "tw:",
-               *user = NULL;
+    const char *host = "127.0.0.1", *socket = NULL,
+               *prefix = "tw:", *user = NULL;
     int64_t port = 6379, db = 0;
     const tw_setting *hs = tw_settings_find(st, "redis.host");
     const tw_setting *ps = tw_settings_find(st, "redis.port");
@@ -760,8 +762,8 @@ int tw_store_redis_open(const tw_settings *state, const tw_store_vtable **vt,
     }
     /* TW_UNAVAILABLE: opened in the down state (logged by mark_down). */
     if (rc == TW_OK)
-        tw_log(TW_LOG_INFO, "state: redis %s connected (prefix '%s')",
-               r->where, r->prefix);
+        tw_log(TW_LOG_INFO, "state: redis %s connected (prefix '%s')", r->where,
+               r->prefix);
     *vt = &redis_vtable;
     *impl = r;
     return TW_OK;

@@ -18,12 +18,24 @@ struct tw_store {
     int64_t finished_ttl_s;
 };
 
-static const char *const state_keys[] = {
-    "store", "checkpoint_interval", "finished_ttl", "snapshot",
-    "snapshot_interval", "redis.host", "redis.port", "redis.socket",
-    "redis.db", "redis.prefix", "redis.user", "redis.password_env",
-    "redis.password_file", "redis.connect_timeout", "redis.command_timeout",
-    "redis.retry_initial", "redis.retry_max", NULL};
+static const char *const state_keys[] = {"store",
+                                         "checkpoint_interval",
+                                         "finished_ttl",
+                                         "snapshot",
+                                         "snapshot_interval",
+                                         "redis.host",
+                                         "redis.port",
+                                         "redis.socket",
+                                         "redis.db",
+                                         "redis.prefix",
+                                         "redis.user",
+                                         "redis.password_env",
+                                         "redis.password_file",
+                                         "redis.connect_timeout",
+                                         "redis.command_timeout",
+                                         "redis.retry_initial",
+                                         "redis.retry_max",
+                                         NULL};
 
 int tw_store_get_duration(const tw_settings *s, const char *key,
                           int64_t *out_us, char *err, size_t errlen)
@@ -36,8 +48,7 @@ int tw_store_get_duration(const tw_settings *s, const char *key,
         char *end;
         errno = 0;
         double days = strtod(v->value, &end);
-        if (end == v->value + n - 1 && errno == 0 && days >= 0 &&
-            days < 1e6) {
+        if (end == v->value + n - 1 && errno == 0 && days >= 0 && days < 1e6) {
             *out_us = (int64_t)llround(days * 86400e6);
             return TW_OK;
         }
@@ -115,14 +126,20 @@ void tw_store_close(tw_store *s)
     free(s);
 }
 
-const char *tw_store_kind(const tw_store *s) { return s->vt->kind; }
+const char *tw_store_kind(const tw_store *s)
+{
+    return s->vt->kind;
+}
 
 int64_t tw_store_checkpoint_interval_us(const tw_store *s)
 {
     return s->checkpoint_interval_us;
 }
 
-int64_t tw_store_finished_ttl_s(const tw_store *s) { return s->finished_ttl_s; }
+int64_t tw_store_finished_ttl_s(const tw_store *s)
+{
+    return s->finished_ttl_s;
+}
 
 int tw_store_ping(tw_store *s, char *err, size_t errlen)
 {
@@ -134,9 +151,15 @@ int64_t tw_store_retry_in_ms(const tw_store *s)
     return s->vt->retry_in_ms(s->impl);
 }
 
-void tw_store_txn_begin(tw_store *s) { txn_clear(s); }
+void tw_store_txn_begin(tw_store *s)
+{
+    txn_clear(s);
+}
 
-size_t tw_store_txn_size(const tw_store *s) { return s->nops; }
+size_t tw_store_txn_size(const tw_store *s)
+{
+    return s->nops;
+}
 
 /* Buffer one op with copies of key and data (data gets a NUL after it). */
 static int txn_push(tw_store *s, tw_store_op_kind kind, const char *key,
@@ -176,8 +199,7 @@ oom:
     return TW_ERR;
 }
 
-int tw_store_txn_put(tw_store *s, const char *key, const void *data,
-                     size_t len)
+int tw_store_txn_put(tw_store *s, const char *key, const void *data, size_t len)
 {
     return txn_push(s, TW_STORE_PUT, key, data != NULL ? data : "", len, 0);
 }

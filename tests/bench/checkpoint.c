@@ -105,7 +105,7 @@ static void run_one(const bench_opts *o, const char *label, tw_store *s,
 {
     int nparts = 1 + o->rules;
     tw_checkpoint_part *parts = calloc((size_t)nparts, sizeof(*parts));
-    char (*names)[16] = calloc((size_t)nparts, sizeof(*names));
+    char(*names)[16] = calloc((size_t)nparts, sizeof(*names));
     uint8_t **bufs = calloc((size_t)nparts, sizeof(*bufs));
     size_t total = 0;
     for (int i = 0; i < nparts; i++) {
@@ -155,11 +155,10 @@ static void run_one(const bench_opts *o, const char *label, tw_store *s,
     double load_ms = (tw_test_now() - t0) * 1e3;
     char memcol[32] = "-";
     if (redis_port)
-        snprintf(memcol, sizeof(memcol), "%.0f",
-                 (double)(mem1 - mem0) / nodes);
+        snprintf(memcol, sizeof(memcol), "%.0f", (double)(mem1 - mem0) / nodes);
     printf("%-16s %6d %12zu %8zu %10.3f %10.3f %10.1f %10.3f %14s\n", label,
-           nodes, total, n, median, p95,
-           (double)total / (median / 1e3) / 1e6, load_ms, memcol);
+           nodes, total, n, median, p95, (double)total / (median / 1e3) / 1e6,
+           load_ms, memcol);
     fflush(stdout);
     free(ms);
     for (int i = 0; i < nparts; i++)
@@ -171,10 +170,9 @@ static void run_one(const bench_opts *o, const char *label, tw_store *s,
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: bench_checkpoint [--node-bytes B] [--rule-bytes B] "
-            "[--rules N] [--nodes 1,100,1000] [--seconds S] "
-            "[--redis-port P]\n");
+    fprintf(stderr, "usage: bench_checkpoint [--node-bytes B] [--rule-bytes B] "
+                    "[--rules N] [--nodes 1,100,1000] [--seconds S] "
+                    "[--redis-port P]\n");
     exit(2);
 }
 

@@ -2,11 +2,14 @@
  * a free loopback port, through the same test bodies) and partition
  * checkpoints: values, sets, expiry, claims, transactions, snapshots,
  * AUTH, db/prefix isolation, outage and reconnect, settings errors. */
+/* cmocka.h needs these first */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,8 @@
 
 static tw_test_redis shared_redis; /* for the tests of both stores */
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------
+ */
 
 /* A state section from "key", "value", ... NULL, as config.c builds it. */
 typedef struct settings_fixture {
@@ -109,7 +113,10 @@ static tw_store *open_kind(int kind)
                    "2d", NULL);
 }
 
-static const char *kind_name(int kind) { return kind ? "redis" : "memory"; }
+static const char *kind_name(int kind)
+{
+    return kind ? "redis" : "memory";
+}
 
 /* Log capture into a temp file. */
 static FILE *log_capture(void)
@@ -149,7 +156,8 @@ static int collect(void *ud, const char *member, size_t len)
     return 0;
 }
 
-/* ---- values, sets, expiry ------------------------------------------------- */
+/* ---- values, sets, expiry -------------------------------------------------
+ */
 
 static void put_get_body(tw_store *s)
 {
@@ -171,8 +179,7 @@ static void put_get_body(tw_store *s)
     assert_int_equal(len, sizeof(bin));
     assert_memory_equal(data, bin, sizeof(bin));
     free(data);
-    assert_int_equal(tw_store_get(s, "nope", &data, &len, err, sizeof(err)),
-                     0);
+    assert_int_equal(tw_store_get(s, "nope", &data, &len, err, sizeof(err)), 0);
     int64_t ttl = 0;
     assert_int_equal(tw_store_ttl(s, "b", &ttl, err, sizeof(err)), 1);
     assert_true(ttl > 90000 && ttl <= 100000);
@@ -181,15 +188,14 @@ static void put_get_body(tw_store *s)
     assert_int_equal(tw_store_ttl(s, "nope", &ttl, err, sizeof(err)), 0);
 
     char members[64] = "";
-    assert_int_equal(tw_store_smembers(s, "set", collect, members, err,
-                                       sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_store_smembers(s, "set", collect, members, err, sizeof(err)), TW_OK);
     assert_true(strcmp(members, "m1,m2,") == 0 ||
                 strcmp(members, "m2,m1,") == 0);
     members[0] = 0;
-    assert_int_equal(tw_store_smembers(s, "noset", collect, members, err,
-                                       sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_store_smembers(s, "noset", collect, members, err, sizeof(err)),
+        TW_OK);
     assert_string_equal(members, "");
 
     /* overwrite clears the TTL (Redis SET semantics); del; srem */
@@ -248,9 +254,8 @@ static void test_txn_type_error(void **st)
             uint8_t *d;
             size_t n;
             assert_non_null(strstr(err, "nothing written"));
-            assert_int_equal(tw_store_get(s, "before", &d, &n, err,
-                                          sizeof(err)),
-                             0);
+            assert_int_equal(
+                tw_store_get(s, "before", &d, &n, err, sizeof(err)), 0);
         } else {
             assert_non_null(strstr(err, "WRONGTYPE"));
         }
@@ -275,15 +280,15 @@ static void test_claim(void **st)
                          1);
         assert_int_equal(tw_checkpoint_claim(s, "alert-9", err, sizeof(err)),
                          0);
-        assert_int_equal(tw_store_ttl(s, "v1:sent:alert-9", &ttl, err,
-                                      sizeof(err)),
-                         1);
+        assert_int_equal(
+            tw_store_ttl(s, "v1:sent:alert-9", &ttl, err, sizeof(err)), 1);
         assert_true(ttl > 2 * 86400000LL - 60000 && ttl <= 2 * 86400000LL);
         tw_store_close(s);
     }
 }
 
-/* ---- checkpoints ------------------------------------------------------------ */
+/* ---- checkpoints ------------------------------------------------------------
+ */
 
 enum { NJOBS = 3, NRULES = 12 };
 
@@ -348,8 +353,8 @@ static void checkpoint_body(tw_store *s)
 
     loaded l = {0};
     int64_t off = 0;
-    assert_int_equal(tw_checkpoint_load(s, "metrics", 2, &off, on_part, &l,
-                                        err, sizeof(err)),
+    assert_int_equal(tw_checkpoint_load(s, "metrics", 2, &off, on_part, &l, err,
+                                        sizeof(err)),
                      TW_OK);
     assert_int_equal(off, 42);
     assert_int_equal(l.nparts, NJOBS * (NRULES + 1));
@@ -375,8 +380,8 @@ static void checkpoint_body(tw_store *s)
                      TW_OK);
     memset(&l, 0, sizeof(l));
     l.version = 5;
-    assert_int_equal(tw_checkpoint_load(s, "metrics", 2, &off, on_part, &l,
-                                        err, sizeof(err)),
+    assert_int_equal(tw_checkpoint_load(s, "metrics", 2, &off, on_part, &l, err,
+                                        sizeof(err)),
                      TW_OK);
     assert_int_equal(off, 50);
     assert_int_equal(l.nparts, NJOBS * (NRULES + 1));
@@ -384,14 +389,14 @@ static void checkpoint_body(tw_store *s)
 
     /* another partition and another topic are separate */
     memset(&l, 0, sizeof(l));
-    assert_int_equal(tw_checkpoint_load(s, "metrics", 3, &off, on_part, &l,
-                                        err, sizeof(err)),
+    assert_int_equal(tw_checkpoint_load(s, "metrics", 3, &off, on_part, &l, err,
+                                        sizeof(err)),
                      TW_OK);
     assert_int_equal(off, -1);
     assert_int_equal(l.nparts, 0);
-    assert_int_equal(tw_checkpoint_load(s, "other", 2, &off, on_part, &l, err,
-                                        sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_checkpoint_load(s, "other", 2, &off, on_part, &l, err, sizeof(err)),
+        TW_OK);
     assert_int_equal(off, -1);
 
     /* job-a finishes: parts gone, tombstone with TTL, others intact */
@@ -402,8 +407,8 @@ static void checkpoint_body(tw_store *s)
                      TW_OK);
     memset(&l, 0, sizeof(l));
     l.version = 5;
-    assert_int_equal(tw_checkpoint_load(s, "metrics", 2, &off, on_part, &l,
-                                        err, sizeof(err)),
+    assert_int_equal(tw_checkpoint_load(s, "metrics", 2, &off, on_part, &l, err,
+                                        sizeof(err)),
                      TW_OK);
     assert_int_equal(off, 60);
     assert_int_equal(l.nparts, 2 * (NRULES + 1));
@@ -425,17 +430,17 @@ static void checkpoint_body(tw_store *s)
 
     /* bad input */
     tw_checkpoint_part bad = {"job-x", "parts", "x", 1};
-    assert_int_equal(tw_checkpoint_commit(s, "metrics", 2, 61, &bad, 1, NULL,
-                                          0, err, sizeof(err)),
+    assert_int_equal(tw_checkpoint_commit(s, "metrics", 2, 61, &bad, 1, NULL, 0,
+                                          err, sizeof(err)),
                      TW_ERR);
     assert_non_null(strstr(err, "reserved"));
     bad.part = "core}:x";
-    assert_int_equal(tw_checkpoint_commit(s, "metrics", 2, 61, &bad, 1, NULL,
-                                          0, err, sizeof(err)),
+    assert_int_equal(tw_checkpoint_commit(s, "metrics", 2, 61, &bad, 1, NULL, 0,
+                                          err, sizeof(err)),
                      TW_ERR);
     assert_non_null(strstr(err, "part name 'core}:x'"));
-    assert_int_equal(tw_checkpoint_commit(s, "metrics", 2, -5, NULL, 0, NULL,
-                                          0, err, sizeof(err)),
+    assert_int_equal(tw_checkpoint_commit(s, "metrics", 2, -5, NULL, 0, NULL, 0,
+                                          err, sizeof(err)),
                      TW_ERR);
 }
 
@@ -463,22 +468,23 @@ static void test_checkpoint_inconsistent(void **st)
         tw_store_txn_sadd(s, "v1:part:t:0:jobs", "j1");
         tw_store_txn_sadd(s, "v1:job:{j1}:parts", "core");
         assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
-        assert_int_equal(tw_checkpoint_load(s, "t", 0, &off, on_part, &l, err,
-                                            sizeof(err)),
-                         TW_ERR);
+        assert_int_equal(
+            tw_checkpoint_load(s, "t", 0, &off, on_part, &l, err, sizeof(err)),
+            TW_ERR);
         assert_non_null(strstr(err, "v1:job:{j1}:core"));
         tw_store_txn_begin(s);
         tw_store_txn_put(s, "v1:part:t:1:offset", "12x", 3);
         assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
-        assert_int_equal(tw_checkpoint_load(s, "t", 1, &off, on_part, &l, err,
-                                            sizeof(err)),
-                         TW_ERR);
+        assert_int_equal(
+            tw_checkpoint_load(s, "t", 1, &off, on_part, &l, err, sizeof(err)),
+            TW_ERR);
         assert_non_null(strstr(err, "v1:part:t:1:offset"));
         tw_store_close(s);
     }
 }
 
-/* ---- memory snapshot ---------------------------------------------------------- */
+/* ---- memory snapshot
+ * ---------------------------------------------------------- */
 
 static char snapdir[64];
 static char snappath[128];
@@ -505,9 +511,9 @@ static void test_snapshot_roundtrip(void **st)
     uint8_t data[2048];
     size_t n = part_data("job-a", "core", 0, data);
     tw_checkpoint_part p = {"job-a", "core", data, n};
-    assert_int_equal(tw_checkpoint_commit(s, "m", 0, 7, &p, 1, NULL, 0, err,
-                                          sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_checkpoint_commit(s, "m", 0, 7, &p, 1, NULL, 0, err, sizeof(err)),
+        TW_OK);
     /* written at the commit (snapshot_interval 0) */
     struct stat sb;
     assert_int_equal(stat(snappath, &sb), 0);
@@ -517,9 +523,9 @@ static void test_snapshot_roundtrip(void **st)
     s = open_kv("snapshot", snappath, NULL);
     loaded l = {0};
     int64_t off;
-    assert_int_equal(tw_checkpoint_load(s, "m", 0, &off, on_part, &l, err,
-                                        sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_checkpoint_load(s, "m", 0, &off, on_part, &l, err, sizeof(err)),
+        TW_OK);
     assert_int_equal(off, 7);
     assert_int_equal(l.nparts, 1);
     assert_int_equal(l.mismatches, 0);
@@ -532,17 +538,17 @@ static void test_snapshot_roundtrip(void **st)
     /* snapshot_interval: commits wait, claims do not, close writes */
     unlink(snappath);
     s = open_kv("snapshot", snappath, "snapshot_interval", "1h", NULL);
-    assert_int_equal(tw_checkpoint_commit(s, "m", 0, 8, &p, 1, NULL, 0, err,
-                                          sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_checkpoint_commit(s, "m", 0, 8, &p, 1, NULL, 0, err, sizeof(err)),
+        TW_OK);
     assert_int_equal(stat(snappath, &sb), -1);
     assert_int_equal(tw_store_claim(s, "c2", 60, err, sizeof(err)), 1);
     assert_int_equal(stat(snappath, &sb), 0);
     tw_store_close(s);
     s = open_kv("snapshot", snappath, NULL);
-    assert_int_equal(tw_checkpoint_load(s, "m", 0, &off, on_part, &l, err,
-                                        sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_checkpoint_load(s, "m", 0, &off, on_part, &l, err, sizeof(err)),
+        TW_OK);
     assert_int_equal(off, 8);
     tw_store_close(s);
     snap_cleanup();
@@ -579,9 +585,9 @@ static void test_snapshot_corrupt(void **st)
     uint8_t data[2048];
     size_t n = part_data("job-a", "core", 0, data);
     tw_checkpoint_part p = {"job-a", "core", data, n};
-    assert_int_equal(tw_checkpoint_commit(s, "m", 0, 7, &p, 1, NULL, 0, err,
-                                          sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_checkpoint_commit(s, "m", 0, 7, &p, 1, NULL, 0, err, sizeof(err)),
+        TW_OK);
     tw_store_close(s);
     size_t len;
     uint8_t *good = read_file(snappath, &len);
@@ -593,8 +599,8 @@ static void test_snapshot_corrupt(void **st)
 
     struct {
         const char *what;
-        size_t keep;     /* bytes kept (truncation) */
-        long flip;       /* byte to flip, -1 none */
+        size_t keep; /* bytes kept (truncation) */
+        long flip;   /* byte to flip, -1 none */
         const char *expect;
     } cases[] = {
         {"truncated", len - 7, -1, "truncated"},
@@ -610,8 +616,7 @@ static void test_snapshot_corrupt(void **st)
             copy[cases[i].flip] ^= 0x5a;
         write_file(snappath, copy, cases[i].keep);
         free(copy);
-        assert_int_equal(open_err(err, sizeof(err), "snapshot", snappath,
-                                  NULL),
+        assert_int_equal(open_err(err, sizeof(err), "snapshot", snappath, NULL),
                          TW_ERR);
         print_message("  %s: %s\n", cases[i].what, err);
         assert_non_null(strstr(err, snappath));
@@ -622,15 +627,16 @@ static void test_snapshot_corrupt(void **st)
     snap_cleanup();
 }
 
-/* ---- settings ---------------------------------------------------------------- */
+/* ---- settings
+ * ---------------------------------------------------------------- */
 
 static void test_settings_errors(void **st)
 {
     (void)st;
     char err[512];
-    assert_int_equal(open_err(err, sizeof(err), "store", "redis", "redis.hots",
-                              "x", NULL),
-                     TW_ERR);
+    assert_int_equal(
+        open_err(err, sizeof(err), "store", "redis", "redis.hots", "x", NULL),
+        TW_ERR);
     assert_non_null(strstr(err, "test.yaml:3: state: key 'redis.hots'"));
     assert_int_equal(open_err(err, sizeof(err), "store", "postgres", NULL),
                      TW_ERR);
@@ -639,9 +645,9 @@ static void test_settings_errors(void **st)
     assert_int_equal(open_err(err, sizeof(err), "finished_ttl", "soon", NULL),
                      TW_ERR);
     assert_non_null(strstr(err, "key 'finished_ttl'"));
-    assert_int_equal(open_err(err, sizeof(err), "store", "redis", "redis.port",
-                              "0", NULL),
-                     TW_ERR);
+    assert_int_equal(
+        open_err(err, sizeof(err), "store", "redis", "redis.port", "0", NULL),
+        TW_ERR);
     assert_non_null(strstr(err, "key 'redis.port'"));
     assert_int_equal(open_err(err, sizeof(err), "store", "redis",
                               "redis.socket", "/x.sock", "redis.host", "h",
@@ -654,8 +660,8 @@ static void test_settings_errors(void **st)
                      TW_ERR);
     assert_non_null(strstr(err, "TW_TEST_UNSET_VAR_1"));
 
-    tw_store *s = open_kv("checkpoint_interval", "250ms", "finished_ttl",
-                          "1.5d", NULL);
+    tw_store *s =
+        open_kv("checkpoint_interval", "250ms", "finished_ttl", "1.5d", NULL);
     assert_int_equal(tw_store_checkpoint_interval_us(s), 250000);
     assert_int_equal(tw_store_finished_ttl_s(s), 129600);
     tw_store_close(s);
@@ -668,7 +674,8 @@ static void test_settings_errors(void **st)
     tw_store_close(s);
 }
 
-/* ---- redis only ---------------------------------------------------------------- */
+/* ---- redis only
+ * ---------------------------------------------------------------- */
 
 static void test_redis_auth(void **st)
 {
@@ -683,9 +690,9 @@ static void test_redis_auth(void **st)
     FILE *lf = log_capture();
 
     /* no password configured */
-    assert_int_equal(open_err(err, sizeof(err), "store", "redis", "redis.port",
-                              port, NULL),
-                     TW_ERR);
+    assert_int_equal(
+        open_err(err, sizeof(err), "store", "redis", "redis.port", port, NULL),
+        TW_ERR);
     print_message("  no password: %s\n", err);
     assert_non_null(strstr(err, "NOAUTH"));
     /* a wrong one */
@@ -740,10 +747,10 @@ static void test_redis_db_prefix(void **st)
     tw_store *a = open_kv("store", "redis", "redis.port", port_str, NULL);
     tw_store *b = open_kv("store", "redis", "redis.port", port_str,
                           "redis.prefix", "other:", NULL);
-    tw_store *c = open_kv("store", "redis", "redis.port", port_str,
+    tw_store *c = open_kv("store", "redis", "redis.port", port_str, "redis.db",
+                          "3", NULL);
+    tw_store *u = open_kv("store", "redis", "redis.socket", shared_redis.socket,
                           "redis.db", "3", NULL);
-    tw_store *u = open_kv("store", "redis", "redis.socket",
-                          shared_redis.socket, "redis.db", "3", NULL);
     tw_store *all[3] = {a, b, c};
     for (int i = 0; i < 3; i++) {
         char v[8];
@@ -821,9 +828,9 @@ static void test_redis_outage(void **st)
     char port[16], err[512];
     snprintf(port, sizeof(port), "%d", r.port);
     FILE *lf = log_capture();
-    tw_store *s = open_kv("store", "redis", "redis.port", port,
-                          "redis.retry_initial", "20ms", "redis.retry_max",
-                          "300ms", NULL);
+    tw_store *s =
+        open_kv("store", "redis", "redis.port", port, "redis.retry_initial",
+                "20ms", "redis.retry_max", "300ms", NULL);
     checkpoint_one(s, "job-1", 10, TW_OK);
 
     tw_test_redis_stop(&r, 1); /* SIGKILL: a crash */
@@ -859,17 +866,17 @@ static void test_redis_outage(void **st)
     /* the failed checkpoint left nothing; the first survived the restart */
     loaded l = {0};
     int64_t off;
-    assert_int_equal(tw_checkpoint_load(s, "m", 0, &off, on_part, &l, err,
-                                        sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_checkpoint_load(s, "m", 0, &off, on_part, &l, err, sizeof(err)),
+        TW_OK);
     assert_int_equal(off, 10);
     assert_string_equal(l.order, "job-1/core;");
     /* the same checkpoint again, now accepted */
     checkpoint_one(s, "job-2", 20, TW_OK);
     memset(&l, 0, sizeof(l));
-    assert_int_equal(tw_checkpoint_load(s, "m", 0, &off, on_part, &l, err,
-                                        sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_checkpoint_load(s, "m", 0, &off, on_part, &l, err, sizeof(err)),
+        TW_OK);
     assert_int_equal(off, 20);
     assert_string_equal(l.order, "job-1/core;job-2/core;");
     assert_int_equal(l.mismatches, 0);
@@ -890,9 +897,9 @@ static void test_redis_unreachable(void **st)
     char port[16], err[512];
     snprintf(port, sizeof(port), "%d", tw_test_free_port());
     FILE *lf = log_capture();
-    tw_store *s = open_kv("store", "redis", "redis.port", port,
-                          "redis.retry_initial", "10ms", "redis.retry_max",
-                          "20ms", NULL);
+    tw_store *s =
+        open_kv("store", "redis", "redis.port", port, "redis.retry_initial",
+                "10ms", "redis.retry_max", "20ms", NULL);
     assert_int_equal(tw_store_ping(s, err, sizeof(err)), TW_UNAVAILABLE);
     assert_non_null(strstr(err, port));
     assert_int_equal(tw_store_claim(s, "a", 5, err, sizeof(err)),

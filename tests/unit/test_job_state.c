@@ -85,8 +85,10 @@ static int collect(void *ud, tw_batch *b)
     return TW_OK;
 }
 
+/* cores 0 = the preset's; framework 0 = system metrics only */
 static void stream_load(stream *s, const char *preset, uint32_t nodes,
-                        uint32_t cores, double duration_s, uint64_t seed)
+                        uint32_t cores, int framework, double duration_s,
+                        uint64_t seed)
 {
     memset(s, 0, sizeof(*s));
     char dir[] = "/tmp/tw_jobstate_XXXXXX";
@@ -100,6 +102,7 @@ static void stream_load(stream *s, const char *preset, uint32_t nodes,
     o.nodes = nodes;
     if (cores != 0)
         o.cores = cores;
+    o.framework = framework;
     o.duration_s = duration_s;
     o.seed = seed;
     char err[512];
@@ -467,7 +470,7 @@ static void check_preset(const char *preset, uint32_t nodes, double dur,
                          int eval_mode)
 {
     stream s;
-    stream_load(&s, preset, nodes, 0, dur, 7);
+    stream_load(&s, preset, nodes, 0, 1, dur, 7);
     setup su;
     memset(&su, 0, sizeof(su));
     su.reg = tw_registry_new();
@@ -565,7 +568,7 @@ static void test_only_dirty(void **st)
 {
     (void)st;
     stream s;
-    stream_load(&s, "cpu_bottleneck", 1, 0, 0, 3);
+    stream_load(&s, "cpu_bottleneck", 1, 0, 1, 0, 3);
     setup su;
     memset(&su, 0, sizeof(su));
     su.reg = tw_registry_new();
@@ -660,9 +663,9 @@ static void reseal(uint8_t *d, size_t len)
 /* A mid-stream checkpoint (batches buffered, scans closed) of a
  * ProfilerReport job over a framework-heavy preset. */
 static void midstream(setup *su, stream *s, store *sto, const char *preset,
-                      uint32_t cores)
+                      uint32_t cores, int framework)
 {
-    stream_load(s, preset, 1, cores, 0, 5);
+    stream_load(s, preset, 1, cores, framework, 0, 5);
     memset(su, 0, sizeof(*su));
     su->reg = tw_registry_new();
     tw_job_config_default(&su->cfg);
@@ -690,7 +693,7 @@ static void test_truncated_and_flipped(void **st)
     setup su;
     stream s;
     store sto;
-    midstream(&su, &s, &sto, "dataloader", 0);
+    midstream(&su, &s, &sto, "dataloader", 0, 1);
     char err[1024];
     size_t clen, rlen;
     const uint8_t *core = store_get(&sto, "core", &clen);
@@ -748,7 +751,7 @@ static void test_corrupt_payload(void **st)
     setup su;
     stream s;
     store sto;
-    midstream(&su, &s, &sto, "cpu_bottleneck", 2);
+    midstream(&su, &s, &sto, "cpu_bottleneck", 1, 0);
     char err[1024];
     size_t clen, rlen;
     const uint8_t *core = store_get(&sto, "core", &clen);
@@ -797,6 +800,22 @@ static void test_corrupt_payload(void **st)
     }
     assert_true(accepted < 200); /* most changes hit structure */
 
+    /* The rule part cut short inside the plugins' own bytes and resealed:
+     * the host and plugins refuse it (sampled cut points, one fresh job
+     * each, as a refused plugin may hold half its state). */
+    size_t rstep = rlen / 150 + 1;
+    for (size_t n = 20; n < rlen; n += rstep) {
+        memcpy(buf, rule, n);
+        reseal(buf, n);
+        j = job_new(&su);
+        int rc = tw_job_restore_part(j, "rule.0", buf, n, err, sizeof(err));
+        if (rc == TW_OK)
+            fail_msg("rule payload cut to %zu of %zu bytes was accepted",
+                     n - 20, rlen - 20);
+        assert_non_null(strstr(err, "'rule.0'"));
+        tw_job_free(j);
+    }
+
     /* Wrong version, wrong magic, unknown parts: named. */
     memcpy(buf, core, clen);
     buf[4] = 2;
@@ -843,7 +862,7 @@ static void test_mismatched_job(void **st)
     setup su;
     stream s;
     store sto;
-    midstream(&su, &s, &sto, "dataloader", 0);
+    midstream(&su, &s, &sto, "dataloader", 0, 1);
     char err[1024];
     size_t clen, rlen;
     const uint8_t *core = store_get(&sto, "core", &clen);
@@ -929,7 +948,7 @@ static void test_out_of_order_across_checkpoint(void **st)
 {
     (void)st;
     stream s;
-    stream_load(&s, "low_gpu", 2, 0, 0, 11);
+    stream_load(&s, "low_gpu", 2, 0, 1, 0, 11);
     setup su;
     memset(&su, 0, sizeof(su));
     su.reg = tw_registry_new();

@@ -3,6 +3,7 @@
  * reference's order, rules (job.h).
  */
 #include "job.h"
+#include "job_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,86 +42,6 @@ tw_metric tw_metric_classify(const char *type, const char *name,
         return TW_METRIC_NET_ALGORITHM;
     return TW_METRIC_OTHER;
 }
-
-/* A buffered batch and what scan assembly needs to order and select it. */
-typedef struct chunk {
-    tw_batch *batch;
-    uint64_t arrival;
-    int64_t order_ts;       /* the file's timestamp (or its minute)      */
-    const char *order_name; /* system: node; framework: path or node     */
-    int source;             /* framework source rank                     */
-    int64_t min_ns, max_ns; /* system samples (ts in ns), if any         */
-    int64_t min_start_us, max_end_us; /* framework events, if any        */
-} chunk;
-
-#define SEQ_WINDOW 4096
-
-/* A producer of events (system or framework node) for the watermark. */
-typedef struct producer {
-    const char *name; /* owned by the job's dictionary arena */
-    int64_t newest_us;
-    /* Redelivery detection: the highest sequence number seen and which of
-     * the SEQ_WINDOW numbers below it were seen, so batches reordered
-     * within the window are accepted once each. */
-    uint64_t max_seq;
-    uint64_t seen[SEQ_WINDOW / 64];
-    /* Series ids of this node's previous batch, by dictionary position:
-     * agents send the same dictionary every time, so a string compare
-     * replaces the hash lookup (owned by the job). */
-    uint32_t *dict_ids;
-    size_t ndict, dict_cap;
-} producer;
-
-struct tw_job {
-    char *id;
-    tw_job_config cfg;
-    tw_registry *reg;
-    tw_windows *windows;
-    tw_host_ctx *host;
-    tw_rule **rules;
-    size_t nrules;
-    tw_job_scan_fn on_scan;
-    void *on_scan_ud;
-
-    /* dictionary */
-    tw_arena dict;        /* series strings, node names */
-    tw_strmap series_ids; /* key -> series id */
-    tw_series *series;
-    size_t nseries, series_cap;
-    tw_strmap node_ids;   /* system node -> index */
-    const char **nodes;
-    size_t nnodes, nodes_cap;
-    tw_strmap producer_ids;
-    producer *producers;
-    size_t nproducers, producers_cap;
-
-    /* clock */
-    int64_t first_us; /* F; 0 = not known yet */
-    int first_fixed;
-    int64_t first_candidate_us;
-    int64_t latest_system_us, latest_framework_us;
-    uint64_t next_scan; /* index of the first scan not yet closed */
-    int64_t next_start_us; /* continuous mode: start of the next scan */
-    int64_t scan_limit_us; /* 0 = none, see tw_job_set_scan_limit */
-    int started;           /* a scan has closed (F frozen) */
-    int finished;
-    int end_marker;
-
-    /* buffered input */
-    chunk *chunks;
-    size_t nchunks, chunks_cap;
-    uint64_t arrivals;
-
-    /* scan assembly buffers, reused */
-    tw_sample *scan_samples;
-    size_t scan_samples_cap;
-    tw_fw_event *scan_events;
-    size_t scan_events_cap;
-    chunk **order;
-    size_t order_cap;
-
-    tw_job_stats stats;
-};
 
 /* The reference's selection: ts in ns as ((ts*1000)*1000)*1000, truncated. */
 static inline int64_t ts_to_ns(double ts)
@@ -225,6 +146,7 @@ void tw_job_free(tw_job *j)
     tw_arena_free(&j->dict);
     tw_host_ctx_free(j->host);
     tw_windows_free(j->windows);
+    tw_buf_free(j->ckpt);
     free(j->id);
     free(j);
 }
@@ -241,12 +163,14 @@ void tw_job_set_first_timestamp(tw_job *j, int64_t first_us)
         return;
     j->first_us = first_us;
     j->first_fixed = 1;
+    j->core_changes++;
     j->next_start_us = first_us;
 }
 
 void tw_job_set_scan_limit(tw_job *j, int64_t limit_us)
 {
     j->scan_limit_us = limit_us;
+    j->core_changes++;
 }
 
 const char *tw_job_id(const tw_job *j)
@@ -457,6 +381,7 @@ static int64_t open_from_us(const tw_job *j)
 int tw_job_ingest(tw_job *j, tw_batch *b)
 {
     j->stats.batches++;
+    j->core_changes++;
     const char *node = b->node != NULL ? b->node : "";
     int has_samples = b->nsamples > 0, has_events = b->nevents > 0;
 
@@ -734,6 +659,8 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     scan.nevents = ne;
     scan.windows = j->windows;
     scan.final = final;
+    j->core_changes++;
+    j->rules_changes++;
     if (tw_windows_feed_scan(j->windows, &scan) != TW_OK)
         return TW_ERR;
     for (size_t r = 0; r < j->nrules; r++)
@@ -818,6 +745,8 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
 {
     if (j->finished)
         return TW_OK;
+    j->core_changes++;
+    j->rules_changes++;
     int64_t L = latest_us != 0 ? latest_us : tw_job_latest_timestamp(j);
     if (j->first_fixed || j->first_candidate_us != 0) {
         freeze_first(j);
@@ -851,4 +780,22 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
     j->nchunks = 0;
     j->finished = 1;
     return TW_OK;
+}
+
+/* ---- for job_state.c (job_internal.h) ------------------------------------ */
+
+int tw_job_node_index_(tw_job *j, const char *node, uint32_t *out)
+{
+    return node_index(j, node, out);
+}
+
+int tw_job_series_id_(tw_job *j, uint32_t node, const char *node_name,
+                      const tw_batch_series *bs, uint32_t *out)
+{
+    return series_id(j, node, node_name, bs, out);
+}
+
+producer *tw_job_producer_get_(tw_job *j, const char *kind, const char *node)
+{
+    return producer_get(j, kind, node);
 }

@@ -108,6 +108,45 @@ size_t tw_job_nrules(const tw_job *j);
 tw_rule *tw_job_rule(tw_job *j, size_t i);
 size_t tw_job_memory(const tw_job *j); /* bytes of buffered batches + windows */
 
+/* ---- checkpoints (job_state.c) ---------------------------------------------
+ * A job's state is saved as parts: "core" (clock, de-duplication windows,
+ * dictionary, statistics, aggregator windows and the batches buffered for
+ * scans not yet closed) and "rule.<i>" for the i-th configured rule
+ * (0-based). Every part is a versioned blob (magic, version, length, CRC-32)
+ * the store keeps under its part name; restoring them into a job made with
+ * the same job id, configuration and rule specs continues exactly where the
+ * save was. Blob layout: docs in job_state.c. */
+
+/* Called once per part by tw_job_save. `part` is "core" or "rule.<i>".
+ * Data is valid only during the call; the callback must not call into the
+ * job. Returns TW_OK, or TW_ERR to abort the save. */
+typedef int (*tw_job_part_fn)(void *ud, const char *part, const void *data,
+                              size_t len);
+
+/* Nonzero when anything changed since the last successful tw_job_save
+ * (ingest, a scan, finish, F or the scan limit set). */
+int tw_job_dirty(const tw_job *j);
+
+/* Emits the job's state as parts, one at a time from one reusable buffer:
+ * all of them, or with only_dirty only those changed since the last
+ * successful save ("core" after any ingest/scan/finish, every "rule.<i>"
+ * after a scan or finish). Clears the dirty marks only when every emit
+ * returned TW_OK. TW_ERR (out of memory, a rule that cannot save, an emit
+ * that failed) names the part in err. */
+int tw_job_save(tw_job *j, int only_dirty, tw_job_part_fn emit, void *ud,
+                char *err, size_t errlen);
+
+/* Restores one part into a job freshly made by tw_job_new with the same id,
+ * configuration and rule specs, before anything was ingested: "core" first,
+ * then the rules in any order. Values set by tw_job_set_first_timestamp /
+ * tw_job_set_scan_limit are replaced by the checkpoint's. Errors (unknown
+ * part, truncated or corrupt blob, wrong version, other job id or
+ * configuration, wrong rule count or name) name the part and the reason.
+ * The core blob is checked whole before the job is changed; after any
+ * error the job stays safe to use and free, but should be discarded. */
+int tw_job_restore_part(tw_job *j, const char *part, const void *data,
+                        size_t len, char *err, size_t errlen);
+
 /* The metric kind of a series from its strings (RULES.md §1.2 table). */
 tw_metric tw_metric_classify(const char *type, const char *name,
                              const char *dimension);

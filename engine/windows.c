@@ -2,8 +2,11 @@
 #include "windows.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ckpt_codec.h"
 
 typedef struct series_window {
     double *ring;   /* cap values; NULL when no rule windows this metric */
@@ -188,4 +191,118 @@ size_t tw_windows_memory(const tw_windows *w)
     for (size_t i = 0; i < w->nseries; i++)
         bytes += (size_t)w->series[i].cap * sizeof(double);
     return bytes;
+}
+
+/* ---- checkpoints ----------------------------------------------------------
+ * varint nseries, then per series: u8 metric, varint count, and when count
+ * > 0: f64 mean, m2, min, max, varint nvalues, f64 values (oldest first).
+ * The ring's head is not kept: values are restored from position 0, which
+ * reads back identically. */
+
+int tw_windows_save(const tw_windows *w, tw_buf *out)
+{
+    tw_ckw c = {out, 0};
+    tw_ckw_uv(&c, w->nseries);
+    for (size_t i = 0; i < w->nseries && !c.failed; i++) {
+        const series_window *s = &w->series[i];
+        tw_ckw_u8(&c, (uint8_t)s->metric);
+        tw_ckw_uv(&c, s->count);
+        if (s->count == 0)
+            continue;
+        tw_ckw_f64(&c, s->mean);
+        tw_ckw_f64(&c, s->m2);
+        tw_ckw_f64(&c, s->min);
+        tw_ckw_f64(&c, s->max);
+        tw_ckw_uv(&c, s->filled);
+        for (uint32_t k = 0; k < s->filled; k++)
+            tw_ckw_f64(&c, s->ring[(s->head + s->cap - s->filled + k) % s->cap]);
+    }
+    return c.failed ? TW_ERR : TW_OK;
+}
+
+/* One pass over the blob: checks everything when apply == 0, writes into
+ * w when apply == 1 (only after a clean check pass, so it cannot fail). */
+static int windows_load(tw_windows *w, const void *data, size_t len,
+                        int apply, char *err, size_t errlen)
+{
+    tw_ckr r;
+    tw_ckr_init(&r, data, len);
+    uint64_t n = tw_ckr_uv(&r);
+    if (r.why == NULL && n != w->nseries) {
+        snprintf(err, errlen,
+                 "windows: checkpoint has %llu series, the job has %zu",
+                 (unsigned long long)n, w->nseries);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < w->nseries && r.why == NULL; i++) {
+        series_window *s = &w->series[i];
+        uint8_t metric = tw_ckr_u8(&r);
+        uint64_t count = tw_ckr_uv(&r);
+        if (r.why != NULL)
+            break;
+        if (metric != (uint8_t)s->metric) {
+            snprintf(err, errlen,
+                     "windows: series %zu has metric %u in the checkpoint, "
+                     "%u in the job",
+                     i, metric, (unsigned)s->metric);
+            return TW_ERR;
+        }
+        if (!apply && s->count != 0) {
+            snprintf(err, errlen, "windows: series %zu already has values", i);
+            return TW_ERR;
+        }
+        double mean = 0, m2 = 0, mn = 0, mx = 0;
+        uint64_t nv = 0;
+        if (count > 0) {
+            mean = tw_ckr_f64(&r);
+            m2 = tw_ckr_f64(&r);
+            mn = tw_ckr_f64(&r);
+            mx = tw_ckr_f64(&r);
+            nv = tw_ckr_uv(&r);
+            if (r.why != NULL)
+                break;
+            if (nv > s->cap || nv > count) {
+                snprintf(err, errlen,
+                         "windows: series %zu keeps %llu values, its ring "
+                         "holds %u (of %llu pushed)",
+                         i, (unsigned long long)nv, s->cap,
+                         (unsigned long long)count);
+                return TW_ERR;
+            }
+            if (tw_ckr_left(&r) / 8 < nv) {
+                tw_ckr_fail(&r, "truncated");
+                break;
+            }
+        }
+        if (apply) {
+            s->count = count;
+            s->mean = mean;
+            s->m2 = m2;
+            s->min = mn;
+            s->max = mx;
+            s->filled = (uint32_t)nv;
+            s->head = s->cap ? (uint32_t)(nv % s->cap) : 0;
+        }
+        for (uint64_t k = 0; k < nv; k++) {
+            double v = tw_ckr_f64(&r);
+            if (apply)
+                s->ring[k] = v;
+        }
+    }
+    if (r.why == NULL && tw_ckr_left(&r) != 0)
+        r.why = "trailing bytes";
+    if (r.why != NULL) {
+        snprintf(err, errlen, "windows: %s at byte %zu of %zu", r.why,
+                 tw_ckr_offset(&r), len);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+int tw_windows_restore(tw_windows *w, const void *data, size_t len, char *err,
+                       size_t errlen)
+{
+    if (windows_load(w, data, len, 0, err, errlen) != TW_OK)
+        return TW_ERR;
+    return windows_load(w, data, len, 1, err, errlen);
 }

@@ -231,6 +231,7 @@ static int aws_creds(const tw_settings *s, tw_arena *arena, tw_aws_creds *c,
 static int need(const tw_settings *s, const char *key, const char *type,
                 const char **out, char *err, size_t errlen)
 {
+    *out = NULL;
     tw_settings_get_str(s, key, out);
     if (*out == NULL || **out == '\0')
         return tw_settings_error(s, NULL, err, errlen,
@@ -431,8 +432,10 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
                                          (int)n, p);
             p += n + (p[n] == ',');
         }
-        tw_settings_get_str(s, "from", &from);
-        if (!valid_email(from, strlen(from)))
+        const tw_setting *fs = tw_settings_find(s, "from");
+        if (fs != NULL)
+            from = fs->value;
+        if (fs != NULL && !valid_email(from, strlen(from)))
             return tw_settings_error(s, tw_settings_find(s, "from"), err,
                                      errlen, "'%s' is not an e-mail address",
                                      from);

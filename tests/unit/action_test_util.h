@@ -5,6 +5,7 @@
 #ifndef TW_ACTION_TEST_UTIL_H
 #define TW_ACTION_TEST_UTIL_H
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>

@@ -169,11 +169,11 @@ static int read_credentials_file(const char *path, const char *profile,
         *eq = '\0';
         const char *k = trim(s);
         char *v = trim(eq + 1);
-        const char **dst = strcmp(k, "aws_access_key_id") == 0 ? &c->access_key_id
-                           : strcmp(k, "aws_secret_access_key") == 0
-                               ? &c->secret_access_key
-                           : strcmp(k, "aws_session_token") == 0 ? &c->session_token
-                                                                 : NULL;
+        const char **dst =
+            strcmp(k, "aws_access_key_id") == 0       ? &c->access_key_id
+            : strcmp(k, "aws_secret_access_key") == 0 ? &c->secret_access_key
+            : strcmp(k, "aws_session_token") == 0     ? &c->session_token
+                                                      : NULL;
         if (dst != NULL)
             *dst = tw_arena_strdup(arena, v);
     }
@@ -197,9 +197,8 @@ static int aws_creds(const tw_settings *s, tw_arena *arena, tw_aws_creds *c,
     char msg[512];
     if (file != NULL) {
         char *path = expand_home(arena, file);
-        if (path == NULL ||
-            read_credentials_file(path, profile, arena, c, msg, sizeof(msg)) !=
-                TW_OK)
+        if (path == NULL || read_credentials_file(path, profile, arena, c, msg,
+                                                  sizeof(msg)) != TW_OK)
             return tw_settings_error(s, tw_settings_find(s, "credentials_file"),
                                      err, errlen, "%s",
                                      path ? msg : "out of memory");
@@ -216,9 +215,8 @@ static int aws_creds(const tw_settings *s, tw_arena *arena, tw_aws_creds *c,
     }
     const char *shared = getenv("AWS_SHARED_CREDENTIALS_FILE");
     char *path = expand_home(arena, shared ? shared : "~/.aws/credentials");
-    if (path != NULL &&
-        read_credentials_file(path, profile, arena, c, msg, sizeof(msg)) ==
-            TW_OK)
+    if (path != NULL && read_credentials_file(path, profile, arena, c, msg,
+                                              sizeof(msg)) == TW_OK)
         return TW_OK;
     return tw_settings_error(
         s, NULL, err, errlen,
@@ -280,8 +278,8 @@ static int region_endpoint(const tw_settings *s, tw_arena *arena,
         ep = def;
     } else if (!has_scheme(ep, http))
         return tw_settings_error(s, tw_settings_find(s, "endpoint"), err,
-                                 errlen, "'%s' is not an http:// or https:// URL",
-                                 ep);
+                                 errlen,
+                                 "'%s' is not an http:// or https:// URL", ep);
     char *copy = tw_arena_strdup(arena, ep);
     if (copy == NULL)
         return tw_settings_error(s, NULL, err, errlen, "out of memory");
@@ -296,8 +294,8 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
                      tw_arena *arena, tw_action_spec *sp, char *err,
                      size_t errlen)
 {
-    static const char *const common[] = {"type",    "timeout",     "retries",
-                                         "backoff", "backoff_max", "repeat_after"};
+    static const char *const common[] = {
+        "type", "timeout", "retries", "backoff", "backoff_max", "repeat_after"};
     static const char *const keys[TW_ACTION_NTYPES][8] = {
         {"region", "endpoint", "training_job_prefix", "credentials_file",
          "profile"},
@@ -356,8 +354,8 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
         return TW_ERR;
     sp->retries = (int)retries;
     if (sp->timeout_us < 1000)
-        return tw_settings_error(s, tw_settings_find(s, "timeout"), err,
-                                 errlen, "must be at least 1ms");
+        return tw_settings_error(s, tw_settings_find(s, "timeout"), err, errlen,
+                                 "must be at least 1ms");
     if (sp->backoff_max_us < sp->backoff_us)
         return tw_settings_error(s, tw_settings_find(s, "backoff_max"), err,
                                  errlen, "is below 'backoff'");
@@ -382,8 +380,7 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
         if (need(s, "url", type, &url, err, errlen) != TW_OK)
             return TW_ERR;
         if (!has_scheme(url, http))
-            return tw_settings_error(s, tw_settings_find(s, "url"), err,
-                                     errlen,
+            return tw_settings_error(s, tw_settings_find(s, "url"), err, errlen,
                                      "'%s' is not an http:// or https:// URL",
                                      url);
         sp->url = tw_arena_strdup(arena, url);
@@ -426,10 +423,9 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
         for (const char *p = to; *p;) {
             size_t n = strcspn(p, ",");
             if (!valid_email(p, n))
-                return tw_settings_error(s, tw_settings_find(s, "to"), err,
-                                         errlen,
-                                         "'%.*s' is not an e-mail address",
-                                         (int)n, p);
+                return tw_settings_error(
+                    s, tw_settings_find(s, "to"), err, errlen,
+                    "'%.*s' is not an e-mail address", (int)n, p);
             p += n + (p[n] == ',');
         }
         const tw_setting *fs = tw_settings_find(s, "from");
@@ -440,10 +436,9 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
                                      errlen, "'%s' is not an e-mail address",
                                      from);
         if (!has_scheme(url, smtp))
-            return tw_settings_error(s, tw_settings_find(s, "smtp_url"), err,
-                                     errlen,
-                                     "'%s' is not an smtp:// or smtps:// URL",
-                                     url);
+            return tw_settings_error(
+                s, tw_settings_find(s, "smtp_url"), err, errlen,
+                "'%s' is not an smtp:// or smtps:// URL", url);
         sp->to = tw_arena_strdup(arena, to);
         sp->from = tw_arena_strdup(arena, from);
         sp->smtp_url = tw_arena_strdup(arena, url);

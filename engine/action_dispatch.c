@@ -23,11 +23,20 @@
 #include "log.h"
 #include "strmap.h"
 
-enum { C_FIRED, C_ATTEMPTS, C_SUCCEEDED, C_FAILED, C_RETRIED, C_TIMED_OUT,
-       C_DEDUP, C_SKIPPED, C_N };
+enum {
+    C_FIRED,
+    C_ATTEMPTS,
+    C_SUCCEEDED,
+    C_FAILED,
+    C_RETRIED,
+    C_TIMED_OUT,
+    C_DEDUP,
+    C_SKIPPED,
+    C_N
+};
 
 struct tw_actions {
-    tw_arena arena; /* specs and their strings (secrets included) */
+    tw_arena arena;         /* specs and their strings (secrets included) */
     tw_action_spec **specs; /* per rule */
     size_t *nspecs;
     size_t nrules;
@@ -41,19 +50,19 @@ struct tw_actions {
 
     pthread_mutex_t mu; /* guards the inbox and the shutdown flags */
     tw_action_task *inbox, *inbox_tail;
-    int draining;         /* drain() began: fire() refuses */
-    int64_t deadline_ms;  /* drain's deadline */
-    int quit;             /* free() without drain: stop now */
-    int abandoned;        /* set by the worker when it gave up tasks */
+    int draining;        /* drain() began: fire() refuses */
+    int64_t deadline_ms; /* drain's deadline */
+    int quit;            /* free() without drain: stop now */
+    int abandoned;       /* set by the worker when it gave up tasks */
 
     /* worker only */
     tw_action_task *pending; /* waiting for due_ms, in arrival order */
     tw_action_task *pending_tail;
-    tw_action_task *flying;  /* on the multi handle */
+    tw_action_task *flying; /* on the multi handle */
     size_t inflight;
-    tw_strmap ledger;    /* in-memory ledger: claimed ids */
-    tw_strmap last_map;  /* "<job>/<rule>/<n>" -> index into last_us */
-    int64_t *last_us;    /* event time of the last claimed send */
+    tw_strmap ledger;   /* in-memory ledger: claimed ids */
+    tw_strmap last_map; /* "<job>/<rule>/<n>" -> index into last_us */
+    int64_t *last_us;   /* event time of the last claimed send */
     size_t nlast, caplast;
 
     _Atomic uint64_t c[TW_ACTION_NTYPES][C_N];
@@ -103,7 +112,7 @@ size_t tw_action_collect(char *data, size_t size, size_t n, void *ud)
 {
     tw_action_task *t = ud;
     size_t len = size * n;
-    size_t keep = t->resp_len >= 65536 ? 0
+    size_t keep = t->resp_len >= 65536        ? 0
                   : len < 65536 - t->resp_len ? len
                                               : 65536 - t->resp_len;
     if (keep > 0) {
@@ -133,7 +142,7 @@ static tw_action_task *task_new(const tw_action_spec *sp,
     else
         snprintf(id, sizeof(id), "%s/%s/%d/%s/once", ev->job_id, rule,
                  sp->index, type);
-    const char *src[] = {id,          ev->job_id, rule,       ev->alert_id,
+    const char *src[] = {id,          ev->job_id, rule,          ev->alert_id,
                          ev->finding, ev->report, ev->alert_json};
     size_t len[7], total = 0;
     for (size_t i = 0; i < 7; i++) {
@@ -196,8 +205,8 @@ int tw_actions_new(const tw_config *cfg, const tw_actions_options *opt,
     }
     a->claim = opt ? opt->claim : NULL;
     a->claim_ud = opt ? opt->claim_ud : NULL;
-    a->ledger_retry_ms = opt && opt->ledger_retry_ms > 0 ? opt->ledger_retry_ms
-                                                         : 1000;
+    a->ledger_retry_ms =
+        opt && opt->ledger_retry_ms > 0 ? opt->ledger_retry_ms : 1000;
     a->max_queued = opt && opt->max_queued > 0 ? opt->max_queued : 10000;
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -317,23 +326,23 @@ void tw_actions_get_counters(const tw_actions *a, tw_action_counters *out)
 size_t tw_actions_format_metrics(const tw_action_counters *c, char *buf,
                                  size_t len)
 {
-    static const char *const names[] = {"fired",   "attempts",  "succeeded",
-                                        "failed",  "retried",   "timed_out",
+    static const char *const names[] = {"fired",        "attempts", "succeeded",
+                                        "failed",       "retried",  "timed_out",
                                         "deduplicated", "skipped"};
     size_t used = 0;
-#define EMIT(...)                                                             \
-    do {                                                                      \
-        int w_ = snprintf(buf ? buf + (used < len ? used : len) : NULL,       \
-                          used < len ? len - used : 0, __VA_ARGS__);          \
-        if (w_ > 0)                                                           \
-            used += (size_t)w_;                                               \
+#define EMIT(...)                                                              \
+    do {                                                                       \
+        int w_ = snprintf(buf ? buf + (used < len ? used : len) : NULL,        \
+                          used < len ? len - used : 0, __VA_ARGS__);           \
+        if (w_ > 0)                                                            \
+            used += (size_t)w_;                                                \
     } while (0)
     for (int k = 0; k < C_N; k++) {
         EMIT("# TYPE trainwatch_actions_%s_total counter\n", names[k]);
         for (int i = 0; i < TW_ACTION_NTYPES; i++) {
             const tw_action_type_counters *t = &c->type[i];
-            const uint64_t v[] = {t->fired,    t->attempts,  t->succeeded,
-                                  t->failed,   t->retried,   t->timed_out,
+            const uint64_t v[] = {t->fired,        t->attempts, t->succeeded,
+                                  t->failed,       t->retried,  t->timed_out,
                                   t->deduplicated, t->skipped};
             EMIT("trainwatch_actions_%s_total{type=\"%s\"} %" PRIu64 "\n",
                  names[k], tw_action_type_name((tw_action_type)i), v[k]);
@@ -491,8 +500,10 @@ static int claim(tw_actions *a, tw_action_task *t)
         return 0;
     }
     atomic_fetch_add(&a->ledger_errors, 1);
-    tw_log(TW_LOG_WARN, "action %s: the action ledger is unavailable; "
-           "retrying the claim in %" PRId64 " ms", t->id, a->ledger_retry_ms);
+    tw_log(TW_LOG_WARN,
+           "action %s: the action ledger is unavailable; "
+           "retrying the claim in %" PRId64 " ms",
+           t->id, a->ledger_retry_ms);
     t->due_ms = tw_actions_now_ms() + a->ledger_retry_ms;
     pending_push(a, t);
     return -1;

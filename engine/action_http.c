@@ -103,10 +103,9 @@ static int sagemaker_prepare(tw_action_task *t, char *err, size_t errlen)
     json_t *doc;
     if (t->stage == 0) {
         target = "SageMaker.ListTrainingJobs";
-        doc = json_pack("{s:s, s:s, s:s, s:s, s:i}", "NameContains",
-                        sp->prefix, "SortBy", "CreationTime", "SortOrder",
-                        "Descending", "StatusEquals", "InProgress",
-                        "MaxResults", 100);
+        doc = json_pack("{s:s, s:s, s:s, s:s, s:i}", "NameContains", sp->prefix,
+                        "SortBy", "CreationTime", "SortOrder", "Descending",
+                        "StatusEquals", "InProgress", "MaxResults", 100);
         if (doc != NULL && t->next_token != NULL)
             json_object_set_new(doc, "NextToken", json_string(t->next_token));
     } else {
@@ -142,8 +141,10 @@ static tw_act_outcome list_done(tw_action_task *t)
     const char *match = NULL;
     json_array_foreach(jobs, i, j)
     {
-        const char *name = json_string_value(json_object_get(j, "TrainingJobName"));
-        if (name != NULL && strncmp(name, sp->prefix, strlen(sp->prefix)) == 0) {
+        const char *name =
+            json_string_value(json_object_get(j, "TrainingJobName"));
+        if (name != NULL &&
+            strncmp(name, sp->prefix, strlen(sp->prefix)) == 0) {
             matches++;
             match = name;
         }
@@ -220,14 +221,14 @@ static int sns_prepare(tw_action_task *t, char *err, size_t errlen)
     utf8_cut(message, 1400);
     int rc = form_add(t, "Action", "Publish") ||
              form_add(t, "Version", "2010-03-31") ||
-             form_add(t, "Subject", subject) ||
-             form_add(t, "Message", message);
+             form_add(t, "Subject", subject) || form_add(t, "Message", message);
     if (rc == TW_OK && sp->topic_arn != NULL)
-        rc = form_add(t, "TopicArn", sp->topic_arn) ||
-             form_add(t, "MessageAttributes.entry.1.Name", "phone_num") ||
-             form_add(t, "MessageAttributes.entry.1.Value.DataType", "String") ||
-             form_add(t, "MessageAttributes.entry.1.Value.StringValue",
-                      sp->phone);
+        rc =
+            form_add(t, "TopicArn", sp->topic_arn) ||
+            form_add(t, "MessageAttributes.entry.1.Name", "phone_num") ||
+            form_add(t, "MessageAttributes.entry.1.Value.DataType", "String") ||
+            form_add(t, "MessageAttributes.entry.1.Value.StringValue",
+                     sp->phone);
     else if (rc == TW_OK)
         rc = form_add(t, "PhoneNumber", sp->phone);
     if (rc != TW_OK ||

@@ -27,25 +27,25 @@ typedef struct tw_aws_creds {
 
 typedef struct tw_action_spec {
     tw_action_type type;
-    const char *what;      /* "rule 'R' action N" for logs */
+    const char *what; /* "rule 'R' action N" for logs */
     const char *rule_name;
-    int index;             /* 1-based position in the rule's list */
+    int index; /* 1-based position in the rule's list */
     int64_t timeout_us;
-    int retries;           /* attempts after the first */
-    int64_t backoff_us;    /* first retry delay, doubled each time */
+    int retries;        /* attempts after the first */
+    int64_t backoff_us; /* first retry delay, doubled each time */
     int64_t backoff_max_us;
     int64_t repeat_after_us; /* notifications; 0 = once per rule and job */
 
     /* stop_training, sms */
     const char *region;
-    const char *endpoint;  /* no trailing '/' */
-    const char *prefix;    /* stop_training; NULL = the job id */
+    const char *endpoint; /* no trailing '/' */
+    const char *prefix;   /* stop_training; NULL = the job id */
     tw_aws_creds creds;
     /* webhook */
     const char *url;
     const char *hmac_secret; /* secret; NULL = no signature header */
     /* signal */
-    int pid;               /* 0 = read pid_file at send time */
+    int pid; /* 0 = read pid_file at send time */
     const char *pid_file;
     int signo;
     /* stop_file */
@@ -53,9 +53,9 @@ typedef struct tw_action_spec {
     /* email */
     const char *smtp_url;
     const char *from;
-    const char *to;        /* comma-separated */
+    const char *to; /* comma-separated */
     const char *username;
-    const char *password;  /* secret */
+    const char *password; /* secret */
     int use_tls;
     /* sms */
     const char *phone;
@@ -74,7 +74,7 @@ typedef enum {
 typedef struct tw_action_task {
     struct tw_action_task *next;
     const tw_action_spec *spec;
-    char *id;        /* ledger id */
+    char *id; /* ledger id */
     char *job;
     char *rule;
     char *alert_id;
@@ -83,13 +83,13 @@ typedef struct tw_action_task {
     char *alert_json;
     int64_t time_us;
 
-    int claimed;     /* the ledger said send */
-    int attempts;    /* started so far */
-    int64_t due_ms;  /* monotonic ms of the next attempt */
-    int stage;       /* stop_training: 0 = list by prefix, 1 = stop */
-    char *job_name;  /* stop_training: the name to stop */
-    char *next_token;/* stop_training: ListTrainingJobs page to ask next */
-    int pages;       /* stop_training: ListTrainingJobs pages read */
+    int claimed;      /* the ledger said send */
+    int attempts;     /* started so far */
+    int64_t due_ms;   /* monotonic ms of the next attempt */
+    int stage;        /* stop_training: 0 = list by prefix, 1 = stop */
+    char *job_name;   /* stop_training: the name to stop */
+    char *next_token; /* stop_training: ListTrainingJobs page to ask next */
+    int pages;        /* stop_training: ListTrainingJobs pages read */
 
     /* transfer state of the current attempt (reset between attempts) */
     CURL *easy;
@@ -113,15 +113,12 @@ int tw_action_specs_build(const tw_settings *items, size_t n,
 /* action_http.c / action_smtp.c: set up t->easy (already created, with the
  * common options: timeout, private pointer, no signals) for one attempt. */
 int tw_action_http_prepare(tw_action_task *t, char *err, size_t errlen);
-tw_act_outcome tw_action_http_done(tw_action_task *t, CURLcode rc,
-                                   long status);
+tw_act_outcome tw_action_http_done(tw_action_task *t, CURLcode rc, long status);
 int tw_action_smtp_prepare(tw_action_task *t, char *err, size_t errlen);
-tw_act_outcome tw_action_smtp_done(tw_action_task *t, CURLcode rc,
-                                   long status);
+tw_act_outcome tw_action_smtp_done(tw_action_task *t, CURLcode rc, long status);
 
 /* action_local.c: run a signal/stop_file action now (fast syscalls). */
-tw_act_outcome tw_action_local_run(tw_action_task *t, char *msg,
-                                   size_t msglen);
+tw_act_outcome tw_action_local_run(tw_action_task *t, char *msg, size_t msglen);
 
 /* Free the transfer state of t (not the easy handle's ownership by multi:
  * the dispatcher removes it first). */

@@ -40,8 +40,8 @@ int tw_action_smtp_prepare(tw_action_task *t, char *err, size_t errlen)
     char rule[256], job[512], subject[900], date[64], addr[320];
     header_safe(rule, sizeof(rule), t->rule);
     header_safe(job, sizeof(job), t->job);
-    snprintf(subject, sizeof(subject), "trainwatch: %s found an issue in job %s",
-             rule, job);
+    snprintf(subject, sizeof(subject),
+             "trainwatch: %s found an issue in job %s", rule, job);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -102,7 +102,8 @@ int tw_action_smtp_prepare(tw_action_task *t, char *err, size_t errlen)
     curl_easy_setopt(t->easy, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(t->easy, CURLOPT_READFUNCTION, read_body);
     curl_easy_setopt(t->easy, CURLOPT_READDATA, t);
-    curl_easy_setopt(t->easy, CURLOPT_INFILESIZE_LARGE, (curl_off_t)t->body_len);
+    curl_easy_setopt(t->easy, CURLOPT_INFILESIZE_LARGE,
+                     (curl_off_t)t->body_len);
     if (sp->use_tls)
         curl_easy_setopt(t->easy, CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
     if (sp->username != NULL)

@@ -57,20 +57,20 @@ typedef int (*tw_action_claim_fn)(void *ud, const char *action_id);
 typedef struct tw_actions_options {
     tw_action_claim_fn claim; /* NULL: an in-memory ledger (this process) */
     void *claim_ud;
-    int64_t ledger_retry_ms;  /* 0: 1000 */
-    size_t max_queued;        /* 0: 10000; fire() beyond it drops, counted */
+    int64_t ledger_retry_ms; /* 0: 1000 */
+    size_t max_queued;       /* 0: 10000; fire() beyond it drops, counted */
 } tw_actions_options;
 
 /* One rule firing, as the consuming thread sees it. Only job_id and
  * rule_index are required; strings are copied by fire(). */
 typedef struct tw_action_event {
     const char *job_id;
-    size_t rule_index;     /* index into cfg->rules */
-    const char *alert_id;  /* deterministic alert id (may be NULL) */
-    const char *finding;   /* one-line text for e-mail/SMS (may be NULL) */
-    const char *report;    /* path or link to the report (may be NULL) */
-    const char *alert_json;/* webhook body; NULL: a small JSON is built */
-    int64_t time_us;       /* event time (µs since the epoch) */
+    size_t rule_index;      /* index into cfg->rules */
+    const char *alert_id;   /* deterministic alert id (may be NULL) */
+    const char *finding;    /* one-line text for e-mail/SMS (may be NULL) */
+    const char *report;     /* path or link to the report (may be NULL) */
+    const char *alert_json; /* webhook body; NULL: a small JSON is built */
+    int64_t time_us;        /* event time (µs since the epoch) */
 } tw_action_event;
 
 typedef struct tw_action_type_counters {

@@ -5,6 +5,7 @@
 #ifndef TW_ACTION_TEST_UTIL_H
 #define TW_ACTION_TEST_UTIL_H
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,10 +35,13 @@ static TU_UNUSED const char *tu_python(void)
 {
     /* Debian's python has python3-aiosmtpd; a pyenv shim may not */
     return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3"
-                                                   : "python3";
+                                                 : "python3";
 }
 
-static TU_UNUSED int64_t tu_now_ms(void) { return tw_actions_now_ms(); }
+static TU_UNUSED int64_t tu_now_ms(void)
+{
+    return tw_actions_now_ms();
+}
 
 static TU_UNUSED void tu_sleep_ms(int ms)
 {
@@ -166,8 +169,8 @@ static TU_UNUSED const char *rec_str(json_t *rec, const char *key)
 
 static TU_UNUSED const char *rec_header(json_t *rec, const char *name)
 {
-    return json_string_value(json_object_get(json_object_get(rec, "headers"),
-                                             name));
+    return json_string_value(
+        json_object_get(json_object_get(rec, "headers"), name));
 }
 
 /* Write text to a temporary config and load it. */

@@ -2,10 +2,12 @@
  * actions are created: unknown type or key, missing url/to/phone/path,
  * bad prefix, phone, address, signal, durations and missing secrets are
  * errors naming file:line, the rule, the action and the key. */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "action_test_util.h"
@@ -76,8 +78,7 @@ static void test_errors(void **st)
                  "missing key 'smtp_url'", NULL);
     expect_error("{type: email, to: [ops@example.com, not-an-address], "
                  "smtp_url: 'smtp://h'}",
-                 "key 'to'", "'not-an-address' is not an e-mail address",
-                 NULL);
+                 "key 'to'", "'not-an-address' is not an e-mail address", NULL);
     expect_error("{type: email, to: [a@b.com], smtp_url: 'http://h'}",
                  "key 'smtp_url'", NULL);
     expect_error("{type: sms}", "missing key 'phone'", NULL);
@@ -86,17 +87,23 @@ static void test_errors(void **st)
     expect_error("{type: sms, phone: '+1234567890123456'}", "key 'phone'",
                  NULL);
     expect_error("{type: stop_training, training_job_prefix: 'my_job'}",
-                 "key 'training_job_prefix'", "'my_job' is not a job name "
-                 "prefix", NULL);
+                 "key 'training_job_prefix'",
+                 "'my_job' is not a job name "
+                 "prefix",
+                 NULL);
     expect_error("{type: stop_training, endpoint: 'localhost:80'}",
                  "key 'endpoint'", NULL);
     expect_error("{type: stop_training, credentials_file: /nonexistent/creds}",
-                 "key 'credentials_file'", "cannot read credentials file "
-                 "/nonexistent/creds", NULL);
+                 "key 'credentials_file'",
+                 "cannot read credentials file "
+                 "/nonexistent/creds",
+                 NULL);
     expect_error("{type: stop_training, repeat_after: 30m}",
                  "key 'repeat_after'", "unknown key", NULL);
-    expect_error("{type: signal, signal: TERM}", "exactly one of 'pid' and "
-                 "'pid_file'", NULL);
+    expect_error("{type: signal, signal: TERM}",
+                 "exactly one of 'pid' and "
+                 "'pid_file'",
+                 NULL);
     expect_error("{type: signal, pid: 1234, signal: BOOM}", "key 'signal'",
                  "'BOOM' is not a signal", NULL);
     expect_error("{type: signal, pid: 1}", "key 'pid'", NULL);
@@ -134,7 +141,8 @@ static void test_credentials(void **st)
     close(fd);
     char action[256];
     snprintf(action, sizeof(action),
-             "{type: stop_training, credentials_file: '%s', profile: ci}", path);
+             "{type: stop_training, credentials_file: '%s', profile: ci}",
+             path);
     expect_error(action, "key 'credentials_file'", "profile [ci]", NULL);
     char text[512];
     snprintf(text, sizeof(text),

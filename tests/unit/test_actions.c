@@ -8,11 +8,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
-#include <errno.h>
-#include <fcntl.h>
+
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -207,8 +209,8 @@ static void test_stop_training_prefix(void **st)
 {
     (void)st;
     srv s;
-    srv_start(&s, "http_recorder.py", "--aws-secret", AWS_SECRET,
-              "--list-jobs", "pa-7,pb-1,pb-2,xpa-1", NULL);
+    srv_start(&s, "http_recorder.py", "--aws-secret", AWS_SECRET, "--list-jobs",
+              "pa-7,pb-1,pb-2,xpa-1", NULL);
     char cfg[1024];
     snprintf(cfg, sizeof(cfg),
              "rules:\n"
@@ -245,9 +247,9 @@ static void test_stop_training_prefix(void **st)
             stops++;
             assert_string_equal(rec_header(r, "x-amz-target"),
                                 "SageMaker.StopTrainingJob");
-            assert_string_equal(json_string_value(json_object_get(
-                                    body, "TrainingJobName")),
-                                "pa-7");
+            assert_string_equal(
+                json_string_value(json_object_get(body, "TrainingJobName")),
+                "pa-7");
         }
         json_decref(body);
     }
@@ -294,16 +296,17 @@ static void test_sms_sns_publish(void **st)
     srv s;
     srv_start(&s, "http_recorder.py", "--aws-secret", AWS_SECRET, NULL);
     char cfg[1024];
-    snprintf(cfg, sizeof(cfg),
-             "rules:\n"
-             "  - name: LowGPUUtilization\n"
-             "    actions:\n"
-             "      - type: sms\n"
-             "        phone: '+15555550100'\n"
-             "        topic_arn: arn:aws:sns:eu-west-1:123456789012:SMDebugRules\n"
-             "        region: eu-west-1\n"
-             "        endpoint: http://127.0.0.1:%d\n",
-             s.port);
+    snprintf(
+        cfg, sizeof(cfg),
+        "rules:\n"
+        "  - name: LowGPUUtilization\n"
+        "    actions:\n"
+        "      - type: sms\n"
+        "        phone: '+15555550100'\n"
+        "        topic_arn: arn:aws:sns:eu-west-1:123456789012:SMDebugRules\n"
+        "        region: eu-west-1\n"
+        "        endpoint: http://127.0.0.1:%d\n",
+        s.port);
     tw_config *c = tu_config(cfg);
     tw_actions *a = new_actions(c, NULL);
     tw_config_free(c);
@@ -406,7 +409,8 @@ static void test_webhook_hmac(void **st)
     tw_config *c = tu_config(cfg);
     tw_actions *a = new_actions(c, NULL);
     tw_config_free(c);
-    const char *alert = "{\"alert_id\":\"a-9\",\"rule\":\"R\",\"job_id\":\"w1\"}";
+    const char *alert =
+        "{\"alert_id\":\"a-9\",\"rule\":\"R\",\"job_id\":\"w1\"}";
     tw_action_event ev = {.job_id = "w1", .rule_index = 0, .alert_json = alert};
     assert_int_equal(tw_actions_fire(a, &ev), TW_OK);
     wait_final(a, TW_ACTION_WEBHOOK, 1);
@@ -596,8 +600,8 @@ static void test_ledger_callback(void **st)
              s.port);
     tw_config *c = tu_config(cfg);
     ledger l = {.down = 2};
-    tw_actions_options opt = {.claim = claim, .claim_ud = &l,
-                              .ledger_retry_ms = 50};
+    tw_actions_options opt = {
+        .claim = claim, .claim_ud = &l, .ledger_retry_ms = 50};
     tw_actions *a = new_actions(c, &opt);
     tw_config_free(c);
     fire(a, "old-job", 0, 1);
@@ -609,7 +613,8 @@ static void test_ledger_callback(void **st)
     srv_wait(&s, 1);
     json_t *recs = srv_records(&s);
     assert_int_equal(json_array_size(recs), 1);
-    json_t *body = json_loads(rec_str(json_array_get(recs, 0), "body"), 0, NULL);
+    json_t *body =
+        json_loads(rec_str(json_array_get(recs, 0), "body"), 0, NULL);
     assert_string_equal(
         json_string_value(json_object_get(body, "TrainingJobName")), "new-job");
     json_decref(body);

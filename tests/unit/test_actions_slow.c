@@ -3,10 +3,12 @@
  * microseconds; the attempt times out (timeout 10s), is retried after the
  * backoff and the retry succeeds. Prints the submit latency percentiles.
  * (Named *_slow: the sanitizer pass of scripts/test.sh skips it.) */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "action_test_util.h"

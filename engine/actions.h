@@ -1,0 +1,131 @@
+/*
+ * actions.h - what happens when a rule finds an issue: stop the training job
+ * (SageMaker StopTrainingJob, a webhook, a signal to a local PID or a stop
+ * file), send an e-mail (SMTP) or an SMS (SNS Publish). Configured per rule
+ * (`actions:` in the config, see action_config.c for the keys), validated at
+ * load, dispatched off the consuming thread.
+ *
+ * Threads: tw_actions_fire() is called on the consuming thread and only
+ * copies the event into a queue (a few µs); one worker thread owned by
+ * tw_actions runs every request on a libcurl multi handle, with timeouts,
+ * retries with exponential backoff and a cap, and logs each attempt and the
+ * final outcome. A slow or dead endpoint never blocks fire().
+ *
+ * Once semantics: every send has a deterministic action id, claimed in a
+ * ledger *before* the first attempt (at-most-once across restarts when the
+ * ledger is the state store: SET NX). Ids:
+ *   stop kinds (stop_training, signal, stop_file): "<job>/stop/<type>"
+ *     -> at most once per job, whichever rule fires first;
+ *   notifications (email, sms, webhook): "<job>/<rule>/<n>/<type>/once",
+ *     or with `repeat_after: D` "<job>/<rule>/<n>/<type>/<event time / D>"
+ *     plus an in-process minimum interval D between sends (event time).
+ *
+ * Ownership: tw_actions_new() copies everything it needs from the config
+ * (the config may be freed afterwards) and reads secrets (AWS keys, SMTP
+ * password, HMAC secret) from the environment or files at that moment;
+ * secrets are never logged. fire() copies the event; the caller keeps its
+ * strings. tw_actions_free() stops the worker (abandoning what is left) and
+ * releases everything.
+ */
+#ifndef TW_ACTIONS_H
+#define TW_ACTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef enum tw_action_type {
+    TW_ACTION_STOP_TRAINING = 0,
+    TW_ACTION_WEBHOOK,
+    TW_ACTION_SIGNAL,
+    TW_ACTION_STOP_FILE,
+    TW_ACTION_EMAIL,
+    TW_ACTION_SMS,
+    TW_ACTION_NTYPES
+} tw_action_type;
+
+/* "stop_training", "webhook", ... (the config's `type` values). */
+const char *tw_action_type_name(tw_action_type t);
+
+/* The once-ledger. Called on the worker thread before the first attempt of
+ * a send. Returns 1: claimed now (send it); 0: claimed before (skip, counted
+ * as deduplicated); TW_ERR: ledger unavailable (the send stays queued and
+ * the claim is tried again after opt->ledger_retry_ms). */
+typedef int (*tw_action_claim_fn)(void *ud, const char *action_id);
+
+typedef struct tw_actions_options {
+    tw_action_claim_fn claim; /* NULL: an in-memory ledger (this process) */
+    void *claim_ud;
+    int64_t ledger_retry_ms; /* 0: 1000 */
+    size_t max_queued;       /* 0: 10000; fire() beyond it drops, counted */
+} tw_actions_options;
+
+/* One rule firing, as the consuming thread sees it. Only job_id and
+ * rule_index are required; strings are copied by fire(). */
+typedef struct tw_action_event {
+    const char *job_id;
+    size_t rule_index;      /* index into cfg->rules */
+    const char *alert_id;   /* deterministic alert id (may be NULL) */
+    const char *finding;    /* one-line text for e-mail/SMS (may be NULL) */
+    const char *report;     /* path or link to the report (may be NULL) */
+    const char *alert_json; /* webhook body; NULL: a small JSON is built */
+    int64_t time_us;        /* event time (µs since the epoch) */
+} tw_action_event;
+
+typedef struct tw_action_type_counters {
+    uint64_t fired;        /* sends queued by fire() */
+    uint64_t attempts;     /* requests started (each retry is one) */
+    uint64_t succeeded;    /* final outcome: done */
+    uint64_t failed;       /* final outcome: gave up (retries spent,
+                              permanent error, abandoned at shutdown) */
+    uint64_t retried;      /* attempts scheduled again after a failure */
+    uint64_t timed_out;    /* attempts that hit the timeout */
+    uint64_t deduplicated; /* skipped: once semantics / ledger said sent */
+    uint64_t skipped;      /* nothing to do (no or several jobs matched the
+                              prefix, pid file missing, ...) */
+} tw_action_type_counters;
+
+typedef struct tw_action_counters {
+    tw_action_type_counters type[TW_ACTION_NTYPES];
+    uint64_t dropped;       /* fire() found the queue full */
+    uint64_t ledger_errors; /* claims answered TW_ERR */
+    uint64_t queued;        /* sends waiting or in flight now (gauge) */
+} tw_action_counters;
+
+typedef struct tw_actions tw_actions;
+
+/* Validate every rule's actions of cfg and start the worker. On a config
+ * error: TW_ERR with "FILE:LINE: rule 'R' action N: key 'K': ..." in err.
+ * opt may be NULL (defaults). The worker thread starts here. */
+int tw_actions_new(const tw_config *cfg, const tw_actions_options *opt,
+                   tw_actions **out, char *err, size_t errlen);
+
+/* Number of actions configured for rule i (0 when out of range). */
+size_t tw_actions_count(const tw_actions *a, size_t rule_index);
+
+/* Non-blocking: queue every action of ev->rule_index. TW_ERR when the event
+ * is malformed (no job id, rule index out of range), after drain() began,
+ * or when the queue is full (counted as dropped). */
+int tw_actions_fire(tw_actions *a, const tw_action_event *ev);
+
+/* A consistent-enough snapshot (each counter read atomically). */
+void tw_actions_get_counters(const tw_actions *a, tw_action_counters *out);
+
+/* Prometheus text exposition of c into buf (NUL-terminated, truncated to
+ * len). Returns the length it needed. */
+size_t tw_actions_format_metrics(const tw_action_counters *c, char *buf,
+                                 size_t len);
+
+/* Shutdown: stop accepting fire(), let queued and in-flight sends finish
+ * (retries included) until the monotonic deadline (ms, tw_actions_now_ms()
+ * clock); what is left then is abandoned (counted failed). TW_OK when
+ * nothing was abandoned. */
+int tw_actions_drain(tw_actions *a, int64_t deadline_ms);
+
+/* Monotonic clock in ms, the one drain() deadlines use. */
+int64_t tw_actions_now_ms(void);
+
+void tw_actions_free(tw_actions *a);
+
+#endif /* TW_ACTIONS_H */

@@ -37,6 +37,9 @@ typedef struct tw_marker {
     tw_marker_kind kind;
     int64_t time_us;               /* when it happened                 */
     uint32_t sampling_interval_ms; /* JOB_START: the agent's interval  */
+    int64_t latest_us; /* JOB_END: the job's latest timestamp L (RULES.md
+                          §1.4) as the file listing gives it; 0 = unknown
+                          (the engine then derives L from the data)      */
 } tw_marker;
 
 typedef struct tw_batch {

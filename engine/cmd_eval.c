@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "config.h"
 #include "job.h"
+#include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
 #include "reader.h"
@@ -90,51 +91,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One rule's entry in --json; sub-rules follow their parent with a
- * "parent" key, so consumers can read a flat list. A composite's own
- * report would repeat its sub-rules' reports and is left out. */
-static void json_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
-                      const char *parent)
-{
-    const tw_scan_result *res = tw_rule_last_result(rule);
-    tw_json_object_begin(j);
-    tw_json_key(j, "name");
-    tw_json_string(j, tw_rule_name(rule));
-    if (parent != NULL) {
-        tw_json_key(j, "parent");
-        tw_json_string(j, parent);
-    }
-    tw_json_key(j, "status");
-    tw_json_string(j, tw_rule_status_name(tw_rule_get_status(rule)));
-    tw_json_key(j, "semantics");
-    tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
-                          ? "reference"
-                          : "fixed");
-    tw_json_key(j, "scans");
-    tw_json_int(j, (int64_t)tw_rule_scans(rule));
-    tw_json_key(j, "conditions_met");
-    tw_json_int(j, (int64_t)tw_rule_conditions_met(rule));
-    tw_json_key(j, "datapoints");
-    tw_json_int(j, res->datapoints);
-    tw_json_key(j, "violations");
-    tw_json_int(j, res->violations);
-    tw_json_key(j, "rule_triggered");
-    tw_json_int(j, res->rule_triggered);
-    if (tw_rule_error(rule)[0] != '\0') {
-        tw_json_key(j, "error");
-        tw_json_string(j, tw_rule_error(rule));
-    }
-    tw_json_reset(scratch);
-    if (tw_rule_nchildren(rule) == 0 && tw_rule_report(rule, scratch) == TW_OK &&
-        !tw_json_failed(scratch) && tw_json_len(scratch) > 0) {
-        tw_json_key(j, "report");
-        tw_json_raw(j, tw_json_str(scratch));
-    }
-    tw_json_object_end(j);
-    for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
-        json_rule(j, scratch, tw_rule_child(rule, i), tw_rule_name(rule));
-}
-
 static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
                        double seconds)
 {
@@ -181,10 +137,7 @@ static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
     tw_json_double(j, seconds);
     tw_json_object_end(j);
     tw_json_key(j, "rules");
-    tw_json_array_begin(j);
-    for (size_t i = 0; i < tw_job_nrules(job); i++)
-        json_rule(j, r, tw_job_rule(job, i), NULL);
-    tw_json_array_end(j);
+    tw_job_results_rules(j, r, job); /* the daemon writes the same */
     tw_json_object_end(j);
     printf("%s\n", tw_json_str(j));
     tw_json_free(r);

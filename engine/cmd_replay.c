@@ -15,7 +15,11 @@
  * job's first timestamp (RULES.md §1.4) and its sampling interval is
  * inferred from the first batch of samples (the smallest step between two
  * samples of one series, rounded to an interval the agent supports; 0 when
- * there is none). JOB_END's time is the newest event time published.
+ * there is none). JOB_END's time is the newest event time published;
+ * its latest_us is the listing's L (RULES.md §1.4: the newest system
+ * file's timestamp, or the newest framework file's when smaller), the
+ * scan limit offline evaluation uses, so the engine evaluates the same
+ * scans.
  *
  * Following (--follow): every second the folder is listed again.
  *  - A system file (one per node per UTC minute, JSON lines the agent
@@ -103,6 +107,7 @@ typedef struct tw_replay {
     int have_first_event;
 
     int64_t first_ts_us; /* of the listing, for JOB_START */
+    int64_t latest_ts_us; /* L of the last listing, for JOB_END */
     int64_t newest_event_us;
     int start_sent;
 
@@ -352,10 +357,12 @@ static int tw_replay_send(tw_replay *r, tw_batch *b)
 }
 
 static int tw_replay_marker(tw_replay *r, tw_marker_kind kind, int64_t time_us,
-                            uint32_t interval_ms)
+                            uint32_t interval_ms, int64_t latest_us)
 {
-    tw_marker m = {
-        .kind = kind, .time_us = time_us, .sampling_interval_ms = interval_ms};
+    tw_marker m = {.kind = kind,
+                   .time_us = time_us,
+                   .sampling_interval_ms = interval_ms,
+                   .latest_us = latest_us};
     tw_batch b;
     memset(&b, 0, sizeof(b));
     b.job = r->job;
@@ -398,7 +405,7 @@ static int tw_replay_send_start(tw_replay *r, const tw_batch *first_data)
         first_data != NULL ? tw_replay_infer_interval(first_data) : 0;
     int64_t t = r->first_ts_us != 0 ? r->first_ts_us : tw_replay_wall_us();
     r->start_sent = 1;
-    return tw_replay_marker(r, TW_MARKER_JOB_START, t, interval);
+    return tw_replay_marker(r, TW_MARKER_JOB_START, t, interval, 0);
 }
 
 /* The reader's sink: paces, publishes and frees each batch. */
@@ -716,6 +723,16 @@ static int64_t tw_replay_first_ts(const tw_folder *f)
     return t;
 }
 
+/* L as offline evaluation computes it (cmd_eval.c). */
+static int64_t tw_replay_latest_ts(const tw_folder *f)
+{
+    int64_t t = f->latest_system_ts_us;
+    if (t == 0 || (f->latest_framework_ts_us != 0 &&
+                   f->latest_framework_ts_us < t))
+        t = f->latest_framework_ts_us;
+    return t;
+}
+
 static int tw_replay_run(tw_replay *r)
 {
     char err[512];
@@ -728,6 +745,7 @@ static int tw_replay_run(tw_replay *r)
         if (r->first_ts_us == 0)
             r->first_ts_us = tw_replay_first_ts(folder);
         int final = !r->follow || folder->job_finished;
+        r->latest_ts_us = tw_replay_latest_ts(folder);
         if (pass == 0 && !r->quiet)
             tw_log(TW_LOG_INFO, "replay: %s: %zu file(s)%s", r->dir,
                    folder->nfiles,
@@ -904,7 +922,7 @@ int tw_cmd_replay(int argc, char **argv)
             tw_replay_marker(&r, TW_MARKER_JOB_END,
                              r.newest_event_us != 0 ? r.newest_event_us
                                                     : tw_replay_wall_us(),
-                             0) != 0)
+                             0, r.latest_ts_us) != 0)
             goto out;
     }
     if (tw_producer_flush(r.producer, TW_REPLAY_FLUSH_MS, err, sizeof(err)) !=

@@ -168,13 +168,23 @@ int tw_producer_send(tw_producer *p, const char *topic, const char *key,
                      const tw_kafka_header *headers, size_t nheaders, char *err,
                      size_t errlen)
 {
+    return tw_producer_send_keyed(p, topic, key,
+                                  key != NULL ? strlen(key) : 0, value, len,
+                                  headers, nheaders, err, errlen);
+}
+
+int tw_producer_send_keyed(tw_producer *p, const char *topic, const void *key,
+                           size_t klen, const void *value, size_t len,
+                           const tw_kafka_header *headers, size_t nheaders,
+                           char *err, size_t errlen)
+{
     if (p->fatal[0] != '\0') {
         snprintf(err, errlen, "kafka producer: %s", p->fatal);
         return -1;
     }
     int64_t deadline = tw_producer_now_ms() + TW_PRODUCER_QUEUE_WAIT_MS;
     /* librdkafka's V_ macros cast their arguments unparenthesized. */
-    size_t klen = key != NULL ? strlen(key) : 0;
+    void *kp = (void *)key;
     for (;;) {
         rd_kafka_headers_t *hdrs = NULL;
         if (nheaders > 0) {
@@ -186,7 +196,7 @@ int tw_producer_send(tw_producer *p, const char *topic, const char *key,
         }
         rd_kafka_resp_err_t e = rd_kafka_producev(
             p->rk, RD_KAFKA_V_TOPIC(topic),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, klen),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(kp, klen),
             RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(hdrs),
             RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -205,8 +215,9 @@ int tw_producer_send(tw_producer *p, const char *topic, const char *key,
         }
         snprintf(err, errlen,
                  "kafka producer: cannot queue a %zu-byte message for topic "
-                 "'%s' (key '%s') via %s: %s",
-                 len, topic, key != NULL ? key : "", p->bootstrap,
+                 "'%s' (key '%.*s') via %s: %s",
+                 len, topic, (int)(klen > 200 ? 200 : klen),
+                 key != NULL ? (const char *)key : "", p->bootstrap,
                  rd_kafka_err2str(e));
         return -1;
     }

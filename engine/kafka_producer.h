@@ -61,6 +61,13 @@ int tw_producer_send(tw_producer *p, const char *topic, const char *key,
                      const tw_kafka_header *headers, size_t nheaders, char *err,
                      size_t errlen);
 
+/* The same with a key of klen bytes (any bytes; NULL = no key), e.g. to
+ * forward a message's key unchanged. */
+int tw_producer_send_keyed(tw_producer *p, const char *topic, const void *key,
+                           size_t klen, const void *value, size_t len,
+                           const tw_kafka_header *headers, size_t nheaders,
+                           char *err, size_t errlen);
+
 /* Serves delivery reports, waiting at most timeout_ms for one. */
 void tw_producer_poll(tw_producer *p, int timeout_ms);
 

@@ -16,6 +16,8 @@ static const tw_command commands[] = {
      "publish a profiler-output folder to Kafka, optionally following it"},
     {"agent", tw_cmd_agent,
      "sample this host (CPU, memory, network, disk, GPUs) to Kafka"},
+    {"run", tw_cmd_run,
+     "the streaming engine: consume metrics from Kafka, publish alerts"},
 };
 
 static void usage(FILE *out)

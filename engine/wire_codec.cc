@@ -169,6 +169,8 @@ const FieldSpec kMarkerFields[] = {
     {"time_us", tww::Marker::VT_TIME_US, FieldKind::Scalar, 8, false, nullptr},
     {"sampling_interval_ms", tww::Marker::VT_SAMPLING_INTERVAL_MS,
      FieldKind::Scalar, 4, false, nullptr},
+    {"latest_us", tww::Marker::VT_LATEST_US, FieldKind::Scalar, 8, false,
+     nullptr},
 };
 const TableSpec kMarker = {"Marker", kMarkerFields,
                            sizeof(kMarkerFields) / sizeof(kMarkerFields[0])};
@@ -684,6 +686,7 @@ tw_wire_status Decoder::markers(const tww::Batch *root)
                              i, static_cast<int>(m->kind()));
         out[i].time_us = m->time_us();
         out[i].sampling_interval_ms = m->sampling_interval_ms();
+        out[i].latest_us = m->latest_us();
     }
     b_->markers = out;
     b_->nmarkers = vec->size();
@@ -955,7 +958,8 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
         to_wire(kMarkerKinds, b->markers[i].kind, &kind);
         markers.push_back(
             tww::CreateMarker(fbb, kind, b->markers[i].time_us,
-                              b->markers[i].sampling_interval_ms));
+                              b->markers[i].sampling_interval_ms,
+                              b->markers[i].latest_us));
     }
 
     /* Empty vectors are left out: readers treat absent as empty. */

@@ -9,7 +9,7 @@ PKGS=(
   librdkafka-dev libhiredis-dev libcurl4-openssl-dev libcmocka-dev
   flatbuffers-compiler libflatbuffers-dev libyaml-dev libjansson-dev
   libmicrohttpd-dev libsimdjson-dev zlib1g-dev libssl-dev
-  redis-server kcat python3 python3-aiosmtpd valgrind
+  redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind
 )
 
 missing=()

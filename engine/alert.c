@@ -1,0 +1,334 @@
+/* alert.c - alert JSON, deterministic ids and the per-job tracker
+ * (alert.h). */
+#include "alert.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_writer.h"
+#include "plugin_host.h"
+
+#define TW_ALERT_SCHEMA_VERSION 1
+
+/* What the tracker remembers of one rule between scans. */
+typedef struct tw_alert_rule_state {
+    tw_rule_status status;
+    int64_t violations;
+} tw_alert_rule_state;
+
+struct tw_alert_tracker {
+    tw_alert_emit_fn emit;
+    void *ud;
+    tw_alert_rule_state *rules; /* by position in the flattened rule list */
+    size_t nrules, cap;
+    char **nodes; /* copies of the job's system node ids, first-seen order */
+    size_t nnodes;
+    tw_json *out, *scratch;
+    uint64_t sent;
+};
+
+const char *tw_alert_kind_name(tw_alert_kind k)
+{
+    return k == TW_ALERT_FINDING ? "finding" : "status";
+}
+
+/* FNV-1a, 128 bits: offset basis and prime from the FNV specification. */
+typedef unsigned __int128 tw_u128;
+
+static tw_u128 fnv128_bytes(tw_u128 h, const void *data, size_t len)
+{
+    const tw_u128 prime = ((tw_u128)1 << 88) + 0x13b;
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= prime;
+    }
+    return h;
+}
+
+void tw_alert_id(const char *job, const char *rule, tw_alert_kind kind,
+                 uint64_t scan, const char *status, char *out)
+{
+    tw_u128 h = ((tw_u128)0x6c62272e07bb0142ULL << 64) | 0x62b821756295c58dULL;
+    char scan_text[32];
+    snprintf(scan_text, sizeof(scan_text), "%" PRIu64, scan);
+    const char *parts[] = {"tw-alert-1",        job,       rule,
+                           tw_alert_kind_name(kind), scan_text, status};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        if (i > 0)
+            h = fnv128_bytes(h, "", 1); /* the NUL separator */
+        h = fnv128_bytes(h, parts[i], strlen(parts[i]));
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        unsigned nib = (unsigned)(h >> (124 - 4 * i)) & 0xf;
+        out[i] = hex[nib];
+    }
+    out[32] = '\0';
+}
+
+tw_alert_tracker *tw_alert_tracker_new(tw_alert_emit_fn emit, void *ud)
+{
+    tw_alert_tracker *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    t->emit = emit;
+    t->ud = ud;
+    t->out = tw_json_new();
+    t->scratch = tw_json_new();
+    if (t->out == NULL || t->scratch == NULL) {
+        tw_alert_tracker_free(t);
+        return NULL;
+    }
+    tw_json_set_compact(t->out, 1);
+    return t;
+}
+
+void tw_alert_tracker_free(tw_alert_tracker *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->nnodes; i++)
+        free(t->nodes[i]);
+    free(t->nodes);
+    free(t->rules);
+    tw_json_free(t->out);
+    tw_json_free(t->scratch);
+    free(t);
+}
+
+uint64_t tw_alert_tracker_sent(const tw_alert_tracker *t)
+{
+    return t->sent;
+}
+
+static int tw_alert_copy_nodes(tw_alert_tracker *t, const tw_scan *scan)
+{
+    if (scan->nnodes <= t->nnodes)
+        return TW_OK;
+    char **n = realloc(t->nodes, scan->nnodes * sizeof(*n));
+    if (n == NULL)
+        return TW_ERR;
+    t->nodes = n;
+    for (size_t i = t->nnodes; i < scan->nnodes; i++) {
+        t->nodes[i] = strdup(scan->nodes[i]);
+        if (t->nodes[i] == NULL)
+            return TW_ERR;
+        t->nnodes = i + 1;
+    }
+    return TW_OK;
+}
+
+/* What one alert says besides the rule itself. */
+typedef struct tw_alert_event {
+    tw_alert_kind kind;
+    tw_rule_status previous;
+    uint64_t scan;
+    int64_t start_us, end_us;
+    int final;
+} tw_alert_event;
+
+static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                            const char *parent, const tw_alert_event *ev)
+{
+    const char *status = tw_rule_status_name(tw_rule_get_status(rule));
+    char id[TW_ALERT_ID_LEN + 1];
+    tw_alert_id(tw_job_id(job), tw_rule_name(rule), ev->kind, ev->scan, status,
+                id);
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    tw_json *j = t->out;
+    tw_json_reset(j);
+    tw_json_object_begin(j);
+    tw_json_key(j, "id");
+    tw_json_string(j, id);
+    tw_json_key(j, "schema_version");
+    tw_json_int(j, TW_ALERT_SCHEMA_VERSION);
+    tw_json_key(j, "kind");
+    tw_json_string(j, tw_alert_kind_name(ev->kind));
+    tw_json_key(j, "job");
+    tw_json_string(j, tw_job_id(job));
+    tw_json_key(j, "rule");
+    tw_json_string(j, tw_rule_name(rule));
+    if (parent != NULL) {
+        tw_json_key(j, "parent");
+        tw_json_string(j, parent);
+    }
+    tw_json_key(j, "status");
+    tw_json_string(j, status);
+    tw_json_key(j, "previous_status");
+    tw_json_string(j, tw_rule_status_name(ev->previous));
+    tw_json_key(j, "final");
+    tw_json_bool(j, ev->final);
+    tw_json_key(j, "scan");
+    tw_json_int(j, (int64_t)ev->scan);
+    tw_json_key(j, "window");
+    tw_json_object_begin(j);
+    tw_json_key(j, "start_us");
+    tw_json_int(j, ev->start_us);
+    tw_json_key(j, "end_us");
+    tw_json_int(j, ev->end_us);
+    tw_json_object_end(j);
+    tw_json_key(j, "nodes");
+    tw_json_array_begin(j);
+    for (size_t i = 0; i < t->nnodes; i++)
+        tw_json_string(j, t->nodes[i]);
+    tw_json_array_end(j);
+    tw_json_key(j, "semantics");
+    tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
+                          ? "reference"
+                          : "fixed");
+    tw_json_key(j, "parameters");
+    tw_json_object_begin(j);
+    const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
+    const tw_params *p = tw_rule_params(rule);
+    for (size_t i = 0; d != NULL && p != NULL && i < p->nvalues &&
+                       i < d->nparams;
+         i++) {
+        tw_json_key(j, d->params[i].name);
+        tw_json_string(j, p->values[i].text != NULL ? p->values[i].text
+                                                    : "None");
+    }
+    tw_json_object_end(j);
+    tw_json_key(j, "details");
+    tw_json_object_begin(j);
+    tw_json_key(j, "condition_met");
+    tw_json_bool(j, res->condition_met);
+    tw_json_key(j, "conditions_met");
+    tw_json_int(j, (int64_t)tw_rule_conditions_met(rule));
+    tw_json_key(j, "scans");
+    tw_json_int(j, (int64_t)tw_rule_scans(rule));
+    tw_json_key(j, "datapoints");
+    tw_json_int(j, res->datapoints);
+    tw_json_key(j, "violations");
+    tw_json_int(j, res->violations);
+    tw_json_key(j, "rule_triggered");
+    tw_json_int(j, res->rule_triggered);
+    if (tw_rule_error(rule)[0] != '\0') {
+        tw_json_key(j, "error");
+        tw_json_string(j, tw_rule_error(rule));
+    }
+    /* The rule's own report; a composite's would repeat its sub-rules'. */
+    tw_json_reset(t->scratch);
+    if (tw_rule_nchildren(rule) == 0 &&
+        tw_rule_report(rule, t->scratch) == TW_OK &&
+        !tw_json_failed(t->scratch) && tw_json_len(t->scratch) > 0) {
+        tw_json_key(j, "report");
+        tw_json_raw(j, tw_json_str(t->scratch));
+    }
+    tw_json_object_end(j);
+    tw_json_object_end(j);
+    if (tw_json_failed(j))
+        return TW_ERR;
+    if (t->emit(t->ud, tw_job_id(job), id, tw_json_str(j), tw_json_len(j)) !=
+        TW_OK)
+        return TW_ERR;
+    t->sent++;
+    return TW_OK;
+}
+
+/* Calls fn for every rule in results order (parents before sub-rules). */
+typedef int (*tw_alert_visit_fn)(tw_alert_tracker *t, tw_job *job,
+                                 tw_rule *rule, const char *parent,
+                                 size_t index, const void *arg);
+
+static int tw_alert_walk(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                         const char *parent, size_t *index,
+                         tw_alert_visit_fn fn, const void *arg)
+{
+    if (*index >= t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        while (cap <= *index)
+            cap *= 2;
+        tw_alert_rule_state *n = realloc(t->rules, cap * sizeof(*n));
+        if (n == NULL)
+            return TW_ERR;
+        t->rules = n;
+        t->cap = cap;
+    }
+    if (*index >= t->nrules) {
+        /* first sight of this rule: everything starts InProgress */
+        t->rules[*index] =
+            (tw_alert_rule_state){.status = TW_STATUS_IN_PROGRESS,
+                                  .violations = 0};
+        t->nrules = *index + 1;
+    }
+    int rc = fn(t, job, rule, parent, *index, arg);
+    (*index)++;
+    for (size_t i = 0; rc == TW_OK && i < tw_rule_nchildren(rule); i++)
+        rc = tw_alert_walk(t, job, tw_rule_child(rule, i), tw_rule_name(rule),
+                           index, fn, arg);
+    return rc;
+}
+
+static int tw_alert_visit_all(tw_alert_tracker *t, tw_job *job,
+                              tw_alert_visit_fn fn, const void *arg)
+{
+    size_t index = 0;
+    for (size_t i = 0; i < tw_job_nrules(job); i++)
+        if (tw_alert_walk(t, job, tw_job_rule(job, i), NULL, &index, fn,
+                          arg) != TW_OK)
+            return TW_ERR;
+    return TW_OK;
+}
+
+static int tw_alert_on_scan(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                            const char *parent, size_t index, const void *arg)
+{
+    const tw_scan *scan = arg;
+    tw_alert_rule_state *st = &t->rules[index];
+    tw_rule_status now = tw_rule_get_status(rule);
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    tw_alert_event ev = {.previous = st->status,
+                         .scan = scan->index,
+                         .start_us = scan->start_us,
+                         .end_us = scan->end_us,
+                         .final = 0};
+    if (now != st->status) {
+        ev.kind = TW_ALERT_STATUS;
+        if (tw_alert_publish(t, job, rule, parent, &ev) != TW_OK)
+            return TW_ERR;
+    }
+    if (res->condition_met && res->violations > st->violations) {
+        ev.kind = TW_ALERT_FINDING;
+        ev.previous = now;
+        if (tw_alert_publish(t, job, rule, parent, &ev) != TW_OK)
+            return TW_ERR;
+    }
+    st->status = now;
+    st->violations = res->violations;
+    return TW_OK;
+}
+
+int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job,
+                          const tw_scan *scan)
+{
+    if (tw_alert_copy_nodes(t, scan) != TW_OK)
+        return TW_ERR;
+    return tw_alert_visit_all(t, job, tw_alert_on_scan, scan);
+}
+
+static int tw_alert_on_finish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                              const char *parent, size_t index,
+                              const void *arg)
+{
+    const tw_alert_event *proto = arg;
+    tw_alert_rule_state *st = &t->rules[index];
+    tw_alert_event ev = *proto;
+    ev.previous = st->status;
+    st->status = tw_rule_get_status(rule);
+    return tw_alert_publish(t, job, rule, parent, &ev);
+}
+
+int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job)
+{
+    tw_job_stats js;
+    tw_job_get_stats(job, &js);
+    tw_alert_event ev = {.kind = TW_ALERT_STATUS,
+                         .scan = js.scans,
+                         .start_us = tw_job_first_timestamp(job),
+                         .end_us = tw_job_latest_timestamp(job),
+                         .final = 1};
+    return tw_alert_visit_all(t, job, tw_alert_on_finish, &ev);
+}

@@ -1,0 +1,559 @@
+/*
+ * cmd_run.c - `trainwatch run --config FILE`: the daemon. One consuming
+ * thread: poll the metrics topic (kafka_source.h), verify and decode each
+ * message (wire.h), send what fails to the dead-letter topic
+ * (dead_letter.h), route batches to their jobs (job_router.h), publish
+ * alerts (alert.h) with the producer (kafka_producer.h), and commit the
+ * offsets the router says are safe, after the producer has delivered
+ * every alert and dead letter they cover.
+ *
+ * Configuration sections interpreted here (config.h keeps them flat):
+ *   kafka:  brokers, group, metrics_topic, alerts_topic, deadletter_topic,
+ *           client_id, properties.<librdkafka property> (passed unchanged
+ *           to the consumer and the producer)
+ *   engine: job_idle, results_dir, commit_interval, progress_interval
+ *
+ * SIGINT/SIGTERM: the message in hand is finished, offsets are committed,
+ * the group is left (the revoke commits again), the producer is flushed,
+ * and a summary line goes to stdout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "commands.h"
+#include "config.h"
+#include "dead_letter.h"
+#include "job_router.h"
+#include "kafka_producer.h"
+#include "kafka_source.h"
+#include "log.h"
+#include "signals.h"
+#include "wire.h"
+
+#define TW_RUN_MAX_PROPS 128
+#define TW_RUN_FLUSH_MS 30000
+#define TW_RUN_POLL_MS 100
+
+typedef struct tw_run_settings {
+    const char *brokers;
+    const char *group;
+    const char *metrics_topic;
+    const char *alerts_topic;
+    const char *deadletter_topic;
+    const char *client_id;
+    tw_source_prop props[TW_RUN_MAX_PROPS];
+    char *prop_where[TW_RUN_MAX_PROPS];
+    char *prop_kv[TW_RUN_MAX_PROPS]; /* "key=value" for the producer */
+    size_t nprops;
+    int64_t job_idle_us;
+    const char *results_dir;
+    int64_t commit_interval_us;
+    int64_t progress_interval_us;
+} tw_run_settings;
+
+typedef struct tw_run {
+    tw_run_settings s;
+    tw_producer *producer;
+    tw_kafka_source *source;
+    tw_router *router;
+    int failed; /* a commit or flush failed inside a rebalance */
+} tw_run;
+
+static void tw_run_usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: trainwatch run [--config FILE] [--brokers B] [options]\n"
+        "\n"
+        "The streaming engine: joins a Kafka consumer group on the metrics\n"
+        "topic, evaluates the configured rules per job (key = job id) at\n"
+        "each tick of event time, publishes alerts as JSON on the alert\n"
+        "topic (schemas/alert.schema.json), sends messages that fail\n"
+        "verification or decoding to the dead-letter topic, and commits\n"
+        "offsets only once the jobs they belong to no longer need them.\n"
+        "A job ends with its JOB_END marker, or after engine.job_idle of\n"
+        "wall time without a message; its results then go to\n"
+        "engine.results_dir/<job>.json (same rule results as `eval --json`).\n"
+        "\n"
+        "options:\n"
+        "  --config FILE   configuration (YAML or JSON, see\n"
+        "                  deploy/trainwatch.yaml): rules (default:\n"
+        "                  ProfilerReport), tick, lateness, and the\n"
+        "                  sections\n"
+        "                    kafka:  brokers, group (trainwatch),\n"
+        "                            metrics_topic (trainwatch.metrics),\n"
+        "                            alerts_topic (trainwatch.alerts),\n"
+        "                            deadletter_topic (trainwatch.deadletter),\n"
+        "                            client_id, properties: {librdkafka\n"
+        "                            property: value, ...}\n"
+        "                    engine: job_idle (10m), results_dir (none),\n"
+        "                            commit_interval (1s),\n"
+        "                            progress_interval (10s; 0 = off)\n"
+        "  --brokers B     bootstrap servers; overrides kafka.brokers\n"
+        "  -q, --quiet     warnings and errors only\n"
+        "  -v, --verbose   debug log lines too\n"
+        "  -h, --help      this text\n"
+        "\n"
+        "Log lines go to stderr; a `progress:` line every\n"
+        "progress_interval and, at the end, one summary line on stdout:\n"
+        "  run: batches=N dead_letters=N duplicates=N late=N jobs_active=N\n"
+        "       jobs_started=N jobs_finished=N jobs_skipped_partial=N\n"
+        "       alerts_sent=N ...\n"
+        "\n"
+        "Stops on SIGINT/SIGTERM after the message in hand, committing\n"
+        "what is safe. Exit status: 0 after a signal, 1 on a failure,\n"
+        "2 on bad usage or configuration.\n");
+}
+
+static int64_t tw_run_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void tw_run_settings_free(tw_run_settings *s)
+{
+    for (size_t i = 0; i < s->nprops; i++) {
+        free(s->prop_where[i]);
+        free(s->prop_kv[i]);
+    }
+    s->nprops = 0;
+}
+
+/* Interprets the kafka: and engine: sections. */
+static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
+                                char *err, size_t errlen)
+{
+    static const char *const kafka_keys[] = {
+        "brokers",      "group",           "metrics_topic", "alerts_topic",
+        "deadletter_topic", "client_id",   NULL};
+    static const char *const kafka_prefixes[] = {"properties.", NULL};
+    static const char *const engine_keys[] = {
+        "job_idle", "results_dir", "commit_interval", "progress_interval",
+        NULL};
+    const tw_settings *k = &cfg->kafka, *e = &cfg->engine;
+    s->group = "trainwatch";
+    s->metrics_topic = "trainwatch.metrics";
+    s->alerts_topic = "trainwatch.alerts";
+    s->deadletter_topic = "trainwatch.deadletter";
+    s->job_idle_us = 600 * 1000000LL;
+    s->commit_interval_us = 1000000;
+    s->progress_interval_us = 10 * 1000000LL;
+    if (tw_settings_check_keys(k, kafka_keys, kafka_prefixes, err, errlen) !=
+            TW_OK ||
+        tw_settings_check_keys(e, engine_keys, NULL, err, errlen) != TW_OK)
+        return TW_ERR;
+    tw_settings_get_str(k, "brokers", &s->brokers);
+    tw_settings_get_str(k, "group", &s->group);
+    tw_settings_get_str(k, "metrics_topic", &s->metrics_topic);
+    tw_settings_get_str(k, "alerts_topic", &s->alerts_topic);
+    tw_settings_get_str(k, "deadletter_topic", &s->deadletter_topic);
+    tw_settings_get_str(k, "client_id", &s->client_id);
+    const char *names[] = {"group", "metrics_topic", "alerts_topic",
+                           "deadletter_topic"};
+    const char *values[] = {s->group, s->metrics_topic, s->alerts_topic,
+                            s->deadletter_topic};
+    for (size_t i = 0; i < 4; i++)
+        if (values[i][0] == '\0')
+            return tw_settings_error(k, tw_settings_find(k, names[i]), err,
+                                     errlen, "must not be empty");
+    for (size_t i = 0; i < k->n; i++) {
+        const tw_setting *it = &k->items[i];
+        if (strncmp(it->key, "properties.", 11) != 0)
+            continue;
+        if (s->nprops == TW_RUN_MAX_PROPS)
+            return tw_settings_error(k, it, err, errlen,
+                                     "more than %d properties",
+                                     TW_RUN_MAX_PROPS);
+        const char *key = it->key + 11;
+        size_t n = s->nprops;
+        if (asprintf(&s->prop_where[n], "%s:%d: kafka: key '%s'", k->path,
+                     it->line, it->key) < 0) {
+            s->prop_where[n] = NULL;
+            snprintf(err, errlen, "out of memory");
+            return TW_ERR;
+        }
+        if (asprintf(&s->prop_kv[n], "%s=%s", key, it->value) < 0) {
+            free(s->prop_where[n]);
+            s->prop_where[n] = NULL;
+            s->prop_kv[n] = NULL;
+            snprintf(err, errlen, "out of memory");
+            return TW_ERR;
+        }
+        s->props[n] = (tw_source_prop){
+            .key = key, .value = it->value, .where = s->prop_where[n]};
+        s->nprops++;
+    }
+    if (tw_settings_get_duration(e, "job_idle", &s->job_idle_us, err,
+                                 errlen) != TW_OK ||
+        tw_settings_get_duration(e, "commit_interval", &s->commit_interval_us,
+                                 err, errlen) != TW_OK ||
+        tw_settings_get_duration(e, "progress_interval",
+                                 &s->progress_interval_us, err,
+                                 errlen) != TW_OK)
+        return TW_ERR;
+    if (s->job_idle_us <= 0)
+        return tw_settings_error(e, tw_settings_find(e, "job_idle"), err,
+                                 errlen, "must be longer than 0");
+    if (s->commit_interval_us <= 0)
+        return tw_settings_error(e, tw_settings_find(e, "commit_interval"),
+                                 err, errlen, "must be longer than 0");
+    tw_settings_get_str(e, "results_dir", &s->results_dir);
+    if (s->results_dir != NULL) {
+        struct stat sb;
+        if (stat(s->results_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return tw_settings_error(e, tw_settings_find(e, "results_dir"),
+                                     err, errlen, "'%s' is not a folder%s%s",
+                                     s->results_dir, errno ? ": " : "",
+                                     errno ? strerror(errno) : "");
+    }
+    return TW_OK;
+}
+
+/* ---- outputs and commits ------------------------------------------------- */
+
+static int tw_run_alert(void *ud, const char *job, const char *id,
+                        const char *json, size_t len, int32_t partition,
+                        int64_t offset)
+{
+    tw_run *r = ud;
+    char part[16], off[32], err[512];
+    snprintf(part, sizeof(part), "%" PRId32, partition);
+    snprintf(off, sizeof(off), "%" PRId64, offset);
+    /* Headers: the alert id for consumers that dedupe without parsing,
+     * and which metrics message completed the scan (latency tracing). */
+    tw_kafka_header h[3] = {{"trainwatch.alert.id", id, strlen(id)},
+                            {"trainwatch.source.partition", part, strlen(part)},
+                            {"trainwatch.source.offset", off, strlen(off)}};
+    size_t nh = offset >= 0 ? 3 : 1;
+    if (tw_producer_send(r->producer, r->s.alerts_topic, job, json, len, h, nh,
+                         err, sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "alert %s of job %s: %s", id, job, err);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+/* Delivers everything produced so far, then commits the given partitions'
+ * safe offsets. */
+static int tw_run_commit(tw_run *r, const int32_t *parts, size_t n)
+{
+    char err[512];
+    if (tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
+        0) {
+        tw_log(TW_LOG_ERROR, "not committing: %s", err);
+        return TW_ERR;
+    }
+    tw_source_commit_entry e[64];
+    size_t ne = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tw_router_commit_point(r->router, parts[i], &e[ne]) == 1)
+            ne++;
+        if (ne == sizeof(e) / sizeof(e[0]) || (i + 1 == n && ne > 0)) {
+            if (tw_source_commit(r->source, e, ne, err, sizeof(err)) != 0) {
+                tw_log(TW_LOG_WARN, "%s", err);
+                return TW_ERR;
+            }
+            for (size_t k = 0; k < ne; k++)
+                tw_log(TW_LOG_DEBUG, "committed partition %" PRId32
+                                     " offset %" PRId64 "%s%s",
+                       e[k].partition, e[k].offset,
+                       e[k].metadata ? " metadata " : "",
+                       e[k].metadata ? e[k].metadata : "");
+            ne = 0;
+        }
+    }
+    return TW_OK;
+}
+
+static int tw_run_commit_all(tw_run *r)
+{
+    int32_t parts[1024];
+    size_t n = tw_router_partitions(r->router, parts, 1024);
+    return tw_run_commit(r, parts, n);
+}
+
+static void tw_run_on_assign(void *ud, tw_kafka_source *s, tw_source_assigned *a,
+                             size_t n)
+{
+    (void)s;
+    tw_run *r = ud;
+    for (size_t i = 0; i < n; i++) {
+        tw_log(TW_LOG_INFO,
+               "assigned partition %" PRId32 " (committed offset %" PRId64
+               ")",
+               a[i].partition, a[i].committed);
+        if (tw_router_assign(r->router, a[i].partition, a[i].metadata) !=
+            TW_OK) {
+            tw_log(TW_LOG_ERROR, "out of memory assigning a partition");
+            r->failed = 1;
+        }
+    }
+}
+
+static void tw_run_on_revoke(void *ud, tw_kafka_source *s, const int32_t *parts,
+                             size_t n)
+{
+    (void)s;
+    tw_run *r = ud;
+    /* The message in hand is done (we are inside poll): commit what is
+     * safe before another member starts reading these partitions. */
+    if (tw_run_commit(r, parts, n) != TW_OK)
+        tw_log(TW_LOG_WARN, "revoke: could not commit; the next owner "
+                            "re-reads from the previous commit");
+    for (size_t i = 0; i < n; i++)
+        tw_router_revoke(r->router, parts[i]);
+}
+
+static void tw_run_stats_line(const tw_router *router, const char *prefix,
+                              FILE *out)
+{
+    tw_router_stats st;
+    tw_router_get_stats(router, &st);
+    fprintf(out,
+            "%s batches=%" PRIu64 " samples=%" PRIu64 " events=%" PRIu64
+            " dead_letters=%" PRIu64 " duplicates=%" PRIu64 " late=%" PRIu64
+            " jobs_active=%" PRIu64 " jobs_started=%" PRIu64
+            " jobs_finished=%" PRIu64 " jobs_idle=%" PRIu64
+            " jobs_dropped=%" PRIu64 " jobs_skipped_partial=%" PRIu64
+            " skipped_messages=%" PRIu64 " after_end=%" PRIu64
+            " scans=%" PRIu64 " alerts_sent=%" PRIu64 "\n",
+            prefix, st.batches, st.samples, st.events, st.dead_letters,
+            st.duplicates, st.late_samples + st.late_events, st.jobs_active,
+            st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
+            st.jobs_skipped_partial, st.skipped_messages, st.after_end,
+            st.scans, st.alerts_sent);
+    fflush(out);
+}
+
+/* One message: decode, route or dead-letter. TW_ERR = cannot go on. */
+static int tw_run_message(tw_run *r, const tw_source_msg *m)
+{
+    char why[512];
+    tw_batch *b = NULL;
+    tw_wire_status st = tw_wire_decode(m->value, m->len, &b, why, sizeof(why));
+    if (st == TW_WIRE_OK)
+        return tw_router_batch(r->router, m->partition, m->offset, b,
+                               tw_run_mono_us());
+    tw_dead_letter dl = {.topic = m->topic,
+                         .partition = m->partition,
+                         .offset = m->offset,
+                         .key = m->key,
+                         .key_len = m->key_len,
+                         .value = m->value,
+                         .len = m->len,
+                         .reason = tw_wire_status_name(st),
+                         .error = why};
+    char err[512];
+    tw_router_stats rs;
+    tw_router_get_stats(r->router, &rs);
+    if (rs.dead_letters < 20)
+        tw_log(TW_LOG_WARN,
+               "partition %" PRId32 " offset %" PRId64
+               ": %s (%s): to the dead-letter topic",
+               m->partition, m->offset, tw_wire_status_name(st), why);
+    if (tw_dead_letter_send(r->producer, r->s.deadletter_topic, &dl, err,
+                            sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "dead letter: %s", err);
+        return TW_ERR;
+    }
+    tw_router_dead_letter(r->router, m->partition, m->offset);
+    return TW_OK;
+}
+
+int tw_cmd_run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"brokers", required_argument, NULL, 'b'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *config_path = NULL, *brokers = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            config_path = optarg;
+            break;
+        case 'b':
+            brokers = optarg;
+            break;
+        case 'q':
+            tw_log_set_level(TW_LOG_WARN);
+            break;
+        case 'v':
+            tw_log_set_level(TW_LOG_DEBUG);
+            break;
+        case 'h':
+            tw_run_usage(stdout);
+            return 0;
+        default:
+            tw_run_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "trainwatch run: unexpected argument '%s' (see "
+                        "--help)\n",
+                argv[optind]);
+        return 2;
+    }
+    sigset_t sigs;
+    if (tw_signals_block(&sigs) != 0) {
+        fprintf(stderr, "trainwatch run: cannot block signals: %s\n",
+                strerror(errno));
+        return 1;
+    }
+    char err[1024];
+    int status = 2;
+    tw_run r;
+    memset(&r, 0, sizeof(r));
+    tw_config *cfg = NULL;
+    tw_registry *reg = tw_registry_new();
+    if (reg == NULL) {
+        fprintf(stderr, "trainwatch run: out of memory\n");
+        return 1;
+    }
+    int rc = config_path != NULL
+                 ? tw_config_load(config_path, &cfg, err, sizeof(err))
+                 : tw_config_default(reg, &cfg, err, sizeof(err));
+    if (rc == TW_OK && cfg->nrules == 0)
+        rc = tw_config_default_rules(cfg, reg, err, sizeof(err));
+    if (rc == TW_OK)
+        rc = tw_run_settings_load(cfg, &r.s, err, sizeof(err));
+    if (rc != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        goto out;
+    }
+    if (brokers != NULL)
+        r.s.brokers = brokers;
+    if (r.s.brokers == NULL || r.s.brokers[0] == '\0') {
+        fprintf(stderr, "trainwatch run: no brokers: set kafka.brokers in "
+                        "the configuration or give --brokers\n");
+        goto out;
+    }
+    tw_job_config jc = cfg->job;
+    jc.external_watermark = 0; /* the data's own clock */
+    tw_router_config rc_cfg = {.job = jc,
+                               .reg = reg,
+                               .rules = cfg->rules,
+                               .nrules = cfg->nrules,
+                               .job_idle_us = r.s.job_idle_us,
+                               .results_dir = r.s.results_dir};
+    if (tw_router_new(&rc_cfg, tw_run_alert, &r, &r.router, err,
+                      sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        goto out;
+    }
+    /* Rules are checked before connecting: a bad plugin or parameter is a
+     * start-up error, not a failure at the first job. */
+    tw_job *probe = NULL;
+    if (tw_job_new("(check)", &jc, reg, cfg->rules, cfg->nrules, &probe, err,
+                   sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s%s%s\n",
+                config_path ? config_path : "", config_path ? ": " : "", err);
+        goto out;
+    }
+    tw_job_free(probe);
+    tw_source_config sc = {.brokers = r.s.brokers,
+                           .group = r.s.group,
+                           .topic = r.s.metrics_topic,
+                           .client_id = r.s.client_id,
+                           .props = r.s.props,
+                           .nprops = r.s.nprops};
+    tw_source_handler sh = {
+        .assign = tw_run_on_assign, .revoke = tw_run_on_revoke, .ud = &r};
+    if (tw_source_new(&sc, &sh, &r.source, err, sizeof(err)) != 0) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        goto out;
+    }
+    status = 1;
+    if (tw_producer_new(r.s.brokers, (const char *const *)r.s.prop_kv,
+                        r.s.nprops, &r.producer, err, sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "run: %s", err);
+        goto out;
+    }
+    tw_log(TW_LOG_INFO,
+           "run: group '%s' on '%s' via %s; alerts to '%s', dead letters to "
+           "'%s'; %zu rule(s)",
+           r.s.group, r.s.metrics_topic, r.s.brokers, r.s.alerts_topic,
+           r.s.deadletter_topic, cfg->nrules);
+
+    int64_t now = tw_run_mono_us();
+    int64_t next_commit = now + r.s.commit_interval_us;
+    int64_t next_progress = now + r.s.progress_interval_us;
+    unsigned since_signal_check = 0;
+    int stop = 0;
+    while (!stop && !r.failed) {
+        tw_source_msg m;
+        int got = tw_source_poll(r.source, TW_RUN_POLL_MS, &m, err,
+                                 sizeof(err));
+        if (got < 0) {
+            tw_log(TW_LOG_ERROR, "run: %s", err);
+            goto out;
+        }
+        if (got == 1) {
+            int mrc = tw_run_message(&r, &m);
+            tw_source_release(r.source, &m);
+            if (mrc != TW_OK) {
+                tw_log(TW_LOG_ERROR, "run: stopping without committing "
+                                     "past the failed message");
+                goto out;
+            }
+        }
+        /* Checking for a signal costs a system call: not per message. */
+        if (got == 0 || ++since_signal_check >= 64) {
+            since_signal_check = 0;
+            int sig = tw_signals_wait(&sigs, 0);
+            if (sig != 0) {
+                tw_log(TW_LOG_INFO, "run: %s received, stopping",
+                       tw_signals_name(sig));
+                stop = 1;
+            }
+            now = tw_run_mono_us();
+            if (now >= next_commit) {
+                if (tw_router_expire(r.router, now) != TW_OK)
+                    goto out;
+                tw_run_commit_all(&r);
+                next_commit = now + r.s.commit_interval_us;
+            }
+            if (r.s.progress_interval_us > 0 && now >= next_progress) {
+                tw_run_stats_line(r.router, "progress:", stderr);
+                next_progress = now + r.s.progress_interval_us;
+            }
+            tw_producer_poll(r.producer, 0);
+        }
+    }
+    if (r.failed)
+        goto out;
+    /* Graceful stop: commit, leave the group (the revoke commits again),
+     * deliver everything. */
+    tw_run_commit_all(&r);
+    tw_source_close(r.source);
+    if (tw_producer_flush(r.producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
+        0) {
+        tw_log(TW_LOG_ERROR, "run: %s", err);
+        goto out;
+    }
+    status = 0;
+out:
+    if (r.router != NULL)
+        tw_run_stats_line(r.router, "run:", stdout);
+    tw_source_free(r.source);
+    tw_producer_free(r.producer);
+    tw_router_free(r.router);
+    tw_run_settings_free(&r.s);
+    tw_config_free(cfg);
+    tw_registry_free(reg);
+    return status;
+}

@@ -83,6 +83,9 @@ tw_alert_tracker *tw_alert_tracker_new(tw_alert_emit_fn emit, void *ud)
         return NULL;
     }
     tw_json_set_compact(t->out, 1);
+    /* Alert consumers use strict JSON parsers: a report's NaN -> null. */
+    tw_json_set_strict(t->out, 1);
+    tw_json_set_strict(t->scratch, 1);
     return t;
 }
 

@@ -20,6 +20,7 @@ struct tw_json {
     size_t cap;
     int failed;
     int compact;
+    int strict; /* non-finite values become null (RFC 8259 has no NaN) */
     int depth;
     /* Per nesting level: has the container received an element yet? */
     unsigned char has_elem[TW_JSON_MAX_DEPTH];
@@ -53,6 +54,11 @@ void tw_json_reset(tw_json *j)
 void tw_json_set_compact(tw_json *j, int compact)
 {
     j->compact = compact;
+}
+
+void tw_json_set_strict(tw_json *j, int strict)
+{
+    j->strict = strict;
 }
 
 const char *tw_json_str(const tw_json *j)
@@ -336,6 +342,10 @@ void tw_json_double(tw_json *j, double v)
 {
     char tmp[48];
     before_value(j);
+    if (j->strict && !isfinite(v)) {
+        puts_(j, "null");
+        return;
+    }
     format_double(v, tmp, sizeof(tmp));
     puts_(j, tmp);
 }

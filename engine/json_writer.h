@@ -23,6 +23,9 @@ void tw_json_free(tw_json *j);
 void tw_json_reset(tw_json *j);
 /* Compact separators ("," and ":") instead of Python's defaults. */
 void tw_json_set_compact(tw_json *j, int compact);
+/* Strict JSON for other parsers: NaN and ±Infinity values are written as
+ * null instead of Python's tokens. Kept across tw_json_reset. */
+void tw_json_set_strict(tw_json *j, int strict);
 const char *tw_json_str(const tw_json *j);
 size_t tw_json_len(const tw_json *j);
 char *tw_json_take(tw_json *j);

@@ -152,6 +152,16 @@ static void test_json_writer(void **st)
     tw_json_null(j);
     tw_json_array_end(j);
     assert_string_equal(tw_json_str(j), "[true,null]");
+    /* strict output (alerts) has no NaN/Infinity tokens */
+    tw_json_reset(j);
+    tw_json_set_strict(j, 1);
+    tw_json_array_begin(j);
+    tw_json_double(j, NAN);
+    tw_json_double(j, INFINITY);
+    tw_json_double(j, 2.5);
+    tw_json_array_end(j);
+    assert_string_equal(tw_json_str(j), "[null,null,2.5]");
+    tw_json_set_strict(j, 0);
     /* unbalanced output is reported */
     tw_json_reset(j);
     tw_json_object_begin(j);

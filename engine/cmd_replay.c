@@ -125,6 +125,19 @@ typedef struct tw_replay {
     const char *cur_path;
     uint64_t cur_line_offset;
 
+    /* Test options for the engine's ordering guarantees: messages are
+     * published in blocks of `reorder`, newest first (each one at most
+     * reorder-1 places from its slot), and every `duplicate_every`-th
+     * message is published twice. Markers are never held back. */
+    size_t reorder;
+    uint64_t duplicate_every;
+    struct tw_replay_held {
+        uint8_t *buf;
+        size_t len;
+    } *held;
+    size_t nheld;
+    uint64_t published, duplicates;
+
     uint64_t batches, markers, samples, events, bytes, files_read;
     uint64_t bad_reported;
     tw_reader_stats rstats;
@@ -165,6 +178,14 @@ static void tw_replay_usage(FILE *out)
         "                      minute). Default: as fast as possible\n"
         "  --end-marker        send JOB_END at the end (default)\n"
         "  --no-end-marker     do not send JOB_END\n"
+        "  --reorder N         testing: publish data messages in blocks of\n"
+        "                      N, each block newest first (out of order\n"
+        "                      by at most N-1 places; markers stay in\n"
+        "                      place). The engine must give the same\n"
+        "                      results while within its lateness\n"
+        "  --duplicate-every K testing: publish every K-th message twice\n"
+        "                      (the engine drops the copy by its sequence\n"
+        "                      number)\n"
         "  -X KEY=VALUE        librdkafka property, e.g.\n"
         "                      security.protocol=SASL_SSL (repeatable)\n"
         "  -q, --quiet         no log lines below warnings\n"
@@ -173,6 +194,7 @@ static void tw_replay_usage(FILE *out)
         "At the end one summary line goes to stdout:\n"
         "  replay: job=J batches=N markers=M samples=S events=E files=F\n"
         "          bad_lines=L mb=X seconds=T delivered=D failed=F\n"
+        "          duplicates=U\n"
         "          [interrupted]\n"
         "(on one line) where batches counts every message published,\n"
         "markers included; mb the encoded megabytes (10^6 bytes);\n"
@@ -290,6 +312,58 @@ static uint64_t *tw_replay_seq(tw_replay *r, const char *node)
 
 /* Encodes and sends b (a view: nothing is freed), splitting it when its
  * encoding is too large. 0, or -1 (logged). */
+/* Publishes one encoded message (and its duplicate when due); frees buf. */
+static int tw_replay_publish(tw_replay *r, uint8_t *buf, size_t len)
+{
+    char err[512];
+    int copies = 1;
+    r->published++;
+    if (r->duplicate_every > 0 && r->published % r->duplicate_every == 0)
+        copies = 2;
+    int rc = 0;
+    for (int i = 0; i < copies && rc == 0; i++)
+        rc = tw_producer_send(r->producer, r->topic, r->job, buf, len, NULL,
+                              0, err, sizeof(err));
+    free(buf);
+    if (rc != 0) {
+        tw_log(TW_LOG_ERROR, "replay: %s", err);
+        return -1;
+    }
+    r->duplicates += (uint64_t)(copies - 1);
+    return 0;
+}
+
+/* Publishes the held block, newest first. */
+static int tw_replay_flush_held(tw_replay *r)
+{
+    int rc = 0;
+    for (size_t i = r->nheld; i-- > 0;) {
+        if (rc == 0)
+            rc = tw_replay_publish(r, r->held[i].buf, r->held[i].len);
+        else
+            free(r->held[i].buf);
+    }
+    r->nheld = 0;
+    return rc;
+}
+
+/* Publishes buf now, or holds it for --reorder; takes buf. */
+static int tw_replay_emit(tw_replay *r, uint8_t *buf, size_t len,
+                          int is_marker)
+{
+    if (r->reorder <= 1 || is_marker) {
+        if (tw_replay_flush_held(r) != 0) {
+            free(buf);
+            return -1;
+        }
+        return tw_replay_publish(r, buf, len);
+    }
+    r->held[r->nheld].buf = buf;
+    r->held[r->nheld].len = len;
+    r->nheld++;
+    return r->nheld == r->reorder ? tw_replay_flush_held(r) : 0;
+}
+
 static int tw_replay_send(tw_replay *r, tw_batch *b)
 {
     const char *node = b->node != NULL ? b->node : "";
@@ -339,14 +413,8 @@ static int tw_replay_send(tw_replay *r, tw_batch *b)
                tw_wire_status_name(st));
         return -1;
     }
-    char err[512];
-    int rc = tw_producer_send(r->producer, r->topic, r->job, buf, len, NULL, 0,
-                              err, sizeof(err));
-    free(buf);
-    if (rc != 0) {
-        tw_log(TW_LOG_ERROR, "replay: %s", err);
+    if (tw_replay_emit(r, buf, len, b->nmarkers > 0) != 0)
         return -1;
-    }
     (*seq)++;
     r->batches++;
     r->markers += b->nmarkers;
@@ -803,6 +871,8 @@ int tw_cmd_replay(int argc, char **argv)
         {"rate", required_argument, NULL, 'r'},
         {"end-marker", no_argument, NULL, 'e'},
         {"no-end-marker", no_argument, NULL, 'E'},
+        {"reorder", required_argument, NULL, 'R'},
+        {"duplicate-every", required_argument, NULL, 'D'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -846,6 +916,26 @@ int tw_cmd_replay(int argc, char **argv)
         case 'E':
             r.end_marker = 0;
             break;
+        case 'R':
+        case 'D': {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || errno != 0 || v < 1 ||
+                v > (c == 'R' ? 1000ULL : UINT64_MAX)) {
+                fprintf(stderr,
+                        "trainwatch replay: --%s '%s': expected a whole "
+                        "number from 1%s\n",
+                        c == 'R' ? "reorder" : "duplicate-every", optarg,
+                        c == 'R' ? " to 1000" : "");
+                return 2;
+            }
+            if (c == 'R')
+                r.reorder = (size_t)v;
+            else
+                r.duplicate_every = v;
+            break;
+        }
         case 'X':
             if (nprops == TW_REPLAY_MAX_PROPS) {
                 fprintf(stderr, "trainwatch replay: at most %d -X options\n",
@@ -905,15 +995,19 @@ int tw_cmd_replay(int argc, char **argv)
         return 1;
     }
     r.trace = tw_trace_state_new();
+    if (r.reorder > 1)
+        r.held = calloc(r.reorder, sizeof(*r.held));
     tw_strmap_init(&r.seq_index);
     tw_strmap_init(&r.file_index);
     int status = 1;
     r.start_mono_us = tw_replay_mono_us();
-    if (r.trace == NULL) {
+    if (r.trace == NULL || (r.reorder > 1 && r.held == NULL)) {
         tw_log(TW_LOG_ERROR, "replay: out of memory");
         goto out;
     }
     if (tw_replay_run(&r) != 0)
+        goto out;
+    if (tw_replay_flush_held(&r) != 0)
         goto out;
     if (!r.interrupted) {
         if (!r.start_sent && tw_replay_send_start(&r, NULL) != 0)
@@ -938,12 +1032,15 @@ out:;
     printf("replay: job=%s batches=%" PRIu64 " markers=%" PRIu64
            " samples=%" PRIu64 " events=%" PRIu64 " files=%" PRIu64
            " bad_lines=%" PRIu64 " mb=%.3f seconds=%.2f delivered=%" PRIu64
-           " failed=%" PRIu64 "%s\n",
+           " failed=%" PRIu64 " duplicates=%" PRIu64 "%s\n",
            r.job, r.batches, r.markers, r.samples, r.events, r.files_read,
            r.rstats.bad_lines, (double)r.bytes / 1e6, secs, ps.delivered,
-           ps.failed, r.interrupted ? " interrupted" : "");
+           ps.failed, r.duplicates, r.interrupted ? " interrupted" : "");
     fflush(stdout);
     tw_replay_rmtmp(&r);
+    for (size_t i = 0; i < r.nheld; i++)
+        free(r.held[i].buf);
+    free(r.held);
     tw_producer_free(r.producer);
     tw_trace_state_free(r.trace);
     tw_strmap_free(&r.seq_index);

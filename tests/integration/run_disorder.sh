@@ -5,7 +5,8 @@
 # same rule results as `trainwatch eval --json` on the folder; the copies
 # are dropped by (node, seq) and counted, nothing is late. The same job
 # reordered in blocks of 6 goes beyond the allowed lateness: its late
-# events are counted and dropped (so the reordering is real).
+# events are counted and dropped (so the reordering is real). A job whose
+# JOB_END never comes is finalized after `job_idle` without messages.
 set -u
 BUILD=${1:-${TW_BUILD_DIR:?}}
 TW=$BUILD/trainwatch
@@ -45,6 +46,7 @@ kafka:
 engine:
   results_dir: $WORK/res
   commit_interval: 500ms
+  job_idle: 4s
 YAML
 tw_run_start A "$WORK/run.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no partition assigned"
@@ -66,13 +68,22 @@ OUT6=$(timeout 120 "$TW" replay "$WORK/cpu_bottleneck" --brokers "$BOOTSTRAP" -q
 have_result6() { [ -f "$WORK/res/disorder6.json" ]; }
 wait_for 120 have_result6 || fail "no results for disorder6"
 
+# no JOB_END: finalized by the idle timeout
+timeout 120 "$TW" replay "$WORK/cpu_bottleneck" --brokers "$BOOTSTRAP" -q \
+    --job idlejob --no-end-marker >/dev/null || fail "replay --no-end-marker"
+have_idle() { [ -f "$WORK/res/idlejob.json" ]; }
+wait_for 60 have_idle || fail "job without JOB_END not finalized after job_idle"
+grep -q 'job idlejob finished (idle' "$WORK/A.err" ||
+    fail "idle finalization not logged: $(grep idlejob "$WORK/A.err" | tail -2)"
+
 tw_run_stop A; rc=$?
 [ $rc -eq 0 ] || fail "run exit status $rc"
 SUM=$(cat "$WORK/A.out")
 echo "$SUM"
 [ "$(field duplicates "$SUM")" -eq "$DUPS" ] ||
     fail "run counted $(field duplicates "$SUM") duplicates, replay sent $DUPS"
-[ "$(field jobs_finished "$SUM")" -eq 2 ] || fail "jobs_finished"
+[ "$(field jobs_finished "$SUM")" -eq 3 ] || fail "jobs_finished"
+[ "$(field jobs_idle "$SUM")" -eq 1 ] || fail "jobs_idle: $(field jobs_idle "$SUM")"
 # only the blocks-of-6 job had late events (the blocks-of-3 one was checked
 # equal to eval above, which a single dropped event would break)
 LATE=$(field late "$SUM")

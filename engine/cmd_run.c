@@ -33,12 +33,14 @@
 #include "kafka_producer.h"
 #include "kafka_source.h"
 #include "log.h"
+#include "run_actions.h"
 #include "signals.h"
 #include "wire.h"
 
 #define TW_RUN_MAX_PROPS 128
 #define TW_RUN_FLUSH_MS 30000
 #define TW_RUN_POLL_MS 100
+#define TW_RUN_ACTIONS_DRAIN_MS 10000
 
 typedef struct tw_run_settings {
     const char *brokers;
@@ -62,6 +64,7 @@ typedef struct tw_run {
     tw_producer *producer;
     tw_kafka_source *source;
     tw_router *router;
+    tw_run_actions *actions; /* NULL: no rule has actions */
     int failed; /* a commit or flush failed inside a rebalance */
 } tw_run;
 
@@ -104,7 +107,12 @@ static void tw_run_usage(FILE *out)
         "progress_interval and, at the end, one summary line on stdout:\n"
         "  run: batches=N dead_letters=N duplicates=N late=N jobs_active=N\n"
         "       jobs_started=N jobs_finished=N jobs_skipped_partial=N\n"
-        "       alerts_sent=N ...\n"
+        "       alerts_sent=N ... and, when rules have actions:,\n"
+        "       actions_fired=N actions_sent=N actions_failed=N ...\n"
+        "A rule's actions (stop_training, webhook, signal, stop_file,\n"
+        "email, sms) fire on its findings (a ProfilerReport's: any\n"
+        "sub-rule's); with state.store: redis each action id is claimed\n"
+        "there first, so a restart never sends it again.\n"
         "\n"
         "Stops on SIGINT/SIGTERM after the message in hand, committing\n"
         "what is safe. Exit status: 0 after a signal, 1 on a failure,\n"
@@ -238,6 +246,7 @@ static int tw_run_alert(void *ud, const char *job, const char *id,
         tw_log(TW_LOG_ERROR, "alert %s of job %s: %s", id, job, err);
         return TW_ERR;
     }
+    tw_run_actions_alert(r->actions, job, id, json, len); /* queues only */
     return TW_OK;
 }
 
@@ -312,9 +321,12 @@ static void tw_run_on_revoke(void *ud, tw_kafka_source *s, const int32_t *parts,
         tw_router_revoke(r->router, parts[i]);
 }
 
-static void tw_run_stats_line(const tw_router *router, const char *prefix,
-                              FILE *out)
+static void tw_run_stats_line(const tw_router *router,
+                              const tw_run_actions *actions,
+                              const char *prefix, FILE *out)
 {
+    char act[512];
+    tw_run_actions_format(actions, act, sizeof(act));
     tw_router_stats st;
     tw_router_get_stats(router, &st);
     fprintf(out,
@@ -324,12 +336,12 @@ static void tw_run_stats_line(const tw_router *router, const char *prefix,
             " jobs_finished=%" PRIu64 " jobs_idle=%" PRIu64
             " jobs_dropped=%" PRIu64 " jobs_skipped_partial=%" PRIu64
             " skipped_messages=%" PRIu64 " after_end=%" PRIu64
-            " scans=%" PRIu64 " alerts_sent=%" PRIu64 "\n",
+            " scans=%" PRIu64 " alerts_sent=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
             st.jobs_skipped_partial, st.skipped_messages, st.after_end,
-            st.scans, st.alerts_sent);
+            st.scans, st.alerts_sent, act);
     fflush(out);
 }
 
@@ -464,7 +476,13 @@ int tw_cmd_run(int argc, char **argv)
                 config_path ? config_path : "", config_path ? ": " : "", err);
         goto out;
     }
+    rc = tw_run_actions_new(cfg, probe, r.s.results_dir, &r.actions, err,
+                            sizeof(err));
     tw_job_free(probe);
+    if (rc != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        goto out;
+    }
     tw_source_config sc = {.brokers = r.s.brokers,
                            .group = r.s.group,
                            .topic = r.s.metrics_topic,
@@ -528,7 +546,8 @@ int tw_cmd_run(int argc, char **argv)
                 next_commit = now + r.s.commit_interval_us;
             }
             if (r.s.progress_interval_us > 0 && now >= next_progress) {
-                tw_run_stats_line(r.router, "progress:", stderr);
+                tw_run_stats_line(r.router, r.actions, "progress:",
+                                  stderr);
                 next_progress = now + r.s.progress_interval_us;
             }
             tw_producer_poll(r.producer, 0);
@@ -545,13 +564,17 @@ int tw_cmd_run(int argc, char **argv)
         tw_log(TW_LOG_ERROR, "run: %s", err);
         goto out;
     }
+    if (tw_run_actions_drain(r.actions, TW_RUN_ACTIONS_DRAIN_MS) != TW_OK)
+        tw_log(TW_LOG_WARN, "run: actions still pending after %d ms were "
+                            "abandoned", TW_RUN_ACTIONS_DRAIN_MS);
     status = 0;
 out:
     if (r.router != NULL)
-        tw_run_stats_line(r.router, "run:", stdout);
+        tw_run_stats_line(r.router, r.actions, "run:", stdout);
     tw_source_free(r.source);
     tw_producer_free(r.producer);
     tw_router_free(r.router);
+    tw_run_actions_free(r.actions);
     tw_run_settings_free(&r.s);
     tw_config_free(cfg);
     tw_registry_free(reg);

@@ -3,7 +3,8 @@
  * Kafka-protocol broker -> `trainwatch run`. Prints figures; asserts
  * nothing.
  *
- *   bench_streaming [--tw PATH/trainwatch] [--jobs N]
+ *   bench_streaming [--tw PATH/trainwatch] [--jobs N] [--preset P]
+ *                   [--actions off|hung]
  *
  * 1. Throughput. A generated job (4 nodes x 16 cores x 4 GPUs at 100 ms,
  *    system metrics only, ~150 k samples) is replayed N times under job
@@ -21,6 +22,14 @@
  *    (headers); latency = when this program received the alert from the
  *    alert topic - the CreateTime of that metrics message (set by the
  *    replaying producer when it queued the message; 1 ms resolution).
+ * --preset P: the throughput job's synth preset (default healthy).
+ * --actions off|hung: the throughput run evaluates ProfilerReport plus
+ *    CPUBottleneck (patience 100) and part 2 is skipped; with `hung` both
+ *    rules carry a webhook and a stop_training action pointed at a
+ *    loopback port that accepts connections and never answers (timeout
+ *    30 s, no retries), so every send hangs for 30 s: compare samples/s
+ *    of `off` and `hung` (with --preset cpu_bottleneck, so that the rules
+ *    fire). The run's action counters are printed.
  * The broker runs inside this process (kafka_broker.h).
  */
 #include <errno.h>
@@ -35,6 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -76,8 +89,10 @@ static pid_t start_run(const char *tw, const char *cfg, const char *log)
     if (pid < 0)
         die("fork");
     if (pid == 0) {
+        char out[1100];
+        snprintf(out, sizeof(out), "%.1000s.out", log);
         FILE *f = freopen(log, "w", stderr);
-        if (f == NULL || freopen("/dev/null", "w", stdout) == NULL)
+        if (f == NULL || freopen(out, "w", stdout) == NULL)
             _exit(127);
         execl(tw, tw, "run", "--config", cfg, (char *)NULL);
         _exit(127);
@@ -102,6 +117,37 @@ static void stop(pid_t pid)
     kill(pid, SIGTERM);
     int st;
     waitpid(pid, &st, 0);
+}
+
+/* A loopback port that accepts TCP connections (the kernel completes the
+ * handshake into the backlog) and never reads or answers: a hung HTTP
+ * endpoint. Returns the port; the socket stays open until exit. */
+static int hung_listener(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        listen(fd, 4096) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &n) != 0)
+        die("hung listener");
+    return ntohs(a.sin_port);
+}
+
+/* The summary line's fields from " actions_" on (or "" when absent). */
+static void print_action_counters(const char *log)
+{
+    char out[1100], line[4096];
+    snprintf(out, sizeof(out), "%.1000s.out", log);
+    FILE *f = fopen(out, "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        const char *a = strstr(line, " actions_");
+        if (strncmp(line, "run:", 4) == 0 && a != NULL)
+            printf("actions:%s", a);
+    }
+    if (f != NULL)
+        fclose(f);
 }
 
 static int file_has(const char *path, const char *needle)
@@ -191,14 +237,22 @@ int main(int argc, char **argv)
 {
     const char *tw = NULL;
     int njobs = 24;
+    const char *preset = "healthy", *actions = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tw") == 0 && i + 1 < argc)
             tw = argv[++i];
         else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
             njobs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--preset") == 0 && i + 1 < argc)
+            preset = argv[++i];
+        else if (strcmp(argv[i], "--actions") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "off") == 0 ||
+                  strcmp(argv[i + 1], "hung") == 0))
+            actions = argv[++i];
         else {
             fprintf(stderr, "usage: bench_streaming [--tw PATH/trainwatch] "
-                            "[--jobs 1..64]\n");
+                            "[--jobs 1..64] [--preset P] "
+                            "[--actions off|hung]\n");
             return 2;
         }
     }
@@ -247,9 +301,9 @@ int main(int argc, char **argv)
     }
     if (found < njobs)
         die("cannot spread the jobs over the partitions");
-    sh("'%s' synth %s/big --preset healthy --no-framework --nodes 4 "
+    sh("'%s' synth %s/big --preset '%s' --no-framework --nodes 4 "
        "--cores 16 --gpus 4 --interval-ms 100 --duration 80 >/dev/null 2>&1",
-       tw, work);
+       tw, work, preset);
     fprintf(stderr, "producing %d jobs ...\n", njobs);
     for (int i = 0; i < njobs; i++)
         sh("'%s' replay %s/big --brokers %s --topic bench.metrics --job %s "
@@ -268,6 +322,27 @@ int main(int argc, char **argv)
             "  alerts_topic: bench.alerts\nengine:\n  results_dir: %s\n"
             "  progress_interval: 0\n",
             bs, res);
+    if (actions != NULL) {
+        char act[512] = "";
+        if (strcmp(actions, "hung") == 0) {
+            int port = hung_listener();
+            /* dummy credentials: SigV4 signs, the endpoint never answers */
+            setenv("AWS_ACCESS_KEY_ID", "AKIDBENCH", 1);
+            setenv("AWS_SECRET_ACCESS_KEY", "bench-secret", 1);
+            snprintf(act, sizeof(act),
+                     "    actions:\n"
+                     "      - {type: webhook, url: 'http://127.0.0.1:%d/h', "
+                     "timeout: 30s, retries: 0}\n"
+                     "      - {type: stop_training, endpoint: "
+                     "'http://127.0.0.1:%d', timeout: 30s, retries: 0}\n",
+                     port, port);
+        }
+        fprintf(f,
+                "rules:\n  - name: ProfilerReport\n%s"
+                "  - name: CPUBottleneck\n    parameters: {patience: 100}\n"
+                "%s",
+                act, act);
+    }
     fclose(f);
     snprintf(log, sizeof(log), "%s/tp.log", work);
     fprintf(stderr, "consuming them with trainwatch run ...\n");
@@ -310,6 +385,16 @@ int main(int argc, char **argv)
     printf("throughput: jobs=%d samples=%" PRIu64 " seconds=%.3f "
            "samples_per_s=%.0f (replay -> broker -> run, ProfilerReport)\n",
            njobs, samples, secs, secs > 0 ? (double)samples / secs : 0);
+    if (actions != NULL) {
+        printf("throughput: preset=%s actions=%s (ProfilerReport + "
+               "CPUBottleneck)\n",
+               preset, actions);
+        print_action_counters(log);
+        fflush(stdout);
+        tw_broker_stop(broker);
+        sh("rm -rf '%s'", work);
+        return 0;
+    }
     fflush(stdout);
 
     /* ---- 2. alert latency -------------------------------------------------- */

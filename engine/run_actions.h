@@ -1,0 +1,72 @@
+/*
+ * run_actions.h - the daemon's side of the actions (actions.h): which alerts
+ * fire a rule's actions, what the event carries, and the once-ledger.
+ *
+ * When. Every "finding" alert (alert.h: a scan whose condition was met and
+ * after which the rule's violation count grew, i.e. RULES.md §5's "check
+ * returned true") fires the actions of the configured rule it belongs to.
+ * A sub-rule's finding (an alert with "parent") fires the actions of the
+ * configured composite (ProfilerReport) that runs it; the event's finding
+ * text names the sub-rule. Status alerts fire nothing. The action module
+ * decides what is actually sent: stop kinds once per job, notifications
+ * once per (job, configured rule) or once per repeat_after; the repeats
+ * are counted as deduplicated.
+ *
+ * The event: job, configured rule, the alert id, the alert JSON (webhook
+ * body), a one-line finding ("CPUBottleneck (in ProfilerReport): ...") and
+ * the report path results_dir/<job>.json when engine.results_dir is set
+ * (the file appears when the job ends).
+ *
+ * Once across restarts. With `state.store: redis` the ledger claims each
+ * action id with tw_checkpoint_claim (SET NX of v1:sent:<id>) on a store
+ * connection of its own, opened here from the `state:` section and used
+ * only by the action worker thread (hiredis connections are not thread
+ * safe). With the memory store the module's in-memory ledger is used: once
+ * per process only. At most once by design: an id claimed just before a
+ * crash whose request never left is not sent again.
+ *
+ * Threads: tw_run_actions_alert() runs on the consuming thread and only
+ * parses the alert and queues (non-blocking); sends and claims run on the
+ * module's worker thread.
+ *
+ * Ownership: tw_run_actions_new() copies what it needs from cfg and probe
+ * (both may be freed afterwards); the store it opens is its own and is
+ * closed by tw_run_actions_free() after the worker has stopped.
+ */
+#ifndef TW_RUN_ACTIONS_H
+#define TW_RUN_ACTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "job.h"
+
+typedef struct tw_run_actions tw_run_actions;
+
+/* Validates every rule's actions (TW_ERR with "FILE:LINE: rule 'R' action
+ * N: key 'K': ..." in err) and starts the worker. probe: a job built from
+ * cfg's rules (its rule names map alerts to configured rules). *out stays
+ * NULL when no rule has actions (nothing to start). */
+int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
+                       const char *results_dir, tw_run_actions **out,
+                       char *err, size_t errlen);
+
+/* One alert published by the router (its arguments as the router gives
+ * them). Fires the configured actions on a finding; never blocks. NULL ra
+ * is fine (no actions). */
+void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
+                          const char *json, size_t len);
+
+/* " actions_fired=N actions_sent=N actions_failed=N actions_deduplicated=N
+ * actions_skipped=N actions_retried=N actions_dropped=N actions_queued=N"
+ * (all action types summed) into buf; "" when ra is NULL. */
+void tw_run_actions_format(const tw_run_actions *ra, char *buf, size_t len);
+
+/* Shutdown: let queued sends finish for at most timeout_ms. TW_OK when
+ * nothing was abandoned. */
+int tw_run_actions_drain(tw_run_actions *ra, int64_t timeout_ms);
+
+void tw_run_actions_free(tw_run_actions *ra);
+
+#endif /* TW_RUN_ACTIONS_H */

@@ -185,9 +185,15 @@ static void tw_ra_file_name(const char *id, char *out, size_t len)
 void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
                           const char *json, size_t len)
 {
-    /* The tracker writes compact JSON with "kind" third: status alerts
-     * (most of them) are passed over without parsing. */
-    if (ra == NULL || memmem(json, len, "\"kind\":\"finding\"", 16) == NULL)
+    /* Findings, and status changes to IssuesFound (a rule can reach it
+     * without a finding, e.g. at its final scan), fire the rule's
+     * actions; the module's once semantics drop the repeats. Other status
+     * alerts (most of them) are passed over without parsing. */
+    static const char finding_kind[] = "\"kind\":\"finding\"";
+    static const char issues_status[] = "\"status\":\"IssuesFound\"";
+    if (ra == NULL ||
+        (memmem(json, len, finding_kind, sizeof(finding_kind) - 1) == NULL &&
+         memmem(json, len, issues_status, sizeof(issues_status) - 1) == NULL))
         return;
     json_error_t jerr;
     json_t *doc = json_loadb(json, len, 0, &jerr);
@@ -207,7 +213,7 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
         return;
     }
     size_t index;
-    if (strcmp(kind, "finding") != 0) {
+    if (strcmp(kind, "finding") != 0 && strcmp(status, "IssuesFound") != 0) {
         json_decref(doc);
         return;
     }

@@ -7,7 +7,9 @@
  * returned true") fires the actions of the configured rule it belongs to.
  * A sub-rule's finding (an alert with "parent") fires the actions of the
  * configured composite (ProfilerReport) that runs it; the event's finding
- * text names the sub-rule. Status alerts fire nothing. The action module
+ * text names the sub-rule. A status alert to IssuesFound fires them too
+ * (a rule can get there without a finding, e.g. at its final scan);
+ * other status alerts fire nothing. The action module
  * decides what is actually sent: stop kinds once per job, notifications
  * once per (job, configured rule) or once per repeat_after; the repeats
  * are counted as deduplicated.
@@ -53,7 +55,8 @@ int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
                        char *err, size_t errlen);
 
 /* One alert published by the router (its arguments as the router gives
- * them). Fires the configured actions on a finding; never blocks. NULL ra
+ * them). Fires the configured actions on a finding or a status change to
+ * IssuesFound; never blocks. NULL ra
  * is fine (no actions). */
 void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
                           const char *json, size_t len);

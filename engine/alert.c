@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt_codec.h"
 #include "json_writer.h"
 #include "plugin_host.h"
 
@@ -331,4 +332,97 @@ int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job)
                          .end_us = tw_job_latest_timestamp(job),
                          .final = 1};
     return tw_alert_visit_all(t, job, tw_alert_on_finish, &ev);
+}
+
+/* ---- checkpoints ----------------------------------------------------------
+ * Blob: "TWAT", u8 version (1), uv nrules, per rule {uv status, iv
+ * violations}, uv nnodes, per node str, uv sent. */
+
+#define TW_ALERT_BLOB_VERSION 1
+
+int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out)
+{
+    tw_ckw w = {.b = out, .failed = 0};
+    tw_ckw_bytes(&w, "TWAT", 4);
+    tw_ckw_u8(&w, TW_ALERT_BLOB_VERSION);
+    tw_ckw_uv(&w, t->nrules);
+    for (size_t i = 0; i < t->nrules; i++) {
+        tw_ckw_uv(&w, (uint64_t)t->rules[i].status);
+        tw_ckw_iv(&w, t->rules[i].violations);
+    }
+    tw_ckw_uv(&w, t->nnodes);
+    for (size_t i = 0; i < t->nnodes; i++)
+        tw_ckw_str(&w, t->nodes[i]);
+    tw_ckw_uv(&w, t->sent);
+    return w.failed ? TW_ERR : TW_OK;
+}
+
+int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data,
+                             size_t len, char *err, size_t errlen)
+{
+    tw_ckr r;
+    tw_ckr_init(&r, data, len);
+    const uint8_t *magic = tw_ckr_bytes(&r, 4);
+    if (magic != NULL && memcmp(magic, "TWAT", 4) != 0)
+        tw_ckr_fail(&r, "not an alert tracker blob (magic)");
+    if (tw_ckr_u8(&r) != TW_ALERT_BLOB_VERSION && r.why == NULL)
+        tw_ckr_fail(&r, "unsupported version");
+    size_t nrules = tw_ckr_count(&r, 2);
+    tw_alert_rule_state *rules = NULL;
+    if (r.why == NULL && nrules > 0) {
+        rules = calloc(nrules, sizeof(*rules));
+        if (rules == NULL) {
+            snprintf(err, errlen, "alerts: out of memory");
+            return TW_ERR;
+        }
+    }
+    for (size_t i = 0; r.why == NULL && i < nrules; i++) {
+        uint64_t st = tw_ckr_uv(&r);
+        if (st > TW_STATUS_ERROR && r.why == NULL)
+            tw_ckr_fail(&r, "bad rule status");
+        rules[i].status = (tw_rule_status)st;
+        rules[i].violations = tw_ckr_iv(&r);
+    }
+    size_t nnodes = tw_ckr_count(&r, 1);
+    char **nodes = NULL;
+    if (r.why == NULL && nnodes > 0 &&
+        (nodes = calloc(nnodes, sizeof(*nodes))) == NULL) {
+        free(rules);
+        snprintf(err, errlen, "alerts: out of memory");
+        return TW_ERR;
+    }
+    int oom = 0;
+    for (size_t i = 0; r.why == NULL && !oom && i < nnodes; i++) {
+        const char *s;
+        size_t n;
+        if (tw_ckr_str(&r, &s, &n) && s == NULL)
+            tw_ckr_fail(&r, "NULL node id");
+        if (r.why == NULL && (nodes[i] = strndup(s, n)) == NULL)
+            oom = 1;
+    }
+    uint64_t sent = tw_ckr_uv(&r);
+    if (r.why == NULL && !oom && tw_ckr_left(&r) != 0)
+        tw_ckr_fail(&r, "trailing bytes");
+    if (r.why != NULL || oom) {
+        if (oom)
+            snprintf(err, errlen, "alerts: out of memory");
+        else
+            snprintf(err, errlen, "alerts: %s at byte %zu", r.why,
+                     tw_ckr_offset(&r));
+        for (size_t i = 0; nodes != NULL && i < nnodes; i++)
+            free(nodes[i]);
+        free(nodes);
+        free(rules);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < t->nnodes; i++)
+        free(t->nodes[i]);
+    free(t->nodes);
+    free(t->rules);
+    t->rules = rules;
+    t->nrules = t->cap = nrules;
+    t->nodes = nodes;
+    t->nnodes = nnodes;
+    t->sent = sent;
+    return TW_OK;
 }

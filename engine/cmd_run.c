@@ -449,8 +449,20 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
     if (st == TW_WIRE_OK) {
         int rc = tw_router_batch(r->router, m->partition, m->offset, b,
                                  tw_run_mono_us());
-        if (rc == TW_OK && r->store != NULL)
+        if (rc == TW_OK && r->store != NULL) {
+            tw_router_stats before, after;
+            tw_router_get_stats(r->router, &before);
             rc = tw_router_flush_alerts(r->router, why, sizeof(why));
+            tw_router_get_stats(r->router, &after);
+            /* claimed alerts are delivered at once: a crash loses at most
+             * the ones in flight (claimed, at most once) */
+            if (after.alerts_sent != before.alerts_sent &&
+                tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, why,
+                                  sizeof(why)) != 0) {
+                tw_log(TW_LOG_ERROR, "run: %s", why);
+                return TW_ERR;
+            }
+        }
         if (rc == TW_UNAVAILABLE) {
             tw_run_pause(r, why[0] ? why : "state store unavailable");
             rc = TW_OK; /* read again after the resume's seek */

@@ -3,7 +3,12 @@
  * Kafka-protocol broker -> `trainwatch run`. Prints figures; asserts
  * nothing.
  *
- *   bench_streaming [--tw PATH/trainwatch] [--jobs N]
+ *   bench_streaming [--tw PATH/trainwatch] [--jobs N] [--state FILE]
+ *
+ * --state FILE: YAML appended to both `run` configurations, e.g. a
+ * `state:` section with `store: redis` (checkpoints on; start a
+ * redis-server first, e.g. with tests/integration/lib/redis.sh) to compare
+ * with the default memory store.
  *
  * 1. Throughput. A generated job (4 nodes x 16 cores x 4 GPUs at 100 ms,
  *    system metrics only, ~150 k samples) is replayed N times under job
@@ -189,16 +194,18 @@ static int cmp_i64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *tw = NULL;
+    const char *tw = NULL, *state_file = NULL;
     int njobs = 24;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tw") == 0 && i + 1 < argc)
             tw = argv[++i];
         else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
             njobs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--state") == 0 && i + 1 < argc)
+            state_file = argv[++i];
         else {
             fprintf(stderr, "usage: bench_streaming [--tw PATH/trainwatch] "
-                            "[--jobs 1..64]\n");
+                            "[--jobs 1..64] [--state FILE]\n");
             return 2;
         }
     }
@@ -212,6 +219,17 @@ int main(int argc, char **argv)
     }
     if (access(tw, X_OK) != 0)
         die("trainwatch binary not found (give --tw PATH)");
+    static char state_yaml[8192];
+    if (state_file != NULL) {
+        FILE *sf = fopen(state_file, "r");
+        size_t n = sf != NULL ? fread(state_yaml, 1, sizeof(state_yaml) - 1,
+                                      sf)
+                              : 0;
+        if (sf == NULL || ferror(sf) || !feof(sf))
+            die("--state: cannot read the file (at most 8 KiB)");
+        fclose(sf);
+        state_yaml[n] = 0;
+    }
     char work[] = "/tmp/tw-bench-streaming.XXXXXX";
     if (mkdtemp(work) == NULL)
         die("mkdtemp");
@@ -266,8 +284,8 @@ int main(int argc, char **argv)
             "kafka:\n  brokers: %s\n  group: bench-tp\n"
             "  metrics_topic: bench.metrics\n"
             "  alerts_topic: bench.alerts\nengine:\n  results_dir: %s\n"
-            "  progress_interval: 0\n",
-            bs, res);
+            "  progress_interval: 0\n%s",
+            bs, res, state_yaml);
     fclose(f);
     snprintf(log, sizeof(log), "%s/tp.log", work);
     fprintf(stderr, "consuming them with trainwatch run ...\n");
@@ -328,8 +346,8 @@ int main(int argc, char **argv)
             "  metrics_topic: bench.live\n"
             "  alerts_topic: bench.live.alerts\n  properties:\n"
             "    fetch.wait.max.ms: 5\n    linger.ms: 0\nengine:\n"
-            "  results_dir: %s\n  progress_interval: 0\n",
-            bs, res2);
+            "  results_dir: %s\n  progress_interval: 0\n%s",
+            bs, res2, state_yaml);
     fclose(f);
     snprintf(log, sizeof(log), "%s/lat.log", work);
     run = start_run(tw, cfg, log);

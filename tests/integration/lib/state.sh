@@ -117,3 +117,21 @@ state_check() {
         fail "alerts (id, bytes) differ from the uninterrupted run: $(head -5 "$WORK/ids.diff")"
     echo "results identical to eval and to the uninterrupted run; $(grep -c . "$2") alerts, byte-identical, no id twice, none missing"
 }
+
+# state_redis_kill / state_redis_restart: SIGKILL the redis-server of
+# lib/redis.sh and start it again on the same port, same folder (its AOF)
+# and the same arguments ($STATE_REDIS_ARGS).
+state_redis_kill() {
+    kill -KILL "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+    REDIS_PID=
+}
+state_redis_up() { [ "$(tw_redis_cli ping 2>/dev/null)" = PONG ]; }
+state_redis_restart() {
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' \
+        --dir "$REDIS_DIR" --daemonize no --logfile "$REDIS_DIR/redis.log" \
+        $STATE_REDIS_ARGS &
+    REDIS_PID=$!
+    wait_for 30 state_redis_up ||
+        fail "redis did not restart on port $REDIS_PORT"
+}

@@ -55,8 +55,8 @@ void tw_alert_id(const char *job, const char *rule, tw_alert_kind kind,
     tw_u128 h = ((tw_u128)0x6c62272e07bb0142ULL << 64) | 0x62b821756295c58dULL;
     char scan_text[32];
     snprintf(scan_text, sizeof(scan_text), "%" PRIu64, scan);
-    const char *parts[] = {"tw-alert-1",        job,       rule,
-                           tw_alert_kind_name(kind), scan_text, status};
+    const char *parts[] = {"tw-alert-1", job,   rule, tw_alert_kind_name(kind),
+                           scan_text,    status};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         if (i > 0)
             h = fnv128_bytes(h, "", 1); /* the NUL separator */
@@ -184,12 +184,11 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_object_begin(j);
     const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
     const tw_params *p = tw_rule_params(rule);
-    for (size_t i = 0; d != NULL && p != NULL && i < p->nvalues &&
-                       i < d->nparams;
-         i++) {
+    for (size_t i = 0;
+         d != NULL && p != NULL && i < p->nvalues && i < d->nparams; i++) {
         tw_json_key(j, d->params[i].name);
-        tw_json_string(j, p->values[i].text != NULL ? p->values[i].text
-                                                    : "None");
+        tw_json_string(j,
+                       p->values[i].text != NULL ? p->values[i].text : "None");
     }
     tw_json_object_end(j);
     tw_json_key(j, "details");
@@ -250,9 +249,8 @@ static int tw_alert_walk(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     }
     if (*index >= t->nrules) {
         /* first sight of this rule: everything starts InProgress */
-        t->rules[*index] =
-            (tw_alert_rule_state){.status = TW_STATUS_IN_PROGRESS,
-                                  .violations = 0};
+        t->rules[*index] = (tw_alert_rule_state){
+            .status = TW_STATUS_IN_PROGRESS, .violations = 0};
         t->nrules = *index + 1;
     }
     int rc = fn(t, job, rule, parent, *index, arg);
@@ -268,8 +266,8 @@ static int tw_alert_visit_all(tw_alert_tracker *t, tw_job *job,
 {
     size_t index = 0;
     for (size_t i = 0; i < tw_job_nrules(job); i++)
-        if (tw_alert_walk(t, job, tw_job_rule(job, i), NULL, &index, fn,
-                          arg) != TW_OK)
+        if (tw_alert_walk(t, job, tw_job_rule(job, i), NULL, &index, fn, arg) !=
+            TW_OK)
             return TW_ERR;
     return TW_OK;
 }
@@ -302,8 +300,7 @@ static int tw_alert_on_scan(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     return TW_OK;
 }
 
-int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job,
-                          const tw_scan *scan)
+int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job, const tw_scan *scan)
 {
     if (tw_alert_copy_nodes(t, scan) != TW_OK)
         return TW_ERR;
@@ -311,8 +308,7 @@ int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job,
 }
 
 static int tw_alert_on_finish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
-                              const char *parent, size_t index,
-                              const void *arg)
+                              const char *parent, size_t index, const void *arg)
 {
     const tw_alert_event *proto = arg;
     tw_alert_rule_state *st = &t->rules[index];
@@ -357,8 +353,8 @@ int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out)
     return w.failed ? TW_ERR : TW_OK;
 }
 
-int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data,
-                             size_t len, char *err, size_t errlen)
+int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
+                             char *err, size_t errlen)
 {
     tw_ckr r;
     tw_ckr_init(&r, data, len);

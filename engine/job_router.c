@@ -64,15 +64,15 @@ typedef struct tw_outbox_alert {
 
 struct tw_rpart {
     int32_t id;
-    int64_t next_offset; /* last processed + 1; -1 = none since assignment */
+    int64_t next_offset;  /* last processed + 1; -1 = none since assignment */
     int64_t start_offset; /* store: where reading started (-2 beginning) */
     int64_t ckpt_offset;  /* store: next offset of the last checkpoint  */
     int need_load;        /* store: checkpoint not loaded yet           */
     tw_pending_part *pend;
     size_t npend, pend_cap;
-    char **fin;           /* store: finished since the last checkpoint  */
+    char **fin; /* store: finished since the last checkpoint  */
     size_t nfin, fin_cap;
-    tw_rjob **jobs;      /* unfinished jobs; few per partition: a list */
+    tw_rjob **jobs; /* unfinished jobs; few per partition: a list */
     size_t njobs, jobs_cap;
     tw_done_job *done;
     size_t ndone, done_cap;
@@ -93,7 +93,7 @@ struct tw_router {
     tw_router_stats stats;
     tw_outbox_alert *outbox; /* store: alerts to claim and send, in order */
     size_t nout, out_cap;
-    tw_buf *scratch;         /* alert tracker blobs */
+    tw_buf *scratch; /* alert tracker blobs */
 };
 
 static int64_t tw_router_mono_us(void)
@@ -381,8 +381,8 @@ int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen)
             break;
         if (rc == 0) {
             r->stats.alerts_deduped++;
-            tw_log(TW_LOG_DEBUG, "alert %s of job %s was sent before",
-                   a->id, a->job);
+            tw_log(TW_LOG_DEBUG, "alert %s of job %s was sent before", a->id,
+                   a->job);
         } else if (r->alert(r->alert_ud, a->job, a->id, a->json, a->len,
                             a->offset >= 0 ? a->partition : -1,
                             a->offset) != TW_OK) {
@@ -400,7 +400,9 @@ int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen)
         free(a->job);
         free(a->json);
     }
-    memmove(r->outbox, r->outbox + done, (r->nout - done) * sizeof(*r->outbox));
+    if (done > 0 && done < r->nout)
+        memmove(r->outbox, r->outbox + done,
+                (r->nout - done) * sizeof(*r->outbox));
     r->nout -= done;
     return rc;
 }
@@ -510,8 +512,9 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
     if (rc == TW_OK && !j->failed)
         rc = tw_alert_tracker_finish(j->alerts, j->job);
     if (rc != TW_OK || j->failed) {
-        tw_log(TW_LOG_ERROR, "job %s: cannot finish it (out of memory or "
-                             "an alert could not be queued)",
+        tw_log(TW_LOG_ERROR,
+               "job %s: cannot finish it (out of memory or "
+               "an alert could not be queued)",
                tw_job_id(j->job));
         return TW_ERR;
     }
@@ -554,6 +557,8 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
     j->partition = p->id;
     j->first_offset = offset;
     j->started_us = tw_router_mono_us();
+    /* the idle clock starts now (a restored job has no message yet) */
+    j->last_active_us = j->started_us;
     j->alerts = tw_alert_tracker_new(tw_router_emit, j);
     if (j->alerts == NULL ||
         tw_job_new(id, &r->cfg.job, r->cfg.reg, r->cfg.rules, r->cfg.nrules,
@@ -581,8 +586,8 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
     } else {
         r->stats.jobs_started++;
         tw_log(TW_LOG_INFO,
-               "job %s started (partition %" PRId32 ", offset %" PRId64 ")",
-               id, p->id, offset);
+               "job %s started (partition %" PRId32 ", offset %" PRId64 ")", id,
+               p->id, offset);
     }
     *out = j;
     return TW_OK;
@@ -691,8 +696,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
                    "job %s joined mid-stream at partition %" PRId32
                    " offset %" PRId64 " (node %s seq %" PRIu64
                    "): a previous owner finished it; skipping its messages",
-                   id, p->id, offset, b->node != NULL ? b->node : "",
-                   b->seq);
+                   id, p->id, offset, b->node != NULL ? b->node : "", b->seq);
             r->stats.jobs_skipped_partial++;
             r->stats.skipped_messages++;
             tw_batch_free(b);
@@ -865,8 +869,8 @@ static int tw_router_load(tw_router *r, tw_rpart *p, char *err, size_t errlen)
         tw_log(TW_LOG_INFO,
                "job %s restored from checkpoint (partition %" PRId32
                ", offset %" PRId64 ", samples=%" PRIu64 " scans=%" PRIu64 ")",
-               tw_job_id(p->jobs[i]->job), p->id, p->start_offset,
-               st.samples, st.scans);
+               tw_job_id(p->jobs[i]->job), p->id, p->start_offset, st.samples,
+               st.scans);
     }
     tw_log(TW_LOG_INFO,
            "partition %" PRId32 ": checkpoint %s, %zu job(s) restored, "
@@ -988,8 +992,8 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
         return TW_OK;
     for (size_t i = 0; i < r->nout; i++)
         if (r->outbox[i].partition == partition) {
-            snprintf(err, errlen, "alerts of partition %" PRId32
-                                  " are not sent yet",
+            snprintf(err, errlen,
+                     "alerts of partition %" PRId32 " are not sent yet",
                      partition);
             return TW_UNAVAILABLE;
         }
@@ -1014,8 +1018,7 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
     int64_t next = p->next_offset >= 0 ? p->next_offset : p->ckpt_offset;
     if (next < 0 || (next == p->ckpt_offset && p->npend == 0 && p->nfin == 0))
         return TW_OK; /* nothing new */
-    tw_checkpoint_part *parts =
-        calloc(p->npend ? p->npend : 1, sizeof(*parts));
+    tw_checkpoint_part *parts = calloc(p->npend ? p->npend : 1, sizeof(*parts));
     if (parts == NULL) {
         snprintf(err, errlen, "out of memory");
         return TW_ERR;
@@ -1029,9 +1032,8 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
         bytes += p->pend[i].len;
     }
     int rc = tw_checkpoint_commit(r->cfg.store, r->cfg.topic, p->id, next,
-                                  parts, p->npend,
-                                  (const char *const *)p->fin, p->nfin, err,
-                                  errlen);
+                                  parts, p->npend, (const char *const *)p->fin,
+                                  p->nfin, err, errlen);
     free(parts);
     if (rc != TW_OK)
         return rc;

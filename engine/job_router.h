@@ -79,24 +79,24 @@ typedef struct tw_router_config {
 } tw_router_config;
 
 typedef struct tw_router_stats {
-    uint64_t batches;      /* decoded batches routed to a job            */
-    uint64_t dead_letters; /* messages that could not be decoded         */
-    uint64_t duplicates;   /* batches dropped: (node, seq) seen before   */
-    uint64_t samples, events;           /* accepted                      */
+    uint64_t batches;         /* decoded batches routed to a job            */
+    uint64_t dead_letters;    /* messages that could not be decoded         */
+    uint64_t duplicates;      /* batches dropped: (node, seq) seen before   */
+    uint64_t samples, events; /* accepted                      */
     uint64_t late_samples, late_events; /* dropped: their scan had closed */
     uint64_t jobs_active;
     uint64_t jobs_started;
-    uint64_t jobs_finished;      /* by end marker or idle timeout        */
-    uint64_t jobs_idle;          /* of those, by idle timeout            */
-    uint64_t jobs_dropped;       /* unfinished when their partition left */
+    uint64_t jobs_finished;        /* by end marker or idle timeout        */
+    uint64_t jobs_idle;            /* of those, by idle timeout            */
+    uint64_t jobs_dropped;         /* unfinished when their partition left */
     uint64_t jobs_skipped_partial; /* joined mid-stream, see above       */
-    uint64_t skipped_messages;   /* their messages                       */
-    uint64_t after_end;          /* messages of jobs already finished    */
+    uint64_t skipped_messages;     /* their messages                       */
+    uint64_t after_end;            /* messages of jobs already finished    */
     uint64_t alerts_sent;
-    uint64_t alerts_deduped;     /* claimed before: not sent again       */
-    uint64_t jobs_restored;      /* from a checkpoint on assignment      */
-    uint64_t checkpoints;        /* partition checkpoints written        */
-    uint64_t checkpoint_bytes;   /* bytes of parts they wrote            */
+    uint64_t alerts_deduped;   /* claimed before: not sent again       */
+    uint64_t jobs_restored;    /* from a checkpoint on assignment      */
+    uint64_t checkpoints;      /* partition checkpoints written        */
+    uint64_t checkpoint_bytes; /* bytes of parts they wrote            */
     uint64_t scans;
 } tw_router_stats;
 

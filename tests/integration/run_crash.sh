@@ -88,6 +88,7 @@ OUT=$(cat "$WORK/A$RUN.out")
 echo "last run: $OUT"
 [ "$(field jobs_restored "$OUT")" -eq 1 ] || fail "last run: jobs_restored"
 [ "$(field jobs_finished "$OUT")" -eq 1 ] || fail "last run: jobs_finished"
+[ "$(field jobs_idle "$OUT")" -eq 0 ] || fail "last run: finished by idle timeout"
 # the finished job left a tombstone and no parts behind
 [ "$(tw_redis_cli exists "t:v1:done:{$STATE_JOB}")" -eq 1 ] || fail "no tombstone"
 [ "$(tw_redis_cli --raw keys "t:v1:job:*" | grep -c .)" -eq 0 ] || fail "parts left: $(tw_redis_cli --raw keys 't:v1:job:*')"

@@ -77,7 +77,7 @@ typedef struct tw_run {
     tw_router *router;
     tw_store *store; /* persistent store, or NULL */
     int paused;      /* store unavailable: consumption stopped */
-    int failed;      /* a commit or flush failed inside a rebalance */
+    int failed; /* a commit or flush failed inside a rebalance */
 } tw_run;
 
 static void tw_run_usage(FILE *out)
@@ -104,8 +104,7 @@ static void tw_run_usage(FILE *out)
         "                    kafka:  brokers, group (trainwatch),\n"
         "                            metrics_topic (trainwatch.metrics),\n"
         "                            alerts_topic (trainwatch.alerts),\n"
-        "                            deadletter_topic "
-        "(trainwatch.deadletter),\n"
+        "                            deadletter_topic (trainwatch.deadletter),\n"
         "                            client_id, properties: {librdkafka\n"
         "                            property: value, ...}\n"
         "                    engine: job_idle (10m), results_dir (none),\n"
@@ -147,17 +146,13 @@ static void tw_run_settings_free(tw_run_settings *s)
 static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
                                 char *err, size_t errlen)
 {
-    static const char *const kafka_keys[] = {"brokers",
-                                             "group",
-                                             "metrics_topic",
-                                             "alerts_topic",
-                                             "deadletter_topic",
-                                             "client_id",
-                                             NULL};
+    static const char *const kafka_keys[] = {
+        "brokers",      "group",           "metrics_topic", "alerts_topic",
+        "deadletter_topic", "client_id",   NULL};
     static const char *const kafka_prefixes[] = {"properties.", NULL};
-    static const char *const engine_keys[] = {"job_idle", "results_dir",
-                                              "commit_interval",
-                                              "progress_interval", NULL};
+    static const char *const engine_keys[] = {
+        "job_idle", "results_dir", "commit_interval", "progress_interval",
+        NULL};
     const tw_settings *k = &cfg->kafka, *e = &cfg->engine;
     s->group = "trainwatch";
     s->metrics_topic = "trainwatch.metrics";
@@ -211,8 +206,8 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
             .key = key, .value = it->value, .where = s->prop_where[n]};
         s->nprops++;
     }
-    if (tw_settings_get_duration(e, "job_idle", &s->job_idle_us, err, errlen) !=
-            TW_OK ||
+    if (tw_settings_get_duration(e, "job_idle", &s->job_idle_us, err,
+                                 errlen) != TW_OK ||
         tw_settings_get_duration(e, "commit_interval", &s->commit_interval_us,
                                  err, errlen) != TW_OK ||
         tw_settings_get_duration(e, "progress_interval",
@@ -223,14 +218,14 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
         return tw_settings_error(e, tw_settings_find(e, "job_idle"), err,
                                  errlen, "must be longer than 0");
     if (s->commit_interval_us <= 0)
-        return tw_settings_error(e, tw_settings_find(e, "commit_interval"), err,
-                                 errlen, "must be longer than 0");
+        return tw_settings_error(e, tw_settings_find(e, "commit_interval"),
+                                 err, errlen, "must be longer than 0");
     tw_settings_get_str(e, "results_dir", &s->results_dir);
     if (s->results_dir != NULL) {
         struct stat sb;
         if (stat(s->results_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return tw_settings_error(e, tw_settings_find(e, "results_dir"), err,
-                                     errlen, "'%s' is not a folder%s%s",
+            return tw_settings_error(e, tw_settings_find(e, "results_dir"),
+                                     err, errlen, "'%s' is not a folder%s%s",
                                      s->results_dir, errno ? ": " : "",
                                      errno ? strerror(errno) : "");
     }
@@ -279,8 +274,9 @@ static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
 {
     char err[512];
     int rc = tw_router_flush_alerts(r->router, err, sizeof(err));
-    if (rc == TW_OK && tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err,
-                                         sizeof(err)) != 0) {
+    if (rc == TW_OK &&
+        tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
+            0) {
         tw_log(TW_LOG_ERROR, "not checkpointing: %s", err);
         r->failed = 1;
         return TW_ERR;
@@ -321,8 +317,8 @@ static int tw_run_commit(tw_run *r, const int32_t *parts, size_t n)
                 return TW_ERR;
             }
             for (size_t k = 0; k < ne; k++)
-                tw_log(TW_LOG_DEBUG,
-                       "committed partition %" PRId32 " offset %" PRId64 "%s%s",
+                tw_log(TW_LOG_DEBUG, "committed partition %" PRId32
+                                     " offset %" PRId64 "%s%s",
                        e[k].partition, e[k].offset,
                        e[k].metadata ? " metadata " : "",
                        e[k].metadata ? e[k].metadata : "");
@@ -339,15 +335,16 @@ static int tw_run_commit_all(tw_run *r)
     return tw_run_commit(r, parts, n);
 }
 
-static void tw_run_on_assign(void *ud, tw_kafka_source *s,
-                             tw_source_assigned *a, size_t n)
+static void tw_run_on_assign(void *ud, tw_kafka_source *s, tw_source_assigned *a,
+                             size_t n)
 {
     (void)s;
     tw_run *r = ud;
     char err[1024];
     for (size_t i = 0; i < n; i++) {
         tw_log(TW_LOG_INFO,
-               "assigned partition %" PRId32 " (committed offset %" PRId64 ")",
+               "assigned partition %" PRId32 " (committed offset %" PRId64
+               ")",
                a[i].partition, a[i].committed);
         if (tw_router_assign(r->router, a[i].partition, a[i].metadata,
                              a[i].committed, &a[i].start_offset, err,
@@ -430,9 +427,10 @@ static void tw_run_stats_line(const tw_router *router, const char *prefix,
             " jobs_active=%" PRIu64 " jobs_started=%" PRIu64
             " jobs_finished=%" PRIu64 " jobs_idle=%" PRIu64
             " jobs_dropped=%" PRIu64 " jobs_skipped_partial=%" PRIu64
-            " skipped_messages=%" PRIu64 " after_end=%" PRIu64 " scans=%" PRIu64
-            " alerts_sent=%" PRIu64 " alerts_deduped=%" PRIu64
-            " jobs_restored=%" PRIu64 " checkpoints=%" PRIu64 "\n",
+            " skipped_messages=%" PRIu64 " after_end=%" PRIu64
+            " scans=%" PRIu64 " alerts_sent=%" PRIu64
+            " alerts_deduped=%" PRIu64 " jobs_restored=%" PRIu64
+            " checkpoints=%" PRIu64 "\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
@@ -472,7 +470,8 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
             tw_log(TW_LOG_ERROR, "run: %s", why);
         }
         if (rc == TW_OK && tw_router_checkpoint_due(r->router, m->partition))
-            rc = tw_run_commit(r, &m->partition, 1) == TW_ERR ? TW_ERR : TW_OK;
+            rc = tw_run_commit(r, &m->partition, 1) == TW_ERR ? TW_ERR
+                                                               : TW_OK;
         return rc;
     }
     tw_dead_letter dl = {.topic = m->topic,
@@ -536,9 +535,8 @@ int tw_cmd_run(int argc, char **argv)
         }
     }
     if (optind != argc) {
-        fprintf(stderr,
-                "trainwatch run: unexpected argument '%s' (see "
-                "--help)\n",
+        fprintf(stderr, "trainwatch run: unexpected argument '%s' (see "
+                        "--help)\n",
                 argv[optind]);
         return 2;
     }
@@ -601,8 +599,8 @@ int tw_cmd_run(int argc, char **argv)
                                .results_dir = r.s.results_dir,
                                .store = r.store,
                                .topic = r.s.metrics_topic};
-    if (tw_router_new(&rc_cfg, tw_run_alert, &r, &r.router, err, sizeof(err)) !=
-        TW_OK) {
+    if (tw_router_new(&rc_cfg, tw_run_alert, &r, &r.router, err,
+                      sizeof(err)) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
         goto out;
     }
@@ -648,8 +646,8 @@ int tw_cmd_run(int argc, char **argv)
     int stop = 0;
     while (!stop && !r.failed) {
         tw_source_msg m;
-        int got =
-            tw_source_poll(r.source, TW_RUN_POLL_MS, &m, err, sizeof(err));
+        int got = tw_source_poll(r.source, TW_RUN_POLL_MS, &m, err,
+                                 sizeof(err));
         if (got < 0) {
             tw_log(TW_LOG_ERROR, "run: %s", err);
             goto out;
@@ -697,7 +695,8 @@ int tw_cmd_run(int argc, char **argv)
      * deliver everything. */
     tw_run_commit_all(&r);
     tw_source_close(r.source);
-    if (tw_producer_flush(r.producer, TW_RUN_FLUSH_MS, err, sizeof(err)) != 0) {
+    if (tw_producer_flush(r.producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
+        0) {
         tw_log(TW_LOG_ERROR, "run: %s", err);
         goto out;
     }

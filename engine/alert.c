@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt_codec.h"
 #include "json_writer.h"
 #include "plugin_host.h"
 
@@ -54,8 +55,8 @@ void tw_alert_id(const char *job, const char *rule, tw_alert_kind kind,
     tw_u128 h = ((tw_u128)0x6c62272e07bb0142ULL << 64) | 0x62b821756295c58dULL;
     char scan_text[32];
     snprintf(scan_text, sizeof(scan_text), "%" PRIu64, scan);
-    const char *parts[] = {"tw-alert-1",        job,       rule,
-                           tw_alert_kind_name(kind), scan_text, status};
+    const char *parts[] = {"tw-alert-1", job,   rule, tw_alert_kind_name(kind),
+                           scan_text,    status};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         if (i > 0)
             h = fnv128_bytes(h, "", 1); /* the NUL separator */
@@ -186,12 +187,11 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_object_begin(j);
     const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
     const tw_params *p = tw_rule_params(rule);
-    for (size_t i = 0; d != NULL && p != NULL && i < p->nvalues &&
-                       i < d->nparams;
-         i++) {
+    for (size_t i = 0;
+         d != NULL && p != NULL && i < p->nvalues && i < d->nparams; i++) {
         tw_json_key(j, d->params[i].name);
-        tw_json_string(j, p->values[i].text != NULL ? p->values[i].text
-                                                    : "None");
+        tw_json_string(j,
+                       p->values[i].text != NULL ? p->values[i].text : "None");
     }
     tw_json_object_end(j);
     tw_json_key(j, "details");
@@ -252,9 +252,8 @@ static int tw_alert_walk(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     }
     if (*index >= t->nrules) {
         /* first sight of this rule: everything starts InProgress */
-        t->rules[*index] =
-            (tw_alert_rule_state){.status = TW_STATUS_IN_PROGRESS,
-                                  .violations = 0};
+        t->rules[*index] = (tw_alert_rule_state){
+            .status = TW_STATUS_IN_PROGRESS, .violations = 0};
         t->nrules = *index + 1;
     }
     int rc = fn(t, job, rule, parent, *index, arg);
@@ -270,8 +269,8 @@ static int tw_alert_visit_all(tw_alert_tracker *t, tw_job *job,
 {
     size_t index = 0;
     for (size_t i = 0; i < tw_job_nrules(job); i++)
-        if (tw_alert_walk(t, job, tw_job_rule(job, i), NULL, &index, fn,
-                          arg) != TW_OK)
+        if (tw_alert_walk(t, job, tw_job_rule(job, i), NULL, &index, fn, arg) !=
+            TW_OK)
             return TW_ERR;
     return TW_OK;
 }
@@ -304,8 +303,7 @@ static int tw_alert_on_scan(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     return TW_OK;
 }
 
-int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job,
-                          const tw_scan *scan)
+int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job, const tw_scan *scan)
 {
     if (tw_alert_copy_nodes(t, scan) != TW_OK)
         return TW_ERR;
@@ -313,8 +311,7 @@ int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job,
 }
 
 static int tw_alert_on_finish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
-                              const char *parent, size_t index,
-                              const void *arg)
+                              const char *parent, size_t index, const void *arg)
 {
     const tw_alert_event *proto = arg;
     tw_alert_rule_state *st = &t->rules[index];
@@ -334,4 +331,97 @@ int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job)
                          .end_us = tw_job_latest_timestamp(job),
                          .final = 1};
     return tw_alert_visit_all(t, job, tw_alert_on_finish, &ev);
+}
+
+/* ---- checkpoints ----------------------------------------------------------
+ * Blob: "TWAT", u8 version (1), uv nrules, per rule {uv status, iv
+ * violations}, uv nnodes, per node str, uv sent. */
+
+#define TW_ALERT_BLOB_VERSION 1
+
+int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out)
+{
+    tw_ckw w = {.b = out, .failed = 0};
+    tw_ckw_bytes(&w, "TWAT", 4);
+    tw_ckw_u8(&w, TW_ALERT_BLOB_VERSION);
+    tw_ckw_uv(&w, t->nrules);
+    for (size_t i = 0; i < t->nrules; i++) {
+        tw_ckw_uv(&w, (uint64_t)t->rules[i].status);
+        tw_ckw_iv(&w, t->rules[i].violations);
+    }
+    tw_ckw_uv(&w, t->nnodes);
+    for (size_t i = 0; i < t->nnodes; i++)
+        tw_ckw_str(&w, t->nodes[i]);
+    tw_ckw_uv(&w, t->sent);
+    return w.failed ? TW_ERR : TW_OK;
+}
+
+int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
+                             char *err, size_t errlen)
+{
+    tw_ckr r;
+    tw_ckr_init(&r, data, len);
+    const uint8_t *magic = tw_ckr_bytes(&r, 4);
+    if (magic != NULL && memcmp(magic, "TWAT", 4) != 0)
+        tw_ckr_fail(&r, "not an alert tracker blob (magic)");
+    if (tw_ckr_u8(&r) != TW_ALERT_BLOB_VERSION && r.why == NULL)
+        tw_ckr_fail(&r, "unsupported version");
+    size_t nrules = tw_ckr_count(&r, 2);
+    tw_alert_rule_state *rules = NULL;
+    if (r.why == NULL && nrules > 0) {
+        rules = calloc(nrules, sizeof(*rules));
+        if (rules == NULL) {
+            snprintf(err, errlen, "alerts: out of memory");
+            return TW_ERR;
+        }
+    }
+    for (size_t i = 0; r.why == NULL && i < nrules; i++) {
+        uint64_t st = tw_ckr_uv(&r);
+        if (st > TW_STATUS_ERROR && r.why == NULL)
+            tw_ckr_fail(&r, "bad rule status");
+        rules[i].status = (tw_rule_status)st;
+        rules[i].violations = tw_ckr_iv(&r);
+    }
+    size_t nnodes = tw_ckr_count(&r, 1);
+    char **nodes = NULL;
+    if (r.why == NULL && nnodes > 0 &&
+        (nodes = calloc(nnodes, sizeof(*nodes))) == NULL) {
+        free(rules);
+        snprintf(err, errlen, "alerts: out of memory");
+        return TW_ERR;
+    }
+    int oom = 0;
+    for (size_t i = 0; r.why == NULL && !oom && i < nnodes; i++) {
+        const char *s;
+        size_t n;
+        if (tw_ckr_str(&r, &s, &n) && s == NULL)
+            tw_ckr_fail(&r, "NULL node id");
+        if (r.why == NULL && (nodes[i] = strndup(s, n)) == NULL)
+            oom = 1;
+    }
+    uint64_t sent = tw_ckr_uv(&r);
+    if (r.why == NULL && !oom && tw_ckr_left(&r) != 0)
+        tw_ckr_fail(&r, "trailing bytes");
+    if (r.why != NULL || oom) {
+        if (oom)
+            snprintf(err, errlen, "alerts: out of memory");
+        else
+            snprintf(err, errlen, "alerts: %s at byte %zu", r.why,
+                     tw_ckr_offset(&r));
+        for (size_t i = 0; nodes != NULL && i < nnodes; i++)
+            free(nodes[i]);
+        free(nodes);
+        free(rules);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < t->nnodes; i++)
+        free(t->nodes[i]);
+    free(t->nodes);
+    free(t->rules);
+    t->rules = rules;
+    t->nrules = t->cap = nrules;
+    t->nodes = nodes;
+    t->nnodes = nnodes;
+    t->sent = sent;
+    return TW_OK;
 }

@@ -34,7 +34,10 @@
 
 #define TW_ALERT_ID_LEN 32
 
-typedef enum tw_alert_kind { TW_ALERT_STATUS = 0, TW_ALERT_FINDING } tw_alert_kind;
+typedef enum tw_alert_kind {
+    TW_ALERT_STATUS = 0,
+    TW_ALERT_FINDING
+} tw_alert_kind;
 
 const char *tw_alert_kind_name(tw_alert_kind k); /* "status", "finding" */
 
@@ -61,5 +64,15 @@ int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job);
 
 /* Alerts emitted so far. */
 uint64_t tw_alert_tracker_sent(const tw_alert_tracker *t);
+
+/* Checkpoints: the tracker's bookkeeping (each rule's last published
+ * status and violation count, the node list, the count sent) appended to
+ * out as one blob (magic "TWAT", version 1, ckpt_codec.h encoding), and
+ * restored into a fresh tracker, so a restored job publishes exactly the
+ * alerts an uninterrupted one would. TW_ERR: out of memory / a blob that
+ * is truncated or malformed (err says which and where). */
+int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out);
+int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
+                             char *err, size_t errlen);
 
 #endif /* TW_ALERT_H */

@@ -12,6 +12,18 @@
  *           client_id, properties.<librdkafka property> (passed unchanged
  *           to the consumer and the producer)
  *   engine: job_idle, results_dir, commit_interval, progress_interval
+ *   state:  state_store.h (opened here, interpreted there)
+ *
+ * With a persistent store (redis, or memory with a snapshot file) each
+ * partition is checkpointed (job_router.h) at most every
+ * state.checkpoint_interval and when a job finishes: queued alerts are
+ * claimed and sent, the producer is flushed, the checkpoint written, and
+ * only then the Kafka offset committed. When the store cannot be reached
+ * consumption stops (every partition paused, messages already fetched
+ * dropped; the consumer keeps polling so the group keeps it), the store
+ * is retried with its backoff, and once it answers the pending work is
+ * redone, each partition sought back to where processing stopped, and
+ * consumption resumed.
  *
  * SIGINT/SIGTERM: the message in hand is finished, offsets are committed,
  * the group is left (the revoke commits again), the producer is flushed,
@@ -35,6 +47,7 @@
 #include "log.h"
 #include "run_actions.h"
 #include "signals.h"
+#include "state_store.h"
 #include "wire.h"
 
 #define TW_RUN_MAX_PROPS 128
@@ -65,6 +78,8 @@ typedef struct tw_run {
     tw_kafka_source *source;
     tw_router *router;
     tw_run_actions *actions; /* NULL: no rule has actions */
+    tw_store *store; /* persistent store, or NULL */
+    int paused;      /* store unavailable: consumption stopped */
     int failed; /* a commit or flush failed inside a rebalance */
 } tw_run;
 
@@ -250,13 +265,53 @@ static int tw_run_alert(void *ud, const char *job, const char *id,
     return TW_OK;
 }
 
+/* Store unavailable: stop consuming (once). */
+static void tw_run_pause(tw_run *r, const char *why)
+{
+    if (r->paused)
+        return;
+    char err[512];
+    r->paused = 1;
+    if (tw_source_pause(r->source, 1, err, sizeof(err)) != 0)
+        tw_log(TW_LOG_WARN, "%s", err);
+    tw_log(TW_LOG_WARN, "paused consumption: %s", why);
+}
+
+/* With a store: claims and sends queued alerts, delivers them, then
+ * checkpoints the given partitions. TW_UNAVAILABLE pauses consumption. */
+static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
+{
+    char err[512];
+    int rc = tw_router_flush_alerts(r->router, err, sizeof(err));
+    if (rc == TW_OK &&
+        tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
+            0) {
+        tw_log(TW_LOG_ERROR, "not checkpointing: %s", err);
+        r->failed = 1;
+        return TW_ERR;
+    }
+    for (size_t i = 0; rc == TW_OK && i < n; i++)
+        rc = tw_router_checkpoint(r->router, parts[i], err, sizeof(err));
+    if (rc == TW_UNAVAILABLE)
+        tw_run_pause(r, err);
+    else if (rc != TW_OK) {
+        tw_log(TW_LOG_ERROR, "checkpoint: %s", err);
+        r->failed = 1; /* not an outage: the engine cannot go on */
+    }
+    return rc;
+}
+
 /* Delivers everything produced so far, then commits the given partitions'
- * safe offsets. */
+ * safe offsets (with a store: checkpoints them first; the commit is then
+ * the last checkpoint's offset, even when this one could not be written). */
 static int tw_run_commit(tw_run *r, const int32_t *parts, size_t n)
 {
     char err[512];
-    if (tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
-        0) {
+    if (r->store != NULL) {
+        if (!r->paused && tw_run_checkpoint(r, parts, n) == TW_ERR)
+            return TW_ERR;
+    } else if (tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err,
+                                 sizeof(err)) != 0) {
         tw_log(TW_LOG_ERROR, "not committing: %s", err);
         return TW_ERR;
     }
@@ -294,17 +349,66 @@ static void tw_run_on_assign(void *ud, tw_kafka_source *s, tw_source_assigned *a
 {
     (void)s;
     tw_run *r = ud;
+    char err[1024];
     for (size_t i = 0; i < n; i++) {
         tw_log(TW_LOG_INFO,
                "assigned partition %" PRId32 " (committed offset %" PRId64
                ")",
                a[i].partition, a[i].committed);
-        if (tw_router_assign(r->router, a[i].partition, a[i].metadata) !=
-            TW_OK) {
-            tw_log(TW_LOG_ERROR, "out of memory assigning a partition");
+        if (tw_router_assign(r->router, a[i].partition, a[i].metadata,
+                             a[i].committed, &a[i].start_offset, err,
+                             sizeof(err)) != TW_OK) {
+            tw_log(TW_LOG_ERROR, "partition %" PRId32 ": %s", a[i].partition,
+                   err);
             r->failed = 1;
         }
     }
+    /* a checkpoint that could not be loaded yet: consume nothing */
+    if (r->store != NULL &&
+        tw_router_load_pending(r->router, err, sizeof(err)) == TW_UNAVAILABLE)
+        tw_run_pause(r, err);
+}
+
+/* Paused: retry the store when its backoff allows; once it answers, redo
+ * what failed, seek every partition back to where processing stopped and
+ * resume. TW_ERR = cannot go on. */
+static int tw_run_try_resume(tw_run *r)
+{
+    char err[1024];
+    if (tw_store_retry_in_ms(r->store) > 0 ||
+        tw_store_ping(r->store, err, sizeof(err)) != TW_OK)
+        return TW_OK;
+    int rc = tw_router_load_pending(r->router, err, sizeof(err));
+    if (rc == TW_ERR) {
+        tw_log(TW_LOG_ERROR, "run: %s", err);
+        return TW_ERR;
+    }
+    if (rc != TW_OK)
+        return TW_OK;
+    int32_t parts[1024];
+    size_t n = tw_router_partitions(r->router, parts, 1024);
+    r->paused = 0; /* lets tw_run_commit checkpoint */
+    rc = tw_run_commit(r, parts, n);
+    if (r->paused)
+        return TW_OK; /* down again */
+    if (rc == TW_ERR)
+        return TW_ERR;
+    for (size_t i = 0; i < n; i++) {
+        int64_t pos = tw_router_position(r->router, parts[i]);
+        if (pos != TW_SOURCE_OFFSET_DEFAULT &&
+            tw_source_seek(r->source, parts[i], pos, err, sizeof(err)) != 0) {
+            tw_log(TW_LOG_WARN, "%s", err);
+            r->paused = 1; /* try again later */
+            return TW_OK;
+        }
+    }
+    if (tw_source_pause(r->source, 0, err, sizeof(err)) != 0) {
+        tw_log(TW_LOG_WARN, "%s", err);
+        r->paused = 1;
+        return TW_OK;
+    }
+    tw_log(TW_LOG_INFO, "resumed consumption (%zu partition(s))", n);
+    return TW_OK;
 }
 
 static void tw_run_on_revoke(void *ud, tw_kafka_source *s, const int32_t *parts,
@@ -336,24 +440,52 @@ static void tw_run_stats_line(const tw_router *router,
             " jobs_finished=%" PRIu64 " jobs_idle=%" PRIu64
             " jobs_dropped=%" PRIu64 " jobs_skipped_partial=%" PRIu64
             " skipped_messages=%" PRIu64 " after_end=%" PRIu64
-            " scans=%" PRIu64 " alerts_sent=%" PRIu64 "%s\n",
+            " scans=%" PRIu64 " alerts_sent=%" PRIu64
+            " alerts_deduped=%" PRIu64 " jobs_restored=%" PRIu64
+            " checkpoints=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
             st.jobs_skipped_partial, st.skipped_messages, st.after_end,
-            st.scans, st.alerts_sent, act);
+            st.scans, st.alerts_sent, st.alerts_deduped, st.jobs_restored,
+            st.checkpoints, act);
     fflush(out);
 }
 
 /* One message: decode, route or dead-letter. TW_ERR = cannot go on. */
 static int tw_run_message(tw_run *r, const tw_source_msg *m)
 {
-    char why[512];
+    char why[512] = "";
     tw_batch *b = NULL;
     tw_wire_status st = tw_wire_decode(m->value, m->len, &b, why, sizeof(why));
-    if (st == TW_WIRE_OK)
-        return tw_router_batch(r->router, m->partition, m->offset, b,
-                               tw_run_mono_us());
+    if (st == TW_WIRE_OK) {
+        int rc = tw_router_batch(r->router, m->partition, m->offset, b,
+                                 tw_run_mono_us());
+        if (rc == TW_OK && r->store != NULL) {
+            tw_router_stats before, after;
+            tw_router_get_stats(r->router, &before);
+            rc = tw_router_flush_alerts(r->router, why, sizeof(why));
+            tw_router_get_stats(r->router, &after);
+            /* claimed alerts are delivered at once: a crash loses at most
+             * the ones in flight (claimed, at most once) */
+            if (after.alerts_sent != before.alerts_sent &&
+                tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, why,
+                                  sizeof(why)) != 0) {
+                tw_log(TW_LOG_ERROR, "run: %s", why);
+                return TW_ERR;
+            }
+        }
+        if (rc == TW_UNAVAILABLE) {
+            tw_run_pause(r, why[0] ? why : "state store unavailable");
+            rc = TW_OK; /* read again after the resume's seek */
+        } else if (rc == TW_ERR && r->store != NULL && why[0] != 0) {
+            tw_log(TW_LOG_ERROR, "run: %s", why);
+        }
+        if (rc == TW_OK && tw_router_checkpoint_due(r->router, m->partition))
+            rc = tw_run_commit(r, &m->partition, 1) == TW_ERR ? TW_ERR
+                                                               : TW_OK;
+        return rc;
+    }
     tw_dead_letter dl = {.topic = m->topic,
                          .partition = m->partition,
                          .offset = m->offset,
@@ -431,6 +563,7 @@ int tw_cmd_run(int argc, char **argv)
     tw_run r;
     memset(&r, 0, sizeof(r));
     tw_config *cfg = NULL;
+    tw_store *store = NULL;
     tw_registry *reg = tw_registry_new();
     if (reg == NULL) {
         fprintf(stderr, "trainwatch run: out of memory\n");
@@ -454,6 +587,20 @@ int tw_cmd_run(int argc, char **argv)
                         "the configuration or give --brokers\n");
         goto out;
     }
+    if (tw_store_open(&cfg->state, &store, err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        goto out;
+    }
+    /* Only a store that outlives the process changes how offsets work;
+     * the plain memory store keeps the re-read-unfinished-jobs scheme. */
+    if (strcmp(tw_store_kind(store), "redis") == 0 ||
+        tw_settings_find(&cfg->state, "snapshot") != NULL)
+        r.store = store;
+    int64_t commit_every = r.store != NULL
+                               ? tw_store_checkpoint_interval_us(r.store)
+                               : r.s.commit_interval_us;
+    if (commit_every <= 0)
+        commit_every = 1;
     tw_job_config jc = cfg->job;
     jc.external_watermark = 0; /* the data's own clock */
     tw_router_config rc_cfg = {.job = jc,
@@ -461,7 +608,9 @@ int tw_cmd_run(int argc, char **argv)
                                .rules = cfg->rules,
                                .nrules = cfg->nrules,
                                .job_idle_us = r.s.job_idle_us,
-                               .results_dir = r.s.results_dir};
+                               .results_dir = r.s.results_dir,
+                               .store = r.store,
+                               .topic = r.s.metrics_topic};
     if (tw_router_new(&rc_cfg, tw_run_alert, &r, &r.router, err,
                       sizeof(err)) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
@@ -503,12 +652,13 @@ int tw_cmd_run(int argc, char **argv)
     }
     tw_log(TW_LOG_INFO,
            "run: group '%s' on '%s' via %s; alerts to '%s', dead letters to "
-           "'%s'; %zu rule(s)",
+           "'%s'; %zu rule(s); state: %s%s",
            r.s.group, r.s.metrics_topic, r.s.brokers, r.s.alerts_topic,
-           r.s.deadletter_topic, cfg->nrules);
+           r.s.deadletter_topic, cfg->nrules, tw_store_kind(store),
+           r.store != NULL ? " (checkpoints)" : " (no checkpoints)");
 
     int64_t now = tw_run_mono_us();
-    int64_t next_commit = now + r.s.commit_interval_us;
+    int64_t next_commit = now + commit_every;
     int64_t next_progress = now + r.s.progress_interval_us;
     unsigned since_signal_check = 0;
     int stop = 0;
@@ -520,7 +670,10 @@ int tw_cmd_run(int argc, char **argv)
             tw_log(TW_LOG_ERROR, "run: %s", err);
             goto out;
         }
-        if (got == 1) {
+        if (got == 1 && r.paused) {
+            /* fetched before the pause: read again after the resume */
+            tw_source_release(r.source, &m);
+        } else if (got == 1) {
             int mrc = tw_run_message(&r, &m);
             tw_source_release(r.source, &m);
             if (mrc != TW_OK) {
@@ -530,6 +683,8 @@ int tw_cmd_run(int argc, char **argv)
             }
         }
         /* Checking for a signal costs a system call: not per message. */
+        if (r.paused && tw_run_try_resume(&r) != TW_OK)
+            goto out;
         if (got == 0 || ++since_signal_check >= 64) {
             since_signal_check = 0;
             int sig = tw_signals_wait(&sigs, 0);
@@ -543,7 +698,7 @@ int tw_cmd_run(int argc, char **argv)
                 if (tw_router_expire(r.router, now) != TW_OK)
                     goto out;
                 tw_run_commit_all(&r);
-                next_commit = now + r.s.commit_interval_us;
+                next_commit = now + commit_every;
             }
             if (r.s.progress_interval_us > 0 && now >= next_progress) {
                 tw_run_stats_line(r.router, r.actions, "progress:",
@@ -575,6 +730,7 @@ out:
     tw_producer_free(r.producer);
     tw_router_free(r.router);
     tw_run_actions_free(r.actions);
+    tw_store_close(store);
     tw_run_settings_free(&r.s);
     tw_config_free(cfg);
     tw_registry_free(reg);

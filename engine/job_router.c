@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "alert.h"
+#include "checkpoint.h"
 #include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
@@ -26,6 +27,7 @@ typedef struct tw_rpart tw_rpart;
 
 typedef struct tw_rjob {
     tw_router *router;
+    int32_t partition;
     tw_job *job;
     tw_alert_tracker *alerts;
     int64_t first_offset;
@@ -42,10 +44,35 @@ typedef struct tw_done_job {
     int64_t first_offset; /* INT64_MAX: inherited, not seen here yet */
 } tw_done_job;
 
+/* A part saved for the partition's next checkpoint, owned (data malloc'd).
+ * Kept until a checkpoint commits it, so a retry after TW_UNAVAILABLE
+ * writes it again although the job's dirty marks are already cleared. */
+typedef struct tw_pending_part {
+    char *job, *part;
+    void *data;
+    size_t len;
+} tw_pending_part;
+
+/* An alert scanned but not yet claimed and sent (store only). */
+typedef struct tw_outbox_alert {
+    char *job, *json;
+    size_t len;
+    char id[TW_ALERT_ID_LEN + 1];
+    int32_t partition;
+    int64_t offset;
+} tw_outbox_alert;
+
 struct tw_rpart {
     int32_t id;
-    int64_t next_offset; /* last processed + 1; -1 = none since assignment */
-    tw_rjob **jobs;      /* unfinished jobs; few per partition: a list */
+    int64_t next_offset;  /* last processed + 1; -1 = none since assignment */
+    int64_t start_offset; /* store: where reading started (-2 beginning) */
+    int64_t ckpt_offset;  /* store: next offset of the last checkpoint  */
+    int need_load;        /* store: checkpoint not loaded yet           */
+    tw_pending_part *pend;
+    size_t npend, pend_cap;
+    char **fin; /* store: finished since the last checkpoint  */
+    size_t nfin, fin_cap;
+    tw_rjob **jobs; /* unfinished jobs; few per partition: a list */
     size_t njobs, jobs_cap;
     tw_done_job *done;
     size_t ndone, done_cap;
@@ -64,6 +91,9 @@ struct tw_router {
     int32_t cur_partition;
     int64_t cur_offset;
     tw_router_stats stats;
+    tw_outbox_alert *outbox; /* store: alerts to claim and send, in order */
+    size_t nout, out_cap;
+    tw_buf *scratch; /* alert tracker blobs */
 };
 
 static int64_t tw_router_mono_us(void)
@@ -103,8 +133,47 @@ int tw_router_new(const tw_router_config *cfg, tw_router_alert_fn alert,
         }
     }
     r->cfg.results_dir = r->results_dir;
+    if (cfg->store != NULL && (cfg->topic == NULL || cfg->topic[0] == 0)) {
+        snprintf(err, errlen, "router: a store needs the topic name");
+        free(r->results_dir);
+        free(r);
+        return TW_ERR;
+    }
+    if (cfg->store != NULL && (r->scratch = tw_buf_new()) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        free(r->results_dir);
+        free(r);
+        return TW_ERR;
+    }
     *out = r;
     return TW_OK;
+}
+
+static void tw_pending_free(tw_rpart *p)
+{
+    for (size_t i = 0; i < p->npend; i++) {
+        free(p->pend[i].job);
+        free(p->pend[i].part);
+        free(p->pend[i].data);
+    }
+    p->npend = 0;
+    for (size_t i = 0; i < p->nfin; i++)
+        free(p->fin[i]);
+    p->nfin = 0;
+}
+
+static void tw_outbox_drop(tw_router *r, int32_t partition, int all)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < r->nout; i++) {
+        if (all || r->outbox[i].partition == partition) {
+            free(r->outbox[i].job);
+            free(r->outbox[i].json);
+        } else {
+            r->outbox[kept++] = r->outbox[i];
+        }
+    }
+    r->nout = kept;
 }
 
 static void tw_rjob_free(tw_rjob *j)
@@ -128,6 +197,9 @@ static void tw_rpart_free(tw_rpart *p)
     free(p->done);
     tw_strmap_free(&p->known);
     free(p->meta);
+    tw_pending_free(p);
+    free(p->pend);
+    free(p->fin);
     free(p);
 }
 
@@ -138,6 +210,9 @@ void tw_router_free(tw_router *r)
     for (size_t i = 0; i < r->nparts; i++)
         tw_rpart_free(r->parts[i]);
     free(r->parts);
+    tw_outbox_drop(r, -1, 1);
+    free(r->outbox);
+    tw_buf_free(r->scratch);
     free(r->results_dir);
     free(r);
 }
@@ -167,7 +242,8 @@ static int tw_rpart_add_done(tw_rpart *p, const char *id, int64_t first)
     return tw_strmap_put(&p->known, id, strlen(id), TW_JOB_FINISHED);
 }
 
-int tw_router_assign(tw_router *r, int32_t partition, const char *metadata)
+static int tw_router_add_part(tw_router *r, int32_t partition,
+                              const char *metadata)
 {
     if (tw_router_part(r, partition) != NULL)
         return TW_OK;
@@ -184,6 +260,8 @@ int tw_router_assign(tw_router *r, int32_t partition, const char *metadata)
         return TW_ERR;
     p->id = partition;
     p->next_offset = -1;
+    p->start_offset = TW_SOURCE_OFFSET_DEFAULT;
+    p->ckpt_offset = -1;
     tw_strmap_init(&p->known);
     size_t inherited = 0;
     if (metadata != NULL && metadata[0] != '\0') {
@@ -229,6 +307,9 @@ void tw_router_revoke(tw_router *r, int32_t partition)
                partition, p->njobs);
         r->stats.jobs_dropped += p->njobs;
         r->stats.jobs_active -= p->njobs;
+        /* Alerts not claimed yet: the next owner evaluates those scans
+         * again from the checkpoint and claims them itself. */
+        tw_outbox_drop(r, partition, 0);
         tw_rpart_free(p);
         r->parts[i] = r->parts[--r->nparts];
         return;
@@ -255,11 +336,75 @@ static int tw_router_emit(void *ud, const char *job, const char *id,
 {
     tw_rjob *j = ud;
     tw_router *r = j->router;
+    if (r->cfg.store != NULL) {
+        /* claimed and sent by tw_router_flush_alerts, in this order */
+        if (r->nout == r->out_cap) {
+            size_t cap = r->out_cap ? r->out_cap * 2 : 16;
+            tw_outbox_alert *n = realloc(r->outbox, cap * sizeof(*n));
+            if (n == NULL)
+                return TW_ERR;
+            r->outbox = n;
+            r->out_cap = cap;
+        }
+        tw_outbox_alert *a = &r->outbox[r->nout];
+        a->job = strdup(job);
+        a->json = malloc(len + 1);
+        if (a->job == NULL || a->json == NULL) {
+            free(a->job);
+            free(a->json);
+            return TW_ERR;
+        }
+        memcpy(a->json, json, len);
+        a->json[len] = 0;
+        a->len = len;
+        snprintf(a->id, sizeof(a->id), "%s", id);
+        a->partition = j->partition;
+        a->offset = r->cur_offset;
+        r->nout++;
+        return TW_OK;
+    }
     if (r->alert(r->alert_ud, job, id, json, len, r->cur_partition,
                  r->cur_offset) != TW_OK)
         return TW_ERR;
     r->stats.alerts_sent++;
     return TW_OK;
+}
+
+int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen)
+{
+    size_t done = 0;
+    int rc = TW_OK;
+    for (; done < r->nout; done++) {
+        tw_outbox_alert *a = &r->outbox[done];
+        rc = tw_checkpoint_claim(r->cfg.store, a->id, err, errlen);
+        if (rc < 0)
+            break;
+        if (rc == 0) {
+            r->stats.alerts_deduped++;
+            tw_log(TW_LOG_DEBUG, "alert %s of job %s was sent before", a->id,
+                   a->job);
+        } else if (r->alert(r->alert_ud, a->job, a->id, a->json, a->len,
+                            a->offset >= 0 ? a->partition : -1,
+                            a->offset) != TW_OK) {
+            snprintf(err, errlen, "alert %s of job %s could not be queued",
+                     a->id, a->job);
+            rc = TW_ERR;
+            free(a->job);
+            free(a->json);
+            done++; /* claimed: never again */
+            break;
+        } else {
+            r->stats.alerts_sent++;
+        }
+        rc = TW_OK;
+        free(a->job);
+        free(a->json);
+    }
+    if (done > 0 && done < r->nout)
+        memmove(r->outbox, r->outbox + done,
+                (r->nout - done) * sizeof(*r->outbox));
+    r->nout -= done;
+    return rc;
 }
 
 static void tw_router_on_scan(void *ud, tw_job *job, const tw_scan *scan)
@@ -330,6 +475,34 @@ static void tw_router_write_results(tw_router *r, tw_job *job)
     tw_json_free(j);
 }
 
+static int tw_rpart_add_fin(tw_rpart *p, const char *id)
+{
+    if (p->nfin == p->fin_cap) {
+        size_t cap = p->fin_cap ? p->fin_cap * 2 : 8;
+        char **n = realloc(p->fin, cap * sizeof(*n));
+        if (n == NULL)
+            return TW_ERR;
+        p->fin = n;
+        p->fin_cap = cap;
+    }
+    if ((p->fin[p->nfin] = strdup(id)) == NULL)
+        return TW_ERR;
+    p->nfin++;
+    /* its saved parts are obsolete: the tombstone replaces them */
+    size_t kept = 0;
+    for (size_t i = 0; i < p->npend; i++) {
+        if (strcmp(p->pend[i].job, id) == 0) {
+            free(p->pend[i].job);
+            free(p->pend[i].part);
+            free(p->pend[i].data);
+        } else {
+            p->pend[kept++] = p->pend[i];
+        }
+    }
+    p->npend = kept;
+    return tw_strmap_put(&p->known, id, strlen(id), TW_JOB_FINISHED);
+}
+
 /* Finalizes job i of p: remaining scans, final alerts, results file. */
 static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
                             int64_t latest_us, const char *why)
@@ -339,8 +512,9 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
     if (rc == TW_OK && !j->failed)
         rc = tw_alert_tracker_finish(j->alerts, j->job);
     if (rc != TW_OK || j->failed) {
-        tw_log(TW_LOG_ERROR, "job %s: cannot finish it (out of memory or "
-                             "an alert could not be queued)",
+        tw_log(TW_LOG_ERROR,
+               "job %s: cannot finish it (out of memory or "
+               "an alert could not be queued)",
                tw_job_id(j->job));
         return TW_ERR;
     }
@@ -356,8 +530,15 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
            tw_job_id(j->job), why, s.samples, s.events, s.scans,
            s.duplicate_batches, s.late_samples + s.late_events,
            tw_alert_tracker_sent(j->alerts), secs);
-    if (tw_rpart_add_done(p, tw_job_id(j->job), j->first_offset) != TW_OK)
+    if (r->cfg.store != NULL) {
+        /* the next checkpoint writes its tombstone (the results file above
+         * is already written, so a crash now cannot lose it) */
+        if (tw_rpart_add_fin(p, tw_job_id(j->job)) != TW_OK)
+            return TW_ERR;
+    } else if (tw_rpart_add_done(p, tw_job_id(j->job), j->first_offset) !=
+               TW_OK) {
         return TW_ERR;
+    }
     r->stats.jobs_finished++;
     r->stats.jobs_active--;
     tw_rjob_free(j);
@@ -366,15 +547,18 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
 }
 
 static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
-                             int64_t offset, tw_rjob **out)
+                             int64_t offset, int restored, tw_rjob **out)
 {
     char err[1024];
     tw_rjob *j = calloc(1, sizeof(*j));
     if (j == NULL)
         return TW_ERR;
     j->router = r;
+    j->partition = p->id;
     j->first_offset = offset;
     j->started_us = tw_router_mono_us();
+    /* the idle clock starts now (a restored job has no message yet) */
+    j->last_active_us = j->started_us;
     j->alerts = tw_alert_tracker_new(tw_router_emit, j);
     if (j->alerts == NULL ||
         tw_job_new(id, &r->cfg.job, r->cfg.reg, r->cfg.rules, r->cfg.nrules,
@@ -396,11 +580,15 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
         p->jobs_cap = cap;
     }
     p->jobs[p->njobs++] = j;
-    r->stats.jobs_started++;
     r->stats.jobs_active++;
-    tw_log(TW_LOG_INFO, "job %s started (partition %" PRId32 ", offset %" PRId64
-                        ")",
-           id, p->id, offset);
+    if (restored) {
+        r->stats.jobs_restored++;
+    } else {
+        r->stats.jobs_started++;
+        tw_log(TW_LOG_INFO,
+               "job %s started (partition %" PRId32 ", offset %" PRId64 ")", id,
+               p->id, offset);
+    }
     *out = j;
     return TW_OK;
 }
@@ -408,7 +596,7 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
 static tw_rpart *tw_router_part_or_assign(tw_router *r, int32_t partition)
 {
     tw_rpart *p = tw_router_part(r, partition);
-    if (p == NULL && tw_router_assign(r, partition, NULL) == TW_OK)
+    if (p == NULL && tw_router_add_part(r, partition, NULL) == TW_OK)
         p = tw_router_part(r, partition);
     return p;
 }
@@ -429,9 +617,16 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
         tw_batch_free(b);
         return TW_ERR;
     }
-    if (offset + 1 > p->next_offset)
-        p->next_offset = offset + 1;
-    r->stats.batches++;
+    if (r->cfg.store != NULL) {
+        if (p->need_load) {
+            tw_batch_free(b);
+            return TW_UNAVAILABLE;
+        }
+        if (p->next_offset >= 0 && offset < p->next_offset) {
+            tw_batch_free(b); /* redelivered after a seek: done already */
+            return TW_OK;
+        }
+    }
     const char *id = b->job != NULL ? b->job : "";
     tw_rjob *j = NULL;
     size_t ji = 0;
@@ -452,8 +647,37 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
             latest_us = b->markers[i].latest_us;
         }
     }
+    uint32_t known = 0;
+    if (j == NULL && r->cfg.store != NULL &&
+        !tw_strmap_get(&p->known, id, strlen(id), &known)) {
+        /* a job finished here before (its tombstone) is not re-created */
+        char err[512];
+        int done = tw_checkpoint_job_done(r->cfg.store, id, err, sizeof(err));
+        if (done == TW_UNAVAILABLE) {
+            tw_batch_free(b);
+            return TW_UNAVAILABLE;
+        }
+        if (done < 0) {
+            tw_log(TW_LOG_ERROR, "job %s: %s", id, err);
+            tw_batch_free(b);
+            return TW_ERR;
+        }
+        if (done == 1) {
+            tw_log(TW_LOG_INFO,
+                   "job %s finished before (tombstone in the store): "
+                   "skipping its messages",
+                   id);
+            if (tw_strmap_put(&p->known, id, strlen(id), TW_JOB_FINISHED) !=
+                TW_OK) {
+                tw_batch_free(b);
+                return TW_ERR;
+            }
+        }
+    }
+    if (offset + 1 > p->next_offset)
+        p->next_offset = offset + 1;
+    r->stats.batches++;
     if (j == NULL) {
-        uint32_t known = 0;
         if (tw_strmap_get(&p->known, id, strlen(id), &known)) {
             if (known == TW_JOB_FINISHED) {
                 r->stats.after_end++;
@@ -472,14 +696,13 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
                    "job %s joined mid-stream at partition %" PRId32
                    " offset %" PRId64 " (node %s seq %" PRIu64
                    "): a previous owner finished it; skipping its messages",
-                   id, p->id, offset, b->node != NULL ? b->node : "",
-                   b->seq);
+                   id, p->id, offset, b->node != NULL ? b->node : "", b->seq);
             r->stats.jobs_skipped_partial++;
             r->stats.skipped_messages++;
             tw_batch_free(b);
             return tw_strmap_put(&p->known, id, strlen(id), TW_JOB_SKIPPED);
         }
-        if (tw_router_new_job(r, p, id, offset, &j) != TW_OK) {
+        if (tw_router_new_job(r, p, id, offset, 0, &j) != TW_OK) {
             tw_batch_free(b);
             return TW_ERR;
         }
@@ -523,6 +746,15 @@ int tw_router_commit_point(tw_router *r, int32_t partition,
                            tw_source_commit_entry *out)
 {
     tw_rpart *p = tw_router_part(r, partition);
+    if (p != NULL && r->cfg.store != NULL) {
+        /* the checkpoint holds everything before its offset */
+        if (p->ckpt_offset < 0)
+            return 0;
+        out->partition = p->id;
+        out->offset = p->ckpt_offset;
+        out->metadata = NULL;
+        return 1;
+    }
     if (p == NULL || p->next_offset < 0)
         return 0;
     int64_t off = p->next_offset;
@@ -563,4 +795,255 @@ int tw_router_commit_point(tw_router *r, int32_t partition,
     out->offset = off;
     out->metadata = p->meta;
     return 1;
+}
+
+/* ---- checkpoints (store only) ------------------------------------------ */
+
+/* Restores the parts tw_checkpoint_load hands over: per job "core" first
+ * (which creates the job), rule parts, then "alerts". */
+typedef struct tw_restore_ctx {
+    tw_router *r;
+    tw_rpart *p;
+    tw_rjob *cur;
+    char *err;
+    size_t errlen;
+} tw_restore_ctx;
+
+static int tw_router_restore_part(void *ud, const char *job, const char *part,
+                                  const uint8_t *data, size_t len)
+{
+    tw_restore_ctx *c = ud;
+    if (c->cur == NULL || strcmp(tw_job_id(c->cur->job), job) != 0) {
+        c->cur = NULL;
+        if (strcmp(part, "core") != 0) {
+            snprintf(c->err, c->errlen,
+                     "checkpoint of job '%s' has no core part", job);
+            return TW_ERR;
+        }
+        if (tw_router_new_job(c->r, c->p, job, c->p->start_offset, 1,
+                              &c->cur) != TW_OK) {
+            snprintf(c->err, c->errlen, "job '%s': cannot create it", job);
+            return TW_ERR;
+        }
+    }
+    char why[512];
+    int rc = strcmp(part, "alerts") == 0
+                 ? tw_alert_tracker_restore(c->cur->alerts, data, len, why,
+                                            sizeof(why))
+                 : tw_job_restore_part(c->cur->job, part, data, len, why,
+                                       sizeof(why));
+    if (rc != TW_OK) {
+        snprintf(c->err, c->errlen, "job '%s' part '%s': %s", job, part, why);
+        return TW_ERR;
+    }
+    tw_job_get_stats(c->cur->job, &c->cur->seen);
+    return TW_OK;
+}
+
+/* Loads p's checkpoint. On anything but TW_OK the jobs restored so far are
+ * dropped again, so a later retry starts clean. */
+static int tw_router_load(tw_router *r, tw_rpart *p, char *err, size_t errlen)
+{
+    int64_t next = -1;
+    tw_restore_ctx c = {.r = r, .p = p, .err = err, .errlen = errlen};
+    err[0] = 0;
+    int rc = tw_checkpoint_load(r->cfg.store, r->cfg.topic, p->id, &next,
+                                tw_router_restore_part, &c, err, errlen);
+    if (rc != TW_OK) {
+        r->stats.jobs_restored -= p->njobs;
+        r->stats.jobs_active -= p->njobs;
+        for (size_t i = 0; i < p->njobs; i++)
+            tw_rjob_free(p->jobs[i]);
+        p->njobs = 0;
+        return rc;
+    }
+    p->need_load = 0;
+    if (next >= 0) {
+        p->start_offset = next;
+        p->ckpt_offset = next;
+    }
+    for (size_t i = 0; i < p->njobs; i++) {
+        tw_job_stats st;
+        tw_job_get_stats(p->jobs[i]->job, &st);
+        p->jobs[i]->first_offset = p->start_offset;
+        tw_log(TW_LOG_INFO,
+               "job %s restored from checkpoint (partition %" PRId32
+               ", offset %" PRId64 ", samples=%" PRIu64 " scans=%" PRIu64 ")",
+               tw_job_id(p->jobs[i]->job), p->id, p->start_offset, st.samples,
+               st.scans);
+    }
+    tw_log(TW_LOG_INFO,
+           "partition %" PRId32 ": checkpoint %s, %zu job(s) restored, "
+           "reading from offset %" PRId64,
+           p->id, next >= 0 ? "loaded" : "absent", p->njobs, p->start_offset);
+    return TW_OK;
+}
+
+int tw_router_assign(tw_router *r, int32_t partition, const char *metadata,
+                     int64_t committed, int64_t *start_offset, char *err,
+                     size_t errlen)
+{
+    *start_offset = TW_SOURCE_OFFSET_DEFAULT;
+    int existed = tw_router_part(r, partition) != NULL;
+    if (tw_router_add_part(r, partition,
+                           r->cfg.store != NULL ? NULL : metadata) != TW_OK) {
+        snprintf(err, errlen, "out of memory assigning a partition");
+        return TW_ERR;
+    }
+    if (r->cfg.store == NULL || existed)
+        return TW_OK;
+    tw_rpart *p = tw_router_part(r, partition);
+    /* without a checkpoint: the committed offset, else the beginning */
+    p->start_offset = committed >= 0 ? committed : -2;
+    int rc = tw_router_load(r, p, err, errlen);
+    if (rc == TW_UNAVAILABLE) {
+        p->need_load = 1;
+        tw_log(TW_LOG_WARN,
+               "partition %" PRId32 ": state store unavailable, loading its "
+               "checkpoint later",
+               partition);
+        rc = TW_OK;
+    }
+    *start_offset = p->start_offset;
+    return rc;
+}
+
+int tw_router_load_pending(tw_router *r, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < r->nparts; i++) {
+        tw_rpart *p = r->parts[i];
+        if (!p->need_load)
+            continue;
+        int rc = tw_router_load(r, p, err, errlen);
+        if (rc != TW_OK)
+            return rc;
+    }
+    return TW_OK;
+}
+
+int64_t tw_router_position(const tw_router *r, int32_t partition)
+{
+    const tw_rpart *p = tw_router_part(r, partition);
+    if (p == NULL)
+        return TW_SOURCE_OFFSET_DEFAULT;
+    return p->next_offset >= 0 ? p->next_offset : p->start_offset;
+}
+
+int tw_router_checkpoint_due(const tw_router *r, int32_t partition)
+{
+    const tw_rpart *p = tw_router_part(r, partition);
+    return r->cfg.store != NULL && p != NULL && p->nfin > 0;
+}
+
+/* tw_job_save's emit: replaces or adds (job, part) in the pending list. */
+typedef struct tw_save_ctx {
+    tw_rpart *p;
+    const char *job;
+} tw_save_ctx;
+
+static int tw_pending_put(void *ud, const char *part, const void *data,
+                          size_t len)
+{
+    tw_save_ctx *c = ud;
+    tw_rpart *p = c->p;
+    tw_pending_part *e = NULL;
+    for (size_t i = 0; i < p->npend && e == NULL; i++)
+        if (strcmp(p->pend[i].job, c->job) == 0 &&
+            strcmp(p->pend[i].part, part) == 0)
+            e = &p->pend[i];
+    void *copy = malloc(len ? len : 1);
+    if (copy == NULL)
+        return TW_ERR;
+    memcpy(copy, data, len);
+    if (e == NULL) {
+        if (p->npend == p->pend_cap) {
+            size_t cap = p->pend_cap ? p->pend_cap * 2 : 16;
+            tw_pending_part *n = realloc(p->pend, cap * sizeof(*n));
+            if (n == NULL) {
+                free(copy);
+                return TW_ERR;
+            }
+            p->pend = n;
+            p->pend_cap = cap;
+        }
+        e = &p->pend[p->npend];
+        e->job = strdup(c->job);
+        e->part = strdup(part);
+        e->data = NULL;
+        if (e->job == NULL || e->part == NULL) {
+            free(e->job);
+            free(e->part);
+            free(copy);
+            return TW_ERR;
+        }
+        p->npend++;
+    }
+    free(e->data);
+    e->data = copy;
+    e->len = len;
+    return TW_OK;
+}
+
+int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
+                         size_t errlen)
+{
+    tw_rpart *p = tw_router_part(r, partition);
+    if (r->cfg.store == NULL || p == NULL || p->need_load)
+        return TW_OK;
+    for (size_t i = 0; i < r->nout; i++)
+        if (r->outbox[i].partition == partition) {
+            snprintf(err, errlen,
+                     "alerts of partition %" PRId32 " are not sent yet",
+                     partition);
+            return TW_UNAVAILABLE;
+        }
+    /* Save what changed since the last save into the pending list; the
+     * alert tracker changes only with a scan, i.e. when the job is dirty. */
+    for (size_t i = 0; i < p->njobs; i++) {
+        tw_rjob *j = p->jobs[i];
+        if (!tw_job_dirty(j->job))
+            continue;
+        tw_save_ctx c = {.p = p, .job = tw_job_id(j->job)};
+        tw_buf_clear(r->scratch);
+        if (tw_alert_tracker_save(j->alerts, r->scratch) != TW_OK ||
+            tw_pending_put(&c, "alerts", tw_buf_data(r->scratch),
+                           tw_buf_len(r->scratch)) != TW_OK) {
+            snprintf(err, errlen, "job %s: out of memory saving its alerts",
+                     c.job);
+            return TW_ERR;
+        }
+        if (tw_job_save(j->job, 1, tw_pending_put, &c, err, errlen) != TW_OK)
+            return TW_ERR;
+    }
+    int64_t next = p->next_offset >= 0 ? p->next_offset : p->ckpt_offset;
+    if (next < 0 || (next == p->ckpt_offset && p->npend == 0 && p->nfin == 0))
+        return TW_OK; /* nothing new */
+    tw_checkpoint_part *parts = calloc(p->npend ? p->npend : 1, sizeof(*parts));
+    if (parts == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return TW_ERR;
+    }
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < p->npend; i++) {
+        parts[i] = (tw_checkpoint_part){.job = p->pend[i].job,
+                                        .part = p->pend[i].part,
+                                        .data = p->pend[i].data,
+                                        .len = p->pend[i].len};
+        bytes += p->pend[i].len;
+    }
+    int rc = tw_checkpoint_commit(r->cfg.store, r->cfg.topic, p->id, next,
+                                  parts, p->npend, (const char *const *)p->fin,
+                                  p->nfin, err, errlen);
+    free(parts);
+    if (rc != TW_OK)
+        return rc;
+    tw_log(TW_LOG_DEBUG,
+           "checkpoint partition %" PRId32 ": offset %" PRId64
+           ", %zu part(s), %" PRIu64 " bytes, %zu finished",
+           p->id, next, p->npend, bytes, p->nfin);
+    tw_pending_free(p);
+    p->ckpt_offset = next;
+    r->stats.checkpoints++;
+    r->stats.checkpoint_bytes += bytes;
+    return TW_OK;
 }

@@ -20,6 +20,7 @@ struct tw_kafka_source {
     char *brokers;
     tw_source_handler h;
     int closed;
+    int paused; /* tw_source_pause(1) in force */
 };
 
 static void tw_source_on_log(const rd_kafka_t *rk, int level, const char *fac,
@@ -110,6 +111,11 @@ static void tw_source_assign(tw_kafka_source *s, rd_kafka_topic_partition_list_t
     } else if (ae != RD_KAFKA_RESP_ERR_NO_ERROR) {
         tw_log(TW_LOG_ERROR, "kafka consumer: assign: %s",
                rd_kafka_err2str(ae));
+    } else if (s->paused) {
+        rd_kafka_resp_err_t pe = rd_kafka_pause_partitions(s->rk, pl);
+        if (pe != RD_KAFKA_RESP_ERR_NO_ERROR)
+            tw_log(TW_LOG_WARN, "kafka consumer: pause: %s",
+                   rd_kafka_err2str(pe));
     }
 }
 
@@ -307,6 +313,50 @@ int tw_source_commit(tw_kafka_source *s, const tw_source_commit_entry *e, size_t
     if (r != RD_KAFKA_RESP_ERR_NO_ERROR) {
         snprintf(err, errlen, "kafka consumer: commit to '%s' failed: %s",
                  s->topic, rd_kafka_err2str(r));
+        return -1;
+    }
+    return 0;
+}
+
+int tw_source_pause(tw_kafka_source *s, int pause, char *err, size_t errlen)
+{
+    rd_kafka_topic_partition_list_t *pl = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_assignment(s->rk, &pl);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && pl->cnt > 0)
+        e = pause ? rd_kafka_pause_partitions(s->rk, pl)
+                  : rd_kafka_resume_partitions(s->rk, pl);
+    if (pl != NULL)
+        rd_kafka_topic_partition_list_destroy(pl);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        snprintf(err, errlen, "kafka consumer: %s: %s",
+                 pause ? "pause" : "resume", rd_kafka_err2str(e));
+        return -1;
+    }
+    s->paused = pause;
+    return 0;
+}
+
+int tw_source_paused(const tw_kafka_source *s)
+{
+    return s->paused;
+}
+
+int tw_source_seek(tw_kafka_source *s, int32_t partition, int64_t offset,
+                   char *err, size_t errlen)
+{
+    rd_kafka_topic_partition_list_t *pl = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(pl, s->topic, partition)->offset =
+        offset;
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(s->rk, pl, 10000);
+    rd_kafka_resp_err_t pe = pl->elems[0].err;
+    rd_kafka_topic_partition_list_destroy(pl);
+    if (e != NULL || pe != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        snprintf(err, errlen,
+                 "kafka consumer: seek '%s' [%" PRId32 "] to %" PRId64 ": %s",
+                 s->topic, partition, offset,
+                 e != NULL ? rd_kafka_error_string(e) : rd_kafka_err2str(pe));
+        if (e != NULL)
+            rd_kafka_error_destroy(e);
         return -1;
     }
     return 0;

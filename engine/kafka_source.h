@@ -98,6 +98,19 @@ typedef struct tw_source_commit_entry {
 int tw_source_commit(tw_kafka_source *s, const tw_source_commit_entry *e, size_t n,
                      char *err, size_t errlen);
 
+/* Backpressure: pause (1) or resume (0) fetching every partition assigned
+ * now; partitions assigned while paused start paused. Callbacks (rebalance)
+ * keep being served by tw_source_poll, which a paused consumer must keep
+ * calling (max.poll.interval.ms). Messages already fetched may still be
+ * delivered: a caller that must not process them drops them and seeks. */
+int tw_source_pause(tw_kafka_source *s, int pause, char *err, size_t errlen);
+int tw_source_paused(const tw_kafka_source *s);
+
+/* The next message of `partition` will be the one at `offset` (assigned
+ * partitions only; works on a paused partition). */
+int tw_source_seek(tw_kafka_source *s, int32_t partition, int64_t offset,
+                   char *err, size_t errlen);
+
 /* Leaves the group (the revoke handler runs first) and closes. */
 void tw_source_close(tw_kafka_source *s);
 void tw_source_free(tw_kafka_source *s);

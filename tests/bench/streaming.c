@@ -4,7 +4,12 @@
  * nothing.
  *
  *   bench_streaming [--tw PATH/trainwatch] [--jobs N] [--preset P]
- *                   [--actions off|hung]
+ *                   [--actions off|hung] [--state FILE]
+ *
+ * --state FILE: YAML appended to both `run` configurations, e.g. a
+ * `state:` section with `store: redis` (checkpoints on; start a
+ * redis-server first, e.g. with tests/integration/lib/redis.sh) to compare
+ * with the default memory store.
  *
  * 1. Throughput. A generated job (4 nodes x 16 cores x 4 GPUs at 100 ms,
  *    system metrics only, ~150 k samples) is replayed N times under job
@@ -235,7 +240,7 @@ static int cmp_i64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *tw = NULL;
+    const char *tw = NULL, *state_file = NULL;
     int njobs = 24;
     const char *preset = "healthy", *actions = NULL;
     for (int i = 1; i < argc; i++) {
@@ -249,10 +254,12 @@ int main(int argc, char **argv)
                  (strcmp(argv[i + 1], "off") == 0 ||
                   strcmp(argv[i + 1], "hung") == 0))
             actions = argv[++i];
+        else if (strcmp(argv[i], "--state") == 0 && i + 1 < argc)
+            state_file = argv[++i];
         else {
             fprintf(stderr, "usage: bench_streaming [--tw PATH/trainwatch] "
                             "[--jobs 1..64] [--preset P] "
-                            "[--actions off|hung]\n");
+                            "[--actions off|hung] [--state FILE]\n");
             return 2;
         }
     }
@@ -266,6 +273,17 @@ int main(int argc, char **argv)
     }
     if (access(tw, X_OK) != 0)
         die("trainwatch binary not found (give --tw PATH)");
+    static char state_yaml[8192];
+    if (state_file != NULL) {
+        FILE *sf = fopen(state_file, "r");
+        size_t n = sf != NULL ? fread(state_yaml, 1, sizeof(state_yaml) - 1,
+                                      sf)
+                              : 0;
+        if (sf == NULL || ferror(sf) || !feof(sf))
+            die("--state: cannot read the file (at most 8 KiB)");
+        fclose(sf);
+        state_yaml[n] = 0;
+    }
     char work[] = "/tmp/tw-bench-streaming.XXXXXX";
     if (mkdtemp(work) == NULL)
         die("mkdtemp");
@@ -320,8 +338,8 @@ int main(int argc, char **argv)
             "kafka:\n  brokers: %s\n  group: bench-tp\n"
             "  metrics_topic: bench.metrics\n"
             "  alerts_topic: bench.alerts\nengine:\n  results_dir: %s\n"
-            "  progress_interval: 0\n",
-            bs, res);
+            "  progress_interval: 0\n%s",
+            bs, res, state_yaml);
     if (actions != NULL) {
         char act[512] = "";
         if (strcmp(actions, "hung") == 0) {
@@ -413,8 +431,8 @@ int main(int argc, char **argv)
             "  metrics_topic: bench.live\n"
             "  alerts_topic: bench.live.alerts\n  properties:\n"
             "    fetch.wait.max.ms: 5\n    linger.ms: 0\nengine:\n"
-            "  results_dir: %s\n  progress_interval: 0\n",
-            bs, res2);
+            "  results_dir: %s\n  progress_interval: 0\n%s",
+            bs, res2, state_yaml);
     fclose(f);
     snprintf(log, sizeof(log), "%s/lat.log", work);
     run = start_run(tw, cfg, log);

@@ -699,8 +699,10 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
                    id, p->id, offset, b->node != NULL ? b->node : "", b->seq);
             r->stats.jobs_skipped_partial++;
             r->stats.skipped_messages++;
+            /* id points into b: remember it before b goes */
+            int rc = tw_strmap_put(&p->known, id, strlen(id), TW_JOB_SKIPPED);
             tw_batch_free(b);
-            return tw_strmap_put(&p->known, id, strlen(id), TW_JOB_SKIPPED);
+            return rc;
         }
         if (tw_router_new_job(r, p, id, offset, 0, &j) != TW_OK) {
             tw_batch_free(b);

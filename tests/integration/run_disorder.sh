@@ -92,5 +92,24 @@ grep -q 'job disorder6 finished.*late=[1-9]' "$WORK/A.err" ||
     fail "late events not reported on job disorder6: $(grep disorder6 "$WORK/A.err" | tail -2)"
 grep -q 'job cpu_bottleneck finished.*late=0' "$WORK/A.err" ||
     fail "late events on the in-lateness job: $(grep 'cpu_bottleneck finished' "$WORK/A.err")"
+# ---- a job whose start the broker no longer has -------------------------
+timeout 120 "$TW" synth "$WORK/big" --preset cpu_bottleneck --nodes 2 \
+    --duration 30m >/dev/null 2>"$WORK/synth.err" || fail "synth big: $(cat "$WORK/synth.err")"
+BIG=$(timeout 120 "$TW" replay "$WORK/big" --brokers "$BOOTSTRAP" -q --job bigjob) ||
+    fail "replay big"
+awk -v m="$(field mb "$BIG")" 'BEGIN { exit !(m > 7) }' || fail "big job only $(field mb "$BIG") MB"
+mkdir -p "$WORK/res2"
+sed -e 's/disorder-test/disorder-late-group/' -e "s#$WORK/res\$#$WORK/res2#" \
+    "$WORK/run.yaml" >"$WORK/run2.yaml"
+tw_run_start A "$WORK/run2.yaml"
+wait_for 60 grep -q 'job bigjob joined mid-stream' "$WORK/A.err" ||
+    fail "bigjob not skipped as joined mid-stream"
+tw_run_stop A; rc=$?
+[ $rc -eq 0 ] || fail "run (late group) exit status $rc"
+SUM2=$(cat "$WORK/A.out")
+[ "$(field jobs_skipped_partial "$SUM2")" -ge 1 ] || fail "jobs_skipped_partial: $SUM2"
+[ "$(field skipped_messages "$SUM2")" -ge 2 ] || fail "skipped_messages: $SUM2"
+[ ! -e "$WORK/res2/bigjob.json" ] || fail "a partial job was evaluated"
+
 tw_broker_stop || fail "broker stop"
 echo "PASS run_disorder"

@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "ckpt_codec.h"
 #include "log.h"
 
 enum { ENT_STR = 1, ENT_SET, ENT_MEMBER };
@@ -207,40 +208,16 @@ static mentry *key_add(memstore *m, const char *key, int kind)
 
 /* ---- snapshot writing ---------------------------------------------------- */
 
-typedef struct wbuf {
-    uint8_t *p;
-    size_t len, cap;
-    int oom;
-} wbuf;
-
-static void wb_put(wbuf *w, const void *data, size_t n)
-{
-    if (w->oom)
-        return;
-    if (w->len + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (cap < w->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(w->p, cap);
-        if (p == NULL) {
-            w->oom = 1;
-            return;
-        }
-        w->p = p;
-        w->cap = cap;
-    }
-    memcpy(w->p + w->len, data, n);
-    w->len += n;
-}
-
-static void wb_u32(wbuf *w, uint32_t v)
+/* Fixed-width little-endian fields (the snapshot format predates the
+ * varints of ckpt_codec.h); the buffer and its failure flag are tw_ckw's. */
+static void wb_u32(tw_ckw *w, uint32_t v)
 {
     uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16),
                     (uint8_t)(v >> 24)};
-    wb_put(w, b, 4);
+    tw_ckw_bytes(w, b, 4);
 }
 
-static void wb_u64(wbuf *w, uint64_t v)
+static void wb_u64(tw_ckw *w, uint64_t v)
 {
     wb_u32(w, (uint32_t)v);
     wb_u32(w, (uint32_t)(v >> 32));
@@ -248,40 +225,42 @@ static void wb_u64(wbuf *w, uint64_t v)
 
 static const char snap_magic[8] = {'T', 'W', 'S', 'N', 'A', 'P', '0', '1'};
 
-static int encode_snapshot(memstore *m, wbuf *w)
+static int encode_snapshot(memstore *m, tw_ckw *w)
 {
     int64_t now = wall_ms();
     uint64_t records = 0;
-    wb_put(w, snap_magic, sizeof(snap_magic));
+    tw_ckw_bytes(w, snap_magic, sizeof(snap_magic));
     for (size_t i = 0; i < m->keys.cap; i++) {
         for (mentry *e = m->keys.buckets[i]; e != NULL; e = e->next) {
             if (e->expire_ms != 0 && e->expire_ms <= now)
                 continue;
             if (e->klen > UINT32_MAX || e->vlen > UINT32_MAX)
                 return TW_ERR;
-            wb_put(w, e->kind == ENT_STR ? "S" : "T", 1);
+            tw_ckw_bytes(w, e->kind == ENT_STR ? "S" : "T", 1);
             wb_u32(w, (uint32_t)e->klen);
-            wb_put(w, e->key, e->klen);
+            tw_ckw_bytes(w, e->key, e->klen);
             wb_u64(w, (uint64_t)e->expire_ms);
             if (e->kind == ENT_STR) {
                 wb_u32(w, (uint32_t)e->vlen);
-                wb_put(w, e->val, e->vlen);
+                tw_ckw_bytes(w, e->val, e->vlen);
             } else {
                 wb_u32(w, (uint32_t)e->set->count);
                 for (size_t j = 0; j < e->set->cap; j++)
                     for (mentry *x = e->set->buckets[j]; x; x = x->next) {
                         wb_u32(w, (uint32_t)x->klen);
-                        wb_put(w, x->key, x->klen);
+                        tw_ckw_bytes(w, x->key, x->klen);
                     }
             }
             records++;
         }
     }
-    uint32_t crc = w->oom ? 0 : (uint32_t)crc32(0L, w->p, (uInt)w->len);
-    wb_put(w, "E", 1);
+    uint32_t crc = w->failed ? 0
+                              : (uint32_t)crc32(0L, tw_buf_data(w->b),
+                                                (uInt)tw_buf_len(w->b));
+    tw_ckw_bytes(w, "E", 1);
     wb_u64(w, records);
     wb_u32(w, crc);
-    return w->oom ? TW_ERR : TW_OK;
+    return w->failed ? TW_ERR : TW_OK;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -301,9 +280,9 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 /* Write the whole map to the snapshot file atomically. */
 static int snapshot_write(memstore *m, char *err, size_t errlen)
 {
-    wbuf w = {0};
-    if (encode_snapshot(m, &w) != TW_OK) {
-        free(w.p);
+    tw_ckw w = {.b = tw_buf_new(), .failed = 0};
+    if (w.b == NULL || encode_snapshot(m, &w) != TW_OK) {
+        tw_buf_free(w.b);
         snprintf(err, errlen, "state snapshot %s: out of memory encoding it",
                  m->snapshot);
         return TW_ERR;
@@ -324,7 +303,8 @@ static int snapshot_write(memstore *m, char *err, size_t errlen)
                  strerror(errno));
         goto out;
     }
-    if (write_all(fd, w.p, w.len) != TW_OK || fsync(fd) != 0) {
+    if (write_all(fd, tw_buf_data(w.b), tw_buf_len(w.b)) != TW_OK ||
+        fsync(fd) != 0) {
         snprintf(err, errlen, "state snapshot %s: cannot write: %s", tmp,
                  strerror(errno));
         close(fd);
@@ -345,7 +325,7 @@ static int snapshot_write(memstore *m, char *err, size_t errlen)
     }
     rc = TW_OK;
 out:
-    free(w.p);
+    tw_buf_free(w.b);
     free(tmp);
     free(dir);
     return rc;

@@ -650,6 +650,14 @@ int tw_cmd_run(int argc, char **argv)
         tw_log(TW_LOG_ERROR, "run: %s", err);
         goto out;
     }
+    /* Learn the output topics now: the first alert or dead letter would
+     * otherwise wait for a metadata round trip (about a second when the
+     * cluster has to create the topic). */
+    const char *outputs[] = {r.s.alerts_topic, r.s.deadletter_topic};
+    for (size_t i = 0; i < 2; i++)
+        if (tw_producer_prepare_topic(r.producer, outputs[i], 5000, err,
+                                      sizeof(err)) != 0)
+            tw_log(TW_LOG_WARN, "run: %s (sending will retry)", err);
     tw_log(TW_LOG_INFO,
            "run: group '%s' on '%s' via %s; alerts to '%s', dead letters to "
            "'%s'; %zu rule(s); state: %s%s",

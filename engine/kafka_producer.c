@@ -223,6 +223,44 @@ int tw_producer_send_keyed(tw_producer *p, const char *topic, const void *key,
     }
 }
 
+int tw_producer_prepare_topic(tw_producer *p, const char *topic,
+                              int timeout_ms, char *err, size_t errlen)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(p->rk, topic, NULL);
+    if (rkt == NULL) {
+        snprintf(err, errlen, "kafka producer: topic '%s': %s", topic,
+                 rd_kafka_err2str(rd_kafka_last_error()));
+        return -1;
+    }
+    int64_t deadline = tw_producer_now_ms() + timeout_ms;
+    rd_kafka_resp_err_t e;
+    for (;;) {
+        const struct rd_kafka_metadata *md = NULL;
+        int64_t left = deadline - tw_producer_now_ms();
+        e = rd_kafka_metadata(p->rk, 0, rkt, &md, left > 0 ? (int)left : 1);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            e = md->topic_cnt == 1 ? md->topics[0].err
+                                   : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+            rd_kafka_metadata_destroy(md);
+        }
+        /* An auto-created topic may need a second request to show up
+         * with its partitions. */
+        if (e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
+            e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
+            break;
+        if (tw_producer_now_ms() + 100 >= deadline)
+            break;
+        rd_kafka_poll(p->rk, 100);
+    }
+    rd_kafka_topic_destroy(rkt);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        snprintf(err, errlen, "kafka producer: topic '%s' via %s: %s", topic,
+                 p->bootstrap, rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
 void tw_producer_poll(tw_producer *p, int timeout_ms)
 {
     rd_kafka_poll(p->rk, timeout_ms);

@@ -108,6 +108,18 @@ for p in cpu_bottleneck low_gpu healthy; do
 done
 echo "streaming == offline for cpu_bottleneck, low_gpu, healthy"
 
+# ---- SIGTERM: summary line and counters --------------------------------
+# Stopped before the topics are read: a clean exit has flushed every dead
+# letter and alert, while a running engine may still have some in flight.
+tw_run_stop A; rc=$?
+[ $rc -eq 0 ] || fail "run exit status $rc after SIGTERM"
+OUT=$(cat "$WORK/A.out")
+echo "$OUT"
+[ "$(field dead_letters "$OUT")" -eq 3 ] || fail "dead_letters counter"
+[ "$(field jobs_finished "$OUT")" -eq 3 ] || fail "jobs_finished counter"
+[ "$(field jobs_active "$OUT")" -eq 0 ] || fail "jobs_active counter"
+grep -q '^progress: ' "$WORK/A.err" || fail "no progress line"
+
 # ---- dead letters -------------------------------------------------------
 timeout 30 kcat -b "$BOOTSTRAP" -C -t trainwatch.deadletter -o beginning -c 3 -e -q \
     -f '%k|%h\n' >"$WORK/dl.txt" || fail "kcat -C dead letters"
@@ -153,17 +165,7 @@ timeout 60 kcat -b "$BOOTSTRAP" -C -t trainwatch.alerts -o beginning -e -q \
     -f '%k %h\n' >"$WORK/alert_keys.txt"
 [ "$(grep -vcE '^(cpu_bottleneck|low_gpu|healthy) trainwatch.alert.id=[0-9a-f]{32}' "$WORK/alert_keys.txt")" -eq 0 ] ||
     fail "alert keys/headers: $(head -3 "$WORK/alert_keys.txt")"
-
-# ---- SIGTERM: summary line and counters --------------------------------
-tw_run_stop A; rc=$?
-[ $rc -eq 0 ] || fail "run exit status $rc after SIGTERM"
-OUT=$(cat "$WORK/A.out")
-echo "$OUT"
-[ "$(field dead_letters "$OUT")" -eq 3 ] || fail "dead_letters counter"
-[ "$(field jobs_finished "$OUT")" -eq 3 ] || fail "jobs_finished counter"
-[ "$(field jobs_active "$OUT")" -eq 0 ] || fail "jobs_active counter"
 [ "$(field alerts_sent "$OUT")" -eq "$N" ] || fail "alerts_sent $(field alerts_sent "$OUT") != $N on the topic"
-grep -q '^progress: ' "$WORK/A.err" || fail "no progress line"
 
 # ---- a second group re-reads everything: identical alerts (dedupe by id) --
 mkdir -p "$WORK/res2"

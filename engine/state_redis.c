@@ -11,6 +11,13 @@
  * doubling up to retry_max) allows the next reconnect attempt. One log line
  * when it goes down, one when it is back.
  *
+ * Large values: Redis refuses a bulk string longer than its
+ * proto-max-bulk-len (512 MB by default) by dropping the connection, so a
+ * value longer than redis.chunk_bytes (64 MiB by default) is stored as a
+ * hash of chunks (fields "0", "1", ...) under the same key instead of a
+ * string; GET sees WRONGTYPE and reads the chunks back in order. DEL and
+ * EXPIRE work on either shape, and SET replaces either.
+ *
  * The password (from the environment variable named by password_env, or the
  * file password_file) is kept only in this struct, wiped on close, and
  * never written to a log or an error message.
@@ -53,9 +60,13 @@ typedef struct rstore {
     unsigned attempts;
     char reason[256]; /* why it is down */
 
+    size_t chunk_bytes; /* longer values are stored as a hash of chunks */
+
     char *scratch; /* prefixed keys for argv */
     size_t scratch_cap;
 } rstore;
+
+#define TW_REDIS_CHUNK_DEFAULT ((size_t)64 << 20)
 
 static int64_t mono_us(void)
 {
@@ -367,6 +378,59 @@ static redisReply *read_reply(rstore *r, char *err, size_t errlen)
     return reply;
 }
 
+/* Appends one op's commands to the pipeline: one, or for a value longer
+ * than chunk_bytes a DEL and one HSET per chunk. Records, for each command
+ * appended, the index of its op in cmd_op[*ncmd...]. -1 on out of memory. */
+static int append_op(rstore *r, const tw_store_op *op, size_t opi,
+                     size_t *cmd_op, size_t *ncmd)
+{
+    size_t at = 0, klen;
+    size_t off = scratch_key(r, &at, op->key, &klen);
+    if (off == (size_t)-1)
+        return -1;
+    const char *key = r->scratch + off;
+    if (op->kind == TW_STORE_PUT && op->len > r->chunk_bytes) {
+        const char *del[2] = {"DEL", key};
+        size_t dlens[2] = {3, klen};
+        if (redisAppendCommandArgv(r->c, 2, del, dlens) != REDIS_OK)
+            return -1;
+        cmd_op[(*ncmd)++] = opi;
+        for (size_t i = 0, at_byte = 0; at_byte < op->len;
+             i++, at_byte += r->chunk_bytes) {
+            char field[24];
+            snprintf(field, sizeof(field), "%zu", i);
+            size_t n = op->len - at_byte;
+            if (n > r->chunk_bytes)
+                n = r->chunk_bytes;
+            const char *argv[4] = {"HSET", key, field,
+                                   (const char *)op->data + at_byte};
+            size_t lens[4] = {4, klen, strlen(field), n};
+            if (redisAppendCommandArgv(r->c, 4, argv, lens) != REDIS_OK)
+                return -1;
+            cmd_op[(*ncmd)++] = opi;
+        }
+        return 0;
+    }
+    const char *argv[3] = {op_cmd(op->kind), key, NULL};
+    size_t lens[3] = {strlen(argv[0]), klen, 0};
+    int argc = 2;
+    char ttl[24];
+    if (op->kind == TW_STORE_EXPIRE) {
+        snprintf(ttl, sizeof(ttl), "%lld", (long long)op->ttl_s);
+        argv[2] = ttl;
+        lens[2] = strlen(ttl);
+        argc = 3;
+    } else if (op->data != NULL) {
+        argv[2] = (const char *)op->data;
+        lens[2] = op->len;
+        argc = 3;
+    }
+    if (redisAppendCommandArgv(r->c, argc, argv, lens) != REDIS_OK)
+        return -1;
+    cmd_op[(*ncmd)++] = opi;
+    return 0;
+}
+
 static int rs_commit_unguarded(void *impl, const tw_store_op *ops, size_t n,
                                char *err, size_t errlen)
 {
@@ -375,50 +439,44 @@ static int rs_commit_unguarded(void *impl, const tw_store_op *ops, size_t n,
         return TW_OK;
     if (ensure_up(r, err, errlen) != TW_OK)
         return TW_UNAVAILABLE;
+    /* How many commands the ops become (chunked values take several). */
+    size_t cap = 0;
+    for (size_t i = 0; i < n; i++)
+        cap += ops[i].kind == TW_STORE_PUT && ops[i].len > r->chunk_bytes
+                   ? 1 + (ops[i].len + r->chunk_bytes - 1) / r->chunk_bytes
+                   : 1;
+    size_t *cmd_op = malloc(cap * sizeof(*cmd_op));
+    size_t ncmd = 0;
+    if (cmd_op == NULL)
+        goto oom;
     if (redisAppendCommand(r->c, "MULTI") != REDIS_OK)
         goto oom;
-    for (size_t i = 0; i < n; i++) {
-        const tw_store_op *op = &ops[i];
-        const char *argv[3] = {op_cmd(op->kind), NULL, NULL};
-        size_t lens[3] = {strlen(argv[0]), 0, 0};
-        size_t at = 0;
-        size_t off = scratch_key(r, &at, op->key, &lens[1]);
-        if (off == (size_t)-1)
+    for (size_t i = 0; i < n; i++)
+        if (append_op(r, &ops[i], i, cmd_op, &ncmd) != 0)
             goto oom;
-        argv[1] = r->scratch + off;
-        int argc = 2;
-        char ttl[24];
-        if (op->kind == TW_STORE_EXPIRE) {
-            snprintf(ttl, sizeof(ttl), "%lld", (long long)op->ttl_s);
-            argv[2] = ttl;
-            lens[2] = strlen(ttl);
-            argc = 3;
-        } else if (op->data != NULL) {
-            argv[2] = (const char *)op->data;
-            lens[2] = op->len;
-            argc = 3;
-        }
-        if (redisAppendCommandArgv(r->c, argc, argv, lens) != REDIS_OK)
-            goto oom;
-    }
     if (redisAppendCommand(r->c, "EXEC") != REDIS_OK)
         goto oom;
 
-    /* MULTI's +OK, one +QUEUED per op, then EXEC's array. */
+    /* MULTI's +OK, one +QUEUED per command, then EXEC's array. */
     char first_err[300] = "";
-    for (size_t i = 0; i <= n; i++) {
+    for (size_t i = 0; i <= ncmd; i++) {
         redisReply *q = read_reply(r, err, errlen);
-        if (q == NULL)
+        if (q == NULL) {
+            free(cmd_op);
             return TW_UNAVAILABLE;
+        }
         if (q->type == REDIS_REPLY_ERROR && first_err[0] == 0)
             snprintf(first_err, sizeof(first_err), "%s%s%s: %s",
-                     i == 0 ? "MULTI" : op_cmd(ops[i - 1].kind),
-                     i == 0 ? "" : " ", i == 0 ? "" : ops[i - 1].key, q->str);
+                     i == 0 ? "MULTI" : op_cmd(ops[cmd_op[i - 1]].kind),
+                     i == 0 ? "" : " ", i == 0 ? "" : ops[cmd_op[i - 1]].key,
+                     q->str);
         freeReplyObject(q);
     }
     redisReply *ex = read_reply(r, err, errlen);
-    if (ex == NULL)
+    if (ex == NULL) {
+        free(cmd_op);
         return TW_UNAVAILABLE;
+    }
     int rc = TW_OK;
     if (ex->type == REDIS_REPLY_ERROR) {
         char msg[600];
@@ -437,28 +495,31 @@ static int rs_commit_unguarded(void *impl, const tw_store_op *ops, size_t n,
                  "written",
                  r->where, ex->type);
         rc = TW_ERR;
-    } else if (ex->elements != n) {
+    } else if (ex->elements != ncmd) {
         snprintf(err, errlen,
                  "state: redis %s: EXEC returned %zu replies "
                  "for %zu commands",
-                 r->where, ex->elements, n);
+                 r->where, ex->elements, ncmd);
         rc = TW_ERR;
     } else {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < ncmd; i++)
             if (ex->element[i]->type == REDIS_REPLY_ERROR) {
                 /* Redis does not roll back a command failing inside EXEC. */
+                const tw_store_op *op = &ops[cmd_op[i]];
                 snprintf(err, errlen,
                          "state: redis %s: %s %s failed inside EXEC: %s "
                          "(the other commands were applied)",
-                         r->where, op_cmd(ops[i].kind), ops[i].key,
+                         r->where, op_cmd(op->kind), op->key,
                          ex->element[i]->str);
                 rc = TW_ERR;
                 break;
             }
     }
     freeReplyObject(ex);
+    free(cmd_op);
     return rc;
 oom:
+    free(cmd_op);
     /* Half a pipeline may sit in the output buffer: start afresh. */
     redisFree(r->c);
     r->c = NULL;
@@ -470,6 +531,66 @@ oom:
     return TW_ERR;
 }
 
+/* A value stored as a hash of chunks (see the top of the file): HLEN, then
+ * each chunk in order. */
+static int get_chunked(rstore *r, const char *key, uint8_t **data, size_t *len,
+                       char *err, size_t errlen)
+{
+    const char *argv[3] = {"HLEN", key, NULL};
+    size_t lens[3] = {4, 0, 0};
+    redisReply *reply;
+    int rc = key_command(r, 2, argv, lens, &reply, err, errlen);
+    if (rc != TW_OK)
+        return rc;
+    long long nchunks =
+        reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    freeReplyObject(reply);
+    if (nchunks <= 0) {
+        snprintf(err, errlen,
+                 "state: GET '%s': holds neither a value nor chunks", key);
+        return TW_ERR;
+    }
+    uint8_t *buf = NULL;
+    size_t used = 0;
+    for (long long i = 0; i < nchunks; i++) {
+        char field[24];
+        snprintf(field, sizeof(field), "%lld", i);
+        argv[0] = "HGET";
+        argv[1] = key; /* key_command replaced it with the prefixed key */
+        argv[2] = field;
+        lens[0] = 4;
+        lens[2] = strlen(field);
+        rc = key_command(r, 3, argv, lens, &reply, err, errlen);
+        if (rc != TW_OK) {
+            free(buf);
+            return rc;
+        }
+        if (reply->type != REDIS_REPLY_STRING) {
+            snprintf(err, errlen,
+                     "state: GET '%s': chunk %lld of %lld is missing", key, i,
+                     nchunks);
+            freeReplyObject(reply);
+            free(buf);
+            return TW_ERR;
+        }
+        uint8_t *grown = realloc(buf, used + reply->len + 1);
+        if (grown == NULL) {
+            freeReplyObject(reply);
+            free(buf);
+            snprintf(err, errlen, "state: out of memory reading '%s'", key);
+            return TW_ERR;
+        }
+        buf = grown;
+        memcpy(buf + used, reply->str, reply->len);
+        used += reply->len;
+        freeReplyObject(reply);
+    }
+    buf[used] = 0;
+    *data = buf;
+    *len = used;
+    return 1;
+}
+
 static int rs_get_unguarded(void *impl, const char *key, uint8_t **data,
                             size_t *len, char *err, size_t errlen)
 {
@@ -477,6 +598,9 @@ static int rs_get_unguarded(void *impl, const char *key, uint8_t **data,
     size_t lens[2] = {3, 0};
     redisReply *reply;
     int rc = key_command(impl, 2, argv, lens, &reply, err, errlen);
+    /* A hash under the key: a value stored in chunks. */
+    if (rc == TW_ERR && strstr(err, ": WRONGTYPE ") != NULL)
+        return get_chunked(impl, key, data, len, err, errlen);
     if (rc != TW_OK)
         return rc;
     if (reply->type == REDIS_REPLY_NIL) {
@@ -716,6 +840,11 @@ static int read_settings(const tw_settings *st, rstore *r, char *err,
         return tw_settings_error(st, tw_settings_find(st, "redis.retry_max"),
                                  err, errlen,
                                  "must not be shorter than retry_initial");
+    int64_t chunk = (int64_t)TW_REDIS_CHUNK_DEFAULT;
+    if (tw_settings_get_int(st, "redis.chunk_bytes", 1024, (int64_t)1 << 29,
+                            &chunk, err, errlen) != TW_OK)
+        return TW_ERR;
+    r->chunk_bytes = (size_t)chunk;
     r->port = (int)port;
     r->db = (int)db;
     if (socket != NULL)

@@ -35,6 +35,7 @@ static const char *const state_keys[] = {"store",
                                          "redis.command_timeout",
                                          "redis.retry_initial",
                                          "redis.retry_max",
+                                         "redis.chunk_bytes",
                                          NULL};
 
 int tw_store_get_duration(const tw_settings *s, const char *key,

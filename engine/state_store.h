@@ -25,6 +25,9 @@
  *       command_timeout: 5s
  *       retry_initial: 100ms    # reconnect backoff: doubles up to retry_max
  *       retry_max: 10s
+ *       chunk_bytes: 67108864   # values longer than this are stored as a
+ *                               # hash of chunks (Redis refuses a string
+ *                               # over its proto-max-bulk-len, 512 MB)
  *
  * Return codes: TW_OK (0), TW_ERR (-1, a real error with a sentence in err:
  * bad config, corrupt data, a command Redis rejected) and TW_UNAVAILABLE

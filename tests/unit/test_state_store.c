@@ -738,6 +738,86 @@ static void test_redis_auth(void **st)
     tw_test_redis_cleanup(&r);
 }
 
+/* A value longer than redis.chunk_bytes is stored as a hash of chunks
+ * (Redis refuses a string over proto-max-bulk-len): it reads back equal,
+ * SET and chunked PUT replace each other, EXPIRE and DEL reach it. */
+static void test_redis_chunked_values(void **st)
+{
+    (void)st;
+    char err[512];
+    snprintf(port_str, sizeof(port_str), "%d", shared_redis.port);
+    flush_shared();
+    tw_store *s = open_kv("store", "redis", "redis.port", port_str,
+                          "redis.chunk_bytes", "1024", NULL);
+    assert_non_null(s);
+    uint8_t big[2500];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (uint8_t)(i * 131 + 7); /* every byte value, NULs too */
+    redisContext *rc = tw_test_redis_connect(&shared_redis);
+    assert_non_null(rc);
+    for (int round = 0; round < 2; round++) {
+        /* round 1 puts the big value over a small one already there */
+        tw_store_txn_begin(s);
+        assert_int_equal(tw_store_txn_put(s, "big", big, sizeof(big)), TW_OK);
+        assert_int_equal(tw_store_txn_put(s, "small", "abc", 3), TW_OK);
+        assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
+        redisReply *rep = redisCommand(rc, "HLEN tw:big");
+        assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+        assert_int_equal(rep->integer, 3); /* 1024 + 1024 + 452 bytes */
+        freeReplyObject(rep);
+        uint8_t *d;
+        size_t n;
+        assert_int_equal(tw_store_get(s, "big", &d, &n, err, sizeof(err)), 1);
+        assert_int_equal(n, sizeof(big));
+        assert_memory_equal(d, big, sizeof(big));
+        free(d);
+        /* a short value replaces the chunks with a plain string */
+        tw_store_txn_begin(s);
+        assert_int_equal(tw_store_txn_put(s, "big", "short", 5), TW_OK);
+        assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
+        assert_int_equal(tw_store_get(s, "big", &d, &n, err, sizeof(err)), 1);
+        assert_int_equal(n, 5);
+        assert_memory_equal(d, "short", 5);
+        free(d);
+    }
+    /* exactly chunk_bytes stays a string; one more byte is two chunks */
+    tw_store_txn_begin(s);
+    tw_store_txn_put(s, "edge", big, 1024);
+    tw_store_txn_put(s, "edge1", big, 1025);
+    assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
+    redisReply *rep = redisCommand(rc, "TYPE tw:edge");
+    assert_string_equal(rep->str, "string");
+    freeReplyObject(rep);
+    rep = redisCommand(rc, "HLEN tw:edge1");
+    assert_int_equal(rep->integer, 2);
+    freeReplyObject(rep);
+    /* EXPIRE and DEL reach a chunked value */
+    tw_store_txn_begin(s);
+    tw_store_txn_put(s, "big", big, sizeof(big));
+    tw_store_txn_expire(s, "big", 100);
+    tw_store_txn_del(s, "edge1");
+    assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
+    int64_t ttl;
+    assert_int_equal(tw_store_ttl(s, "big", &ttl, err, sizeof(err)), 1);
+    assert_true(ttl > 90000 && ttl <= 100000);
+    uint8_t *d;
+    size_t n;
+    assert_int_equal(tw_store_get(s, "edge1", &d, &n, err, sizeof(err)), 0);
+    /* a chunk lost behind the store's back is an error naming the key */
+    rep = redisCommand(rc, "HDEL tw:big 1");
+    freeReplyObject(rep);
+    assert_int_equal(tw_store_get(s, "big", &d, &n, err, sizeof(err)), TW_ERR);
+    assert_non_null(strstr(err, "'big'"));
+    assert_non_null(strstr(err, "chunk"));
+    redisFree(rc);
+    tw_store_close(s);
+    /* the setting's bounds */
+    assert_int_equal(open_err(err, sizeof(err), "store", "redis", "redis.port",
+                              port_str, "redis.chunk_bytes", "10", NULL),
+                     TW_ERR);
+    assert_non_null(strstr(err, "redis.chunk_bytes"));
+}
+
 static void test_redis_db_prefix(void **st)
 {
     (void)st;
@@ -939,6 +1019,7 @@ int main(void)
         cmocka_unit_test(test_settings_errors),
         cmocka_unit_test(test_redis_auth),
         cmocka_unit_test(test_redis_db_prefix),
+        cmocka_unit_test(test_redis_chunked_values),
         cmocka_unit_test(test_redis_outage),
         cmocka_unit_test(test_redis_unreachable),
     };

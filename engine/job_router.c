@@ -622,8 +622,12 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
             tw_batch_free(b);
             return TW_UNAVAILABLE;
         }
-        if (p->next_offset >= 0 && offset < p->next_offset) {
-            tw_batch_free(b); /* redelivered after a seek: done already */
+        /* Before the position (tw_router_position: after the last message
+         * processed, else the checkpoint's offset): redelivered, and
+         * already in this instance's jobs or in the checkpoint. */
+        int64_t pos = p->next_offset >= 0 ? p->next_offset : p->start_offset;
+        if (offset < pos) {
+            tw_batch_free(b);
             return TW_OK;
         }
     }

@@ -49,14 +49,20 @@ static tw_u128 fnv128_bytes(tw_u128 h, const void *data, size_t len)
     return h;
 }
 
-void tw_alert_id(const char *job, const char *rule, tw_alert_kind kind,
-                 uint64_t scan, const char *status, char *out)
+void tw_alert_id(const char *job, const char *parent, const char *rule,
+                 tw_alert_kind kind, uint64_t scan, const char *status,
+                 char *out)
 {
     tw_u128 h = ((tw_u128)0x6c62272e07bb0142ULL << 64) | 0x62b821756295c58dULL;
     char scan_text[32];
     snprintf(scan_text, sizeof(scan_text), "%" PRIu64, scan);
-    const char *parts[] = {"tw-alert-1", job,   rule, tw_alert_kind_name(kind),
-                           scan_text,    status};
+    const char *parts[] = {"tw-alert-2",
+                           job,
+                           parent != NULL ? parent : "",
+                           rule,
+                           tw_alert_kind_name(kind),
+                           scan_text,
+                           status};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         if (i > 0)
             h = fnv128_bytes(h, "", 1); /* the NUL separator */
@@ -139,8 +145,8 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
 {
     const char *status = tw_rule_status_name(tw_rule_get_status(rule));
     char id[TW_ALERT_ID_LEN + 1];
-    tw_alert_id(tw_job_id(job), tw_rule_name(rule), ev->kind, ev->scan, status,
-                id);
+    tw_alert_id(tw_job_id(job), parent, tw_rule_name(rule), ev->kind, ev->scan,
+                status, id);
     const tw_scan_result *res = tw_rule_last_result(rule);
     tw_json *j = t->out;
     tw_json_reset(j);

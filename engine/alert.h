@@ -16,9 +16,12 @@
  * configuration (no wall clock, no engine counters), so re-evaluating a
  * job after a failover publishes byte-identical alerts. Its id is the
  * 128-bit FNV-1a hash, as 32 lower-case hex digits, of
- *   "tw-alert-1" NUL job NUL rule NUL kind NUL scan NUL status
- * (scan in decimal; the final alerts use the job's scan count, one past the
- * last scan's index), so a consumer can de-duplicate by id.
+ *   "tw-alert-2" NUL job NUL parent NUL rule NUL kind NUL scan NUL status
+ * (parent: the composite rule of a sub-rule, empty for a configured rule;
+ * scan in decimal; the final alerts use the job's scan count, one past the
+ * last scan's index), so a consumer can de-duplicate by id. The parent
+ * keeps ProfilerReport's LowGPUUtilization apart from a LowGPUUtilization
+ * configured beside it; configured rule names are unique (config.c).
  *
  * Ownership: the tracker owns its per-rule bookkeeping; it borrows the job
  * passed to each call. The JSON handed to the emit callback is owned by
@@ -41,9 +44,11 @@ typedef enum tw_alert_kind {
 
 const char *tw_alert_kind_name(tw_alert_kind k); /* "status", "finding" */
 
-/* The deterministic id described above into out (TW_ALERT_ID_LEN + 1). */
-void tw_alert_id(const char *job, const char *rule, tw_alert_kind kind,
-                 uint64_t scan, const char *status, char *out);
+/* The deterministic id described above into out (TW_ALERT_ID_LEN + 1);
+ * parent NULL for a configured (top-level) rule. */
+void tw_alert_id(const char *job, const char *parent, const char *rule,
+                 tw_alert_kind kind, uint64_t scan, const char *status,
+                 char *out);
 
 /* One alert ready to publish: the job (the Kafka key), its id, the JSON. */
 typedef int (*tw_alert_emit_fn)(void *ud, const char *job, const char *id,

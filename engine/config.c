@@ -616,6 +616,21 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
             TW_OK)
             return TW_ERR;
         c->nrules++;
+        /* Results, alert ids and action ledgers are keyed by rule name. */
+        const tw_rule_spec *r = &c->rules[i];
+        const char *name = r->name != NULL ? r->name : r->rule;
+        for (size_t j = 0; name != NULL && j < i; j++) {
+            const tw_rule_spec *o = &c->rules[j];
+            const char *other = o->name != NULL ? o->name : o->rule;
+            if (other == NULL || strcmp(name, other) != 0)
+                continue;
+            char msg[200];
+            snprintf(msg, sizeof(msg),
+                     "rule name '%.80s' is already used by the rule on line "
+                     "%d; give one of them its own 'name'",
+                     name, rules->items[j]->line);
+            return bad(l, rules->items[i], "%s", msg);
+        }
     }
     return TW_OK;
 }

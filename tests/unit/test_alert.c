@@ -74,26 +74,33 @@ static void test_id_matches_spec(void **st)
 {
     (void)st;
     struct {
-        const char *job, *rule;
+        const char *job, *parent, *rule;
         tw_alert_kind kind;
         uint64_t scan;
         const char *status;
     } cases[] = {
-        {"job", "LowGPUUtilization", TW_ALERT_STATUS, 0, "IssuesFound"},
-        {"j-1", "CPUBottleneck", TW_ALERT_FINDING, 17, "IssuesFound"},
-        {"", "", TW_ALERT_STATUS, UINT64_MAX, ""},
-        {"ünïcode job", "Rule", TW_ALERT_FINDING, 1234567890123ull, "Error"},
+        {"job", NULL, "LowGPUUtilization", TW_ALERT_STATUS, 0, "IssuesFound"},
+        {"job", "ProfilerReport", "LowGPUUtilization", TW_ALERT_STATUS, 0,
+         "IssuesFound"},
+        {"j-1", NULL, "CPUBottleneck", TW_ALERT_FINDING, 17, "IssuesFound"},
+        {"", "", "", TW_ALERT_STATUS, UINT64_MAX, ""},
+        {"ünïcode job", NULL, "Rule", TW_ALERT_FINDING, 1234567890123ull,
+         "Error"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char got[TW_ALERT_ID_LEN + 1], want[TW_ALERT_ID_LEN + 1], scan[32];
         snprintf(scan, sizeof(scan), "%" PRIu64, cases[i].scan);
-        const char *parts[] = {"tw-alert-1",  cases[i].job,
-                               cases[i].rule, tw_alert_kind_name(cases[i].kind),
-                               scan,          cases[i].status};
-        ref_id(parts, 6, want);
+        const char *parts[] = {"tw-alert-2",
+                               cases[i].job,
+                               cases[i].parent ? cases[i].parent : "",
+                               cases[i].rule,
+                               tw_alert_kind_name(cases[i].kind),
+                               scan,
+                               cases[i].status};
+        ref_id(parts, 7, want);
         memset(got, 'x', sizeof(got));
-        tw_alert_id(cases[i].job, cases[i].rule, cases[i].kind, cases[i].scan,
-                    cases[i].status, got);
+        tw_alert_id(cases[i].job, cases[i].parent, cases[i].rule, cases[i].kind,
+                    cases[i].scan, cases[i].status, got);
         assert_string_equal(got, want);
         assert_int_equal(strlen(got), TW_ALERT_ID_LEN);
         for (size_t k = 0; k < TW_ALERT_ID_LEN; k++)
@@ -107,22 +114,29 @@ static void test_id_sensitivity(void **st)
 {
     (void)st;
     char base[TW_ALERT_ID_LEN + 1], again[TW_ALERT_ID_LEN + 1];
-    tw_alert_id("job", "Rule", TW_ALERT_STATUS, 3, "IssuesFound", base);
-    tw_alert_id("job", "Rule", TW_ALERT_STATUS, 3, "IssuesFound", again);
+    tw_alert_id("job", NULL, "Rule", TW_ALERT_STATUS, 3, "IssuesFound", base);
+    tw_alert_id("job", NULL, "Rule", TW_ALERT_STATUS, 3, "IssuesFound", again);
     assert_string_equal(base, again);
-    char v[8][TW_ALERT_ID_LEN + 1];
-    tw_alert_id("job2", "Rule", TW_ALERT_STATUS, 3, "IssuesFound", v[0]);
-    tw_alert_id("job", "Rule2", TW_ALERT_STATUS, 3, "IssuesFound", v[1]);
-    tw_alert_id("job", "Rule", TW_ALERT_FINDING, 3, "IssuesFound", v[2]);
-    tw_alert_id("job", "Rule", TW_ALERT_STATUS, 4, "IssuesFound", v[3]);
-    tw_alert_id("job", "Rule", TW_ALERT_STATUS, 3, "NoIssuesFound", v[4]);
+    /* no parent and an empty parent are the same thing */
+    tw_alert_id("job", "", "Rule", TW_ALERT_STATUS, 3, "IssuesFound", again);
+    assert_string_equal(base, again);
+    char v[10][TW_ALERT_ID_LEN + 1];
+    tw_alert_id("job2", NULL, "Rule", TW_ALERT_STATUS, 3, "IssuesFound", v[0]);
+    tw_alert_id("job", NULL, "Rule2", TW_ALERT_STATUS, 3, "IssuesFound", v[1]);
+    tw_alert_id("job", NULL, "Rule", TW_ALERT_FINDING, 3, "IssuesFound", v[2]);
+    tw_alert_id("job", NULL, "Rule", TW_ALERT_STATUS, 4, "IssuesFound", v[3]);
+    tw_alert_id("job", NULL, "Rule", TW_ALERT_STATUS, 3, "NoIssuesFound", v[4]);
     /* the separators keep fields apart */
-    tw_alert_id("jobR", "ule", TW_ALERT_STATUS, 3, "IssuesFound", v[5]);
-    tw_alert_id("job", "Rule", TW_ALERT_STATUS, 31, "ssuesFound", v[6]);
-    tw_alert_id("job", "Rule", TW_ALERT_STATUS, 30, "IssuesFound", v[7]);
-    for (int i = 0; i < 8; i++) {
+    tw_alert_id("jobR", NULL, "ule", TW_ALERT_STATUS, 3, "IssuesFound", v[5]);
+    tw_alert_id("job", NULL, "Rule", TW_ALERT_STATUS, 31, "ssuesFound", v[6]);
+    tw_alert_id("job", NULL, "Rule", TW_ALERT_STATUS, 30, "IssuesFound", v[7]);
+    /* a sub-rule is not the rule of the same name configured beside it */
+    tw_alert_id("job", "ProfilerReport", "Rule", TW_ALERT_STATUS, 3,
+                "IssuesFound", v[8]);
+    tw_alert_id("job", "Rule", "", TW_ALERT_STATUS, 3, "IssuesFound", v[9]);
+    for (int i = 0; i < 10; i++) {
         assert_string_not_equal(v[i], base);
-        for (int k = i + 1; k < 8; k++)
+        for (int k = i + 1; k < 10; k++)
             assert_string_not_equal(v[i], v[k]);
     }
 }
@@ -436,13 +450,13 @@ static void describe(const char *json, const char *id, char *out, size_t len)
     assert_string_equal(json_string_value(json_object_get(a, "id")), id);
     assert_string_equal(json_string_value(json_object_get(a, "job")), "job");
     char want[TW_ALERT_ID_LEN + 1];
-    tw_alert_id("job", rule,
+    /* sub-rules of ProfilerReport name it as their parent */
+    json_t *parent = json_object_get(a, "parent");
+    tw_alert_id("job", json_string_value(parent), rule,
                 strcmp(kind, "finding") == 0 ? TW_ALERT_FINDING
                                              : TW_ALERT_STATUS,
                 (uint64_t)json_integer_value(scan), status, want);
     assert_string_equal(id, want);
-    /* sub-rules of ProfilerReport name it as their parent */
-    json_t *parent = json_object_get(a, "parent");
     if (strcmp(rule, "ProfilerReport") == 0 || strcmp(rule, "FailingRule") == 0)
         assert_null(parent);
     else
@@ -483,6 +497,63 @@ static void test_tracker_publishes_changes_and_findings(void **st)
     }
     sink_clear(&got);
     free(m);
+    tw_registry_free(reg);
+}
+
+/* ProfilerReport's LowGPUUtilization and a LowGPUUtilization configured
+ * beside it publish the same rule, kind, scan and status: the parent in
+ * the id keeps them apart (a store de-duplicating by id would otherwise
+ * drop one of them). */
+static void test_subrule_beside_same_rule(void **st)
+{
+    (void)st;
+    tw_registry *reg = tw_registry_new();
+    assert_non_null(reg);
+    tw_rule_spec specs[] = {{.rule = "ProfilerReport"},
+                            {.rule = "LowGPUUtilization"}};
+    tw_job_config cfg;
+    tw_job_config_default(&cfg);
+    tw_job *job = NULL;
+    char err[1024];
+    if (tw_job_new("job", &cfg, reg, specs, 2, &job, err, sizeof(err)) != TW_OK)
+        fail_msg("tw_job_new: %s", err);
+    batches s;
+    read_batches(&s);
+    runctx c = {.m = NULL};
+    c.t = tw_alert_tracker_new(on_alert, &c.alerts);
+    assert_non_null(c.t);
+    tw_job_on_scan(job, on_scan, &c);
+    for (size_t i = 0; i < s.n; i++)
+        assert_int_equal(tw_job_ingest(job, s.b[i]), TW_OK);
+    assert_int_equal(tw_job_finish(job, 0), TW_OK);
+    assert_int_equal(tw_alert_tracker_finish(c.t, job), TW_OK);
+    size_t twins = 0;
+    for (size_t i = 0; i < c.alerts.n; i++) {
+        json_t *a = json_loads(c.alerts.a[i].json, 0, NULL);
+        assert_non_null(a);
+        for (size_t k = i + 1; k < c.alerts.n; k++) {
+            assert_string_not_equal(c.alerts.a[i].id, c.alerts.a[k].id);
+            json_t *b = json_loads(c.alerts.a[k].json, 0, NULL);
+            assert_non_null(b);
+            static const char *const same[] = {"rule", "kind", "status"};
+            int twin = json_equal(json_object_get(a, "scan"),
+                                  json_object_get(b, "scan")) &&
+                       (json_object_get(a, "parent") == NULL) !=
+                           (json_object_get(b, "parent") == NULL);
+            for (size_t f = 0; f < 3; f++)
+                twin = twin && json_equal(json_object_get(a, same[f]),
+                                          json_object_get(b, same[f]));
+            twins += twin;
+            json_decref(b);
+        }
+        json_decref(a);
+    }
+    /* low_gpu: both LowGPUUtilizations go to IssuesFound, find, finish */
+    assert_true(twins >= 3);
+    tw_alert_tracker_free(c.t);
+    sink_clear(&c.alerts);
+    tw_job_free(job);
+    free(s.b);
     tw_registry_free(reg);
 }
 
@@ -641,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_id_sensitivity),
         cmocka_unit_test(test_tracker_publishes_changes_and_findings),
         cmocka_unit_test(test_save_restore_continues_exactly),
+        cmocka_unit_test(test_subrule_beside_same_rule),
         cmocka_unit_test(test_restore_corrupt),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

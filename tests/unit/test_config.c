@@ -110,6 +110,21 @@ static void test_errors(void **st)
     expect_error("rules:\n  - name: A\n    parameters: {a: [1, 2]}\n", ":3:",
                  "parameter 'a' must be a plain value");
     expect_error("rules: [\n", ":", "did not find expected node content");
+    /* rule names key results, alert ids and action ledgers: unique */
+    expect_error("rules:\n  - name: A\n  - name: B\n  - name: A\n", ":4:",
+                 "rule name 'A' is already used by the rule on line 2");
+    expect_error("rules:\n  - name: LowGPUUtilization\n"
+                 "  - rule: LowGPUUtilization\n",
+                 ":3:", "give one of them its own 'name'");
+    tw_config *ok;
+    char ok_err[256];
+    const char *two = write_tmp("rules:\n  - name: LowGPUUtilization\n"
+                                "  - name: LowGPU50\n"
+                                "    rule: LowGPUUtilization\n");
+    assert_int_equal(tw_config_load(two, &ok, ok_err, sizeof(ok_err)), TW_OK);
+    assert_int_equal(ok->nrules, 2);
+    tw_config_free(ok);
+    unlink(two);
     tw_config *c;
     char err[512];
     assert_int_equal(tw_config_load("/nonexistent.yaml", &c, err, sizeof(err)),

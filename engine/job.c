@@ -378,6 +378,26 @@ static int64_t open_from_us(const tw_job *j)
     return j->cfg.tick_us > 0 ? scan_start(j, j->next_scan) : j->next_start_us;
 }
 
+/* 1 when every "start:<node>" producer has its "end:<node>" (or there is
+ * none at all) - see the markers in tw_job_ingest. */
+static int every_start_ended(const tw_job *j)
+{
+    for (size_t i = 0; i < j->nproducers; i++) {
+        const char *name = j->producers[i].name;
+        if (strncmp(name, "start:", 6) != 0)
+            continue;
+        char key[512];
+        int n = snprintf(key, sizeof(key), "end:%s", name + 6);
+        size_t len = n < 0 ? 0
+                     : (size_t)n < sizeof(key) ? (size_t)n
+                                               : sizeof(key) - 1;
+        uint32_t idx;
+        if (!tw_strmap_get(&j->producer_ids, key, len, &idx))
+            return 0;
+    }
+    return 1;
+}
+
 int tw_job_ingest(tw_job *j, tw_batch *b)
 {
     j->stats.batches++;
@@ -385,9 +405,23 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
     const char *node = b->node != NULL ? b->node : "";
     int has_samples = b->nsamples > 0, has_events = b->nevents > 0;
 
-    for (size_t i = 0; i < b->nmarkers; i++)
-        if (b->markers[i].kind == TW_MARKER_JOB_END)
-            j->end_marker = 1;
+    /* Job markers: every node that announced itself with JOB_START (an
+     * agent per host, or replay's one "replay" node) must send JOB_END
+     * before the job has ended; with no JOB_START seen, one JOB_END ends it.
+     * Kept as sequence-only producer entries ("start:<node>", "end:<node>",
+     * newest_us 0: the watermark skips them), so checkpoints carry them. */
+    int end_seen = 0;
+    for (size_t i = 0; i < b->nmarkers; i++) {
+        tw_marker_kind kind = b->markers[i].kind;
+        if (kind != TW_MARKER_JOB_START && kind != TW_MARKER_JOB_END)
+            continue;
+        if (producer_get(j, kind == TW_MARKER_JOB_START ? "start" : "end",
+                         node) == NULL)
+            goto oom;
+        end_seen |= kind == TW_MARKER_JOB_END;
+    }
+    if (end_seen && !j->end_marker)
+        j->end_marker = every_start_ended(j);
 
     /* Redelivery: a (node, seq) at or below the newest seen is a duplicate.
      * seq 0 means "not sequenced" (offline readers). */

@@ -723,7 +723,9 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
     tw_router_account(r, j);
     if (rc == TW_OK && j->failed)
         rc = TW_ERR;
-    if (rc == TW_OK && has_end)
+    /* With several agents each node sends its own JOB_END: the job ends
+     * with the last of the nodes that sent JOB_START (tw_job_ingest). */
+    if (rc == TW_OK && has_end && tw_job_end_marker_seen(j->job))
         rc = tw_router_finish(r, p, ji, latest_us, "end marker");
     r->cur_partition = -1;
     r->cur_offset = -1;

@@ -5,9 +5,13 @@
 #  - 12 cpu_bottleneck jobs, rule CPUBottleneck with a webhook (HMAC), a
 #    stop_training (SigV4) and an e-mail action (SMTP AUTH, aiosmtpd
 #    recorder) each; a real redis-server holds the
-#    once-ledger; an HTTP recorder answers after 1 s. `run` is killed with
-#    SIGKILL while actions are in flight (before any offset commit) and
-#    restarted with the same config, which re-evaluates every job;
+#    once-ledger; an HTTP recorder answers after 1 s. Jobs 01-06 and the
+#    first part of job-07 (no end marker) are on the topic when run A
+#    starts; A is killed with SIGKILL while actions are in flight, once it
+#    has claimed job-07's actions (job-07 has no checkpoint yet: run B
+#    evaluates it again from its start and must find those actions in the
+#    ledger); then job-07's end and jobs 08-12 are produced and run B, with
+#    the same config, finishes everything;
 #    then: no action id reached the recorder twice, no job was stopped
 #    twice, every job's actions were claimed in Redis, every claimed id that
 #    never arrived was claimed by the killed run (at most once by design:
@@ -83,14 +87,16 @@ SMTP_PID=$!
 wait_for 15 test -s "$WORK/smtp.port" || fail "SMTP recorder did not start"
 SMTP_PORT=$(cat "$WORK/smtp.port")
 
-# ---- 12 short jobs, all produced before `run` starts ------------------------
+# ---- 12 short jobs: 01-06 and most of 07 before run A ----------------------
 timeout 120 "$TW" synth "$WORK/cpu" --preset cpu_bottleneck --nodes 1 \
     --duration 4m --no-framework >/dev/null 2>"$WORK/synth.err" ||
     fail "synth: $(cat "$WORK/synth.err")"
-for j in $JOBS; do
-    timeout 120 "$TW" replay "$WORK/cpu" --job "$j" --brokers "$BOOTSTRAP" -q \
-        >/dev/null || fail "replay $j"
-done
+replay_job() {
+    timeout 120 "$TW" replay "$WORK/cpu" --job "$@" --brokers "$BOOTSTRAP" -q \
+        >/dev/null || fail "replay $*"
+}
+for j in job-01 job-02 job-03 job-04 job-05 job-06; do replay_job "$j"; done
+replay_job job-07 --no-end-marker
 mkdir -p "$WORK/res"
 cat >"$WORK/run.yaml" <<YAML
 tick: 30s
@@ -100,14 +106,15 @@ kafka:
     session.timeout.ms: 6000   # the killed member leaves the group sooner
 state:
   store: redis
+  checkpoint_interval: 60s     # an unfinished job (07) is not checkpointed
+                               # before the kill (finished jobs still are)
   redis:
     host: 127.0.0.1
     port: $REDIS_PORT
 engine:
   results_dir: $WORK/res
   progress_interval: 500ms
-  commit_interval: 60s         # run A commits nothing before its kill: run
-                               # B re-evaluates every job and fires again
+  commit_interval: 60s
 rules:
   - name: CPUBottleneck
     parameters: {patience: 200}
@@ -131,6 +138,9 @@ YAML
 tw_run_start A "$WORK/run.yaml"
 requests() { [ "$(wc -l <"$WORK/rec.jsonl" 2>/dev/null || echo 0)" -ge "$1" ]; }
 wait_for 180 requests 4 || fail "no action reached the recorder"
+claimed7() { [ "$(tw_redis_cli exists 'tw:v1:sent:job-07/CPUBottleneck/1/webhook/once')" = 1 ]; }
+wait_for 120 claimed7 || fail "run A did not claim job-07's webhook"
+grep -q "job job-07 finished" "$WORK/A.err" && fail "job-07 finished in run A (no end marker was sent)"
 kill -KILL "$RUN_PID_A"
 wait "$RUN_PID_A" 2>/dev/null
 RUN_PID_A=
@@ -138,6 +148,8 @@ tw_redis_cli --scan --pattern 'tw:v1:sent:*' | sort >"$WORK/claimed_A.txt"
 echo "killed run A: $(wc -l <"$WORK/rec.jsonl") requests received, $(wc -l <"$WORK/claimed_A.txt") ids claimed"
 
 # ---- run B: same config, until every job is done and nothing is queued --
+replay_job job-07 # its batches again (duplicates, dropped) and its end
+for j in job-08 job-09 job-10 job-11 job-12; do replay_job "$j"; done
 tw_run_start B "$WORK/run.yaml"
 settled() {
     [ "$(ls "$WORK/res" | grep -c '\.json$')" -eq 12 ] || return 1

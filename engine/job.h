@@ -100,6 +100,9 @@ int tw_job_finish(tw_job *j, int64_t latest_us);
 
 const char *tw_job_id(const tw_job *j);
 int tw_job_finished(const tw_job *j);
+/* 1 once the job's end markers say it ended: every node that sent a
+ * JOB_START marker (an agent per host, or replay's single "replay" node)
+ * has sent JOB_END; with no JOB_START seen, the first JOB_END. */
 int tw_job_end_marker_seen(const tw_job *j);
 int64_t tw_job_first_timestamp(const tw_job *j);
 int64_t tw_job_latest_timestamp(const tw_job *j);

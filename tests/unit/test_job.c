@@ -211,6 +211,126 @@ static void test_late_and_duplicates(void **st)
     close_job(&f);
 }
 
+/* A batch of node's with only a marker (as agents and replay send them). */
+static tw_batch *make_marker(const char *node, uint64_t seq,
+                             tw_marker_kind kind)
+{
+    tw_batch *b = tw_batch_new();
+    assert_non_null(b);
+    b->job = "job";
+    b->node = tw_arena_strdup(&b->arena, node);
+    b->seq = seq;
+    b->markers = tw_arena_alloc(&b->arena, sizeof(tw_marker));
+    memset(b->markers, 0, sizeof(tw_marker));
+    b->markers[0].kind = kind;
+    b->nmarkers = 1;
+    return b;
+}
+
+typedef struct saved_part {
+    char part[32];
+    void *data;
+    size_t len;
+} saved_part;
+
+typedef struct saved {
+    saved_part p[4];
+    size_t n;
+} saved;
+
+static int save_part(void *ud, const char *part, const void *data, size_t len)
+{
+    saved *s = ud;
+    assert_true(s->n < 4);
+    saved_part *x = &s->p[s->n++];
+    snprintf(x->part, sizeof(x->part), "%s", part);
+    x->data = malloc(len ? len : 1);
+    assert_non_null(x->data);
+    memcpy(x->data, data, len);
+    x->len = len;
+    return TW_OK;
+}
+
+/* Several agents: each node sends JOB_START and, when it stops, JOB_END.
+ * The job has ended only when every node that started has ended (also
+ * across a checkpoint); without any JOB_START, one JOB_END ends it. */
+static void test_end_markers_per_node(void **st)
+{
+    (void)st;
+    for (int restore_midway = 0; restore_midway < 2; restore_midway++) {
+        fixture f;
+        tw_job_config cfg;
+        tw_job_config_default(&cfg);
+        open_job(&f, &cfg);
+        assert_int_equal(
+            tw_job_ingest(f.job, make_marker("algo-1", 1, TW_MARKER_JOB_START)),
+            TW_OK);
+        assert_int_equal(
+            tw_job_ingest(f.job, make_marker("algo-2", 1, TW_MARKER_JOB_START)),
+            TW_OK);
+        assert_int_equal(tw_job_ingest(f.job, make_batch("algo-1", 2, S(1000),
+                                                         1, (double[]){1000.5},
+                                                         (double[]){1})),
+                         TW_OK);
+        assert_int_equal(
+            tw_job_ingest(f.job, make_marker("algo-1", 3, TW_MARKER_JOB_END)),
+            TW_OK);
+        assert_false(tw_job_end_marker_seen(f.job)); /* algo-2 still runs */
+        if (restore_midway) {
+            saved sv = {0};
+            char err[256];
+            assert_int_equal(tw_job_save(f.job, 0, save_part, &sv, err,
+                                         sizeof(err)),
+                             TW_OK);
+            close_job(&f);
+            open_job(&f, &cfg);
+            for (size_t i = 0; i < sv.n; i++) {
+                if (tw_job_restore_part(f.job, sv.p[i].part, sv.p[i].data,
+                                        sv.p[i].len, err,
+                                        sizeof(err)) != TW_OK)
+                    fail_msg("restore %s: %s", sv.p[i].part, err);
+                free(sv.p[i].data);
+            }
+            assert_false(tw_job_end_marker_seen(f.job));
+        }
+        /* algo-2's data after algo-1 ended still counts */
+        assert_int_equal(tw_job_ingest(f.job, make_batch("algo-2", 2, S(1000),
+                                                         1, (double[]){1001.5},
+                                                         (double[]){2})),
+                         TW_OK);
+        /* a repeated end of algo-1 does not end it either */
+        assert_int_equal(
+            tw_job_ingest(f.job, make_marker("algo-1", 3, TW_MARKER_JOB_END)),
+            TW_OK);
+        assert_false(tw_job_end_marker_seen(f.job));
+        assert_int_equal(
+            tw_job_ingest(f.job, make_marker("algo-2", 3, TW_MARKER_JOB_END)),
+            TW_OK);
+        assert_true(tw_job_end_marker_seen(f.job));
+        tw_job_stats s;
+        tw_job_get_stats(f.job, &s);
+        assert_int_equal(s.samples, 2);
+        assert_int_equal(s.late_samples, 0);
+        close_job(&f);
+    }
+    /* no JOB_START at all (a job created by its first batch): the first
+     * JOB_END ends it */
+    fixture f;
+    tw_job_config cfg;
+    tw_job_config_default(&cfg);
+    open_job(&f, &cfg);
+    assert_int_equal(tw_job_ingest(f.job, make_batch("algo-1", 1, S(1000), 1,
+                                                     (double[]){1000.5},
+                                                     (double[]){1})),
+                     TW_OK);
+    assert_false(tw_job_end_marker_seen(f.job));
+    assert_int_equal(
+        tw_job_ingest(f.job, make_marker("replay", 1, TW_MARKER_JOB_END)),
+        TW_OK);
+    assert_true(tw_job_end_marker_seen(f.job));
+    close_job(&f);
+}
+
 static void run_order(int reversed, char *out, size_t len)
 {
     fixture f;
@@ -332,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_reordered_batches_same_result),
         cmocka_unit_test(test_framework_events),
         cmocka_unit_test(test_continuous),
+        cmocka_unit_test(test_end_markers_per_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * (start marker / seq 1, end marker, idle expiry, joined mid-stream),
  * commit points and their metadata, dead letters, alert ids and their
  * determinism, checkpoint -> new router -> resume on the memory store
- * (with its snapshot file), revoke and reassign, duplicates.
+ * (with its snapshot file), revoke and reassign, duplicates, and an
+ * assignment while a real redis-server is down (loaded once it is back).
  *
  * Streams: two synth jobs (tw_synth_write) read by the agent-file reader,
  * numbered per node as replay numbers them, framed by a JOB_START and a
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "redis_test_util.h"
 #include "alert.h"
 #include "job_results.h"
 #include "job_router.h"
@@ -1263,6 +1265,98 @@ static void test_tombstone_skips(void **state)
     rm_tree(dir);
 }
 
+/* A Redis store (a real redis-server with its AOF) that goes down between
+ * one owner's checkpoint and the next owner's assignment: the assignment
+ * leaves the load pending, batches are refused (TW_UNAVAILABLE) instead of
+ * evaluated without their checkpoint, and once Redis is back the load
+ * restores both jobs at the checkpoint's offset; the rest of the stream
+ * then gives the reference results, and no alert is sent twice. */
+static void test_assign_while_redis_down(void **state)
+{
+    fixture *fx = *state;
+    const int32_t part = 3;
+    tw_test_redis rs;
+    assert_int_equal(tw_test_redis_start(&rs, NULL, 1), 0);
+    char port[16];
+    snprintf(port, sizeof(port), "%d", rs.port);
+    tw_setting items[] = {{"store", "redis", 2},
+                          {"redis.port", port, 3},
+                          {"redis.retry_initial", "10ms", 4},
+                          {"redis.retry_max", "100ms", 5}};
+    tw_settings set = {.path = "test.yaml",
+                       .what = "state",
+                       .line = 1,
+                       .items = items,
+                       .n = 4};
+    tw_store *st = NULL;
+    char err[512];
+    if (tw_store_open(&set, &st, err, sizeof(err)) != TW_OK)
+        fail_msg("tw_store_open: %s", err);
+    plog l;
+    plog_interleave(&l, &fx->a, &fx->b, 4, 0);
+
+    /* owner 1: checkpoint a little after the first alert, then crash */
+    run x;
+    run_open(&x, fx, st);
+    int64_t start;
+    assign(&x, part, NULL, -1, &start);
+    size_t k = 0;
+    while (x.alerts.n == 0 && k + 4 < l.n) {
+        feed(&x, part, &l, k, k + 1);
+        k++;
+    }
+    feed(&x, part, &l, k, k + 2);
+    k += 2;
+    assert_true(x.alerts.n > 0);
+    assert_int_equal(tw_router_position(x.r, part), (int64_t)k);
+    assert_int_equal(stats(&x).jobs_active, 2);
+    checkpoint(&x, part);
+    sink sent = x.alerts;
+    memset(&x.alerts, 0, sizeof(x.alerts));
+    run_drop_router(&x);
+
+    /* Redis goes down; owner 2 is assigned the partition meanwhile */
+    tw_test_redis_stop(&rs, 1);
+    run_open(&x, fx, st);
+    assign(&x, part, NULL, -1, &start);
+    assert_int_equal(start, -2); /* nothing known yet: not the checkpoint */
+    assert_int_equal(tw_router_load_pending(x.r, err, sizeof(err)),
+                     TW_UNAVAILABLE);
+    assert_int_equal(feed_rc(&x, part, &l, 0), TW_UNAVAILABLE);
+    assert_int_equal(stats(&x).jobs_started, 0);
+    assert_int_equal(stats(&x).batches, 0);
+
+    /* back on the same port, with what the AOF kept */
+    assert_int_equal(tw_test_redis_spawn(&rs), 0);
+    int rc = TW_UNAVAILABLE;
+    double deadline = tw_test_now() + 30;
+    while (rc == TW_UNAVAILABLE && tw_test_now() < deadline) {
+        rc = tw_router_load_pending(x.r, err, sizeof(err));
+        if (rc == TW_UNAVAILABLE)
+            tw_test_sleep_ms(20);
+    }
+    if (rc != TW_OK)
+        fail_msg("load after Redis came back: %s", err);
+    assert_int_equal(tw_router_position(x.r, part), (int64_t)k);
+    assert_int_equal(stats(&x).jobs_restored, 2);
+    assert_int_equal(stats(&x).jobs_active, 2);
+    feed(&x, part, &l, k, l.n);
+    assert_results(&x, "job-a", &fx->ref_a);
+    assert_results(&x, "job-b", &fx->ref_b);
+    /* both owners together: each job's reference alerts, none twice */
+    for (size_t i = 0; i < x.alerts.n; i++)
+        sink_add(&sent, x.alerts.a[i].job, x.alerts.a[i].id, x.alerts.a[i].json,
+                 strlen(x.alerts.a[i].json), x.alerts.a[i].partition,
+                 x.alerts.a[i].offset);
+    assert_ids_distinct(&sent);
+    assert_int_equal(count_job(&sent, "job-a"), fx->ref_a.alerts.n);
+    assert_int_equal(count_job(&sent, "job-b"), fx->ref_b.alerts.n);
+    sink_clear(&sent);
+    run_close(&x);
+    tw_store_close(st);
+    tw_test_redis_cleanup(&rs);
+}
+
 int main(void)
 {
     tw_log_set_level(TW_LOG_ERROR);
@@ -1282,6 +1376,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint_crash_resume),
         cmocka_unit_test(test_checkpoint_revoke_resume),
         cmocka_unit_test(test_tombstone_skips),
+        cmocka_unit_test(test_assign_while_redis_down),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -299,11 +299,18 @@ static int series_id(tw_job *j, uint32_t node, const char *node_name,
     return TW_OK;
 }
 
+/* "<kind>:<node>" into key (cut at cap - 1 bytes); its length. */
+static size_t producer_key(char *key, size_t cap, const char *kind,
+                           const char *node)
+{
+    int n = snprintf(key, cap, "%s:%s", kind, node);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 static producer *producer_get(tw_job *j, const char *kind, const char *node)
 {
     char key[512];
-    int n = snprintf(key, sizeof(key), "%s:%s", kind, node);
-    size_t len = n < 0 ? 0 : (size_t)n < sizeof(key) ? (size_t)n : sizeof(key) - 1;
+    size_t len = producer_key(key, sizeof(key), kind, node);
     uint32_t idx;
     if (tw_strmap_get(&j->producer_ids, key, len, &idx))
         return &j->producers[idx];
@@ -387,10 +394,7 @@ static int every_start_ended(const tw_job *j)
         if (strncmp(name, "start:", 6) != 0)
             continue;
         char key[512];
-        int n = snprintf(key, sizeof(key), "end:%s", name + 6);
-        size_t len = n < 0 ? 0
-                     : (size_t)n < sizeof(key) ? (size_t)n
-                                               : sizeof(key) - 1;
+        size_t len = producer_key(key, sizeof(key), "end", name + 6);
         uint32_t idx;
         if (!tw_strmap_get(&j->producer_ids, key, len, &idx))
             return 0;

@@ -13,7 +13,8 @@ echo "== ctest =="
 if [ "${TW_SKIP_VALGRIND:-0}" != 1 ]; then
   echo "== unit tests under valgrind =="
   vg_failed=0
-  for t in build/tests/test_*; do
+  for t in build/tests/test_* build/tests/regress_*; do
+    [ -x "$t" ] || continue
     if TW_BUILD_DIR=$PWD/build TW_SOURCE_DIR=$PWD TW_SHARED_DIR=$PWD/../shared \
        TRAINWATCH_RULES_DIR=$PWD/build/rules \
        valgrind -q --error-exitcode=99 --leak-check=full \

@@ -171,6 +171,14 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_string(j, tw_rule_status_name(ev->previous));
     tw_json_key(j, "final");
     tw_json_bool(j, ev->final);
+    /* a job that lost input says so where its verdict is final */
+    const tw_job_loss *loss = tw_job_loss_of(job);
+    if (ev->final && tw_job_loss_any(loss)) {
+        tw_json_key(j, "partial");
+        tw_json_bool(j, 1);
+        tw_json_key(j, "missing");
+        tw_json_int(j, (int64_t)loss->missing);
+    }
     tw_json_key(j, "scan");
     tw_json_int(j, (int64_t)ev->scan);
     tw_json_key(j, "window");

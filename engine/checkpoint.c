@@ -223,6 +223,21 @@ int tw_checkpoint_commit(tw_store *s, const char *topic, int32_t partition,
     return tw_store_txn_commit(s, err, errlen);
 }
 
+int tw_checkpoint_forget(tw_store *s, const char *topic, int32_t partition,
+                         char *err, size_t errlen)
+{
+    char jobs_key[KEY_MAX], offset_key[KEY_MAX];
+    if (tw_checkpoint_key_partition(jobs_key, sizeof(jobs_key), topic,
+                                    partition, "jobs") != TW_OK ||
+        tw_checkpoint_key_partition(offset_key, sizeof(offset_key), topic,
+                                    partition, "offset") != TW_OK)
+        return too_long(err, errlen, "topic", topic);
+    tw_store_txn_begin(s);
+    tw_store_txn_del(s, jobs_key);
+    tw_store_txn_del(s, offset_key);
+    return tw_store_txn_commit(s, err, errlen);
+}
+
 /* ---- load
  * -------------------------------------------------------------------- */
 

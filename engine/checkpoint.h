@@ -67,6 +67,13 @@ int tw_checkpoint_commit(tw_store *s, const char *topic, int32_t partition,
                          size_t nparts, const char *const *finished,
                          size_t nfinished, char *err, size_t errlen);
 
+/* Drops a partition's offset and job set (not tombstones or claims): for a
+ * store that keeps no job state (tw_store_durable = 0), whose checkpoint
+ * offset would otherwise outlive the jobs it assumes, when the partition
+ * moves to another owner. */
+int tw_checkpoint_forget(tw_store *s, const char *topic, int32_t partition,
+                         char *err, size_t errlen);
+
 /* Called by tw_checkpoint_load once per stored part: per job (jobs in
  * sorted order) "core" first, then "rule.<i>" in increasing i, then any
  * other part by name. Non-zero stops the load and is returned. */

@@ -14,11 +14,14 @@
  *   engine: job_idle, results_dir, commit_interval, progress_interval
  *   state:  state_store.h (opened here, interpreted there)
  *
- * With a persistent store (redis, or memory with a snapshot file) each
- * partition is checkpointed (job_router.h) at most every
- * state.checkpoint_interval and when a job finishes: queued alerts are
- * claimed and sent, the producer is flushed, the checkpoint written, and
- * only then the Kafka offset committed. When the store cannot be reached
+ * Every partition is checkpointed (job_router.h: one protocol for every
+ * store) at most every state.checkpoint_interval (engine.commit_interval
+ * with the plain memory store, which keeps no job state) and when a job
+ * finishes: queued alerts are claimed and sent, the producer is flushed,
+ * the checkpoint written, and only then the Kafka offset committed.
+ * A message whose key is not its batch's job id is dead-lettered
+ * (key_mismatch): a job split over partitions would be evaluated in
+ * fragments by different owners. When the store cannot be reached
  * consumption stops (every partition paused, messages already fetched
  * dropped; the consumer keeps polling so the group keeps it), the store
  * is retried with its backoff, and once it answers the pending work is
@@ -67,6 +70,7 @@ typedef struct tw_run_settings {
     char *prop_kv[TW_RUN_MAX_PROPS]; /* "key=value" for the producer */
     size_t nprops;
     int64_t job_idle_us;
+    tw_on_data_loss on_data_loss;
     const char *results_dir;
     int64_t commit_interval_us;
     int64_t progress_interval_us;
@@ -78,7 +82,7 @@ typedef struct tw_run {
     tw_kafka_source *source;
     tw_router *router;
     tw_run_actions *actions; /* NULL: no rule has actions */
-    tw_store *store; /* persistent store, or NULL */
+    tw_store *store; /* the state store (owned by tw_cmd_run) */
     int paused;      /* store unavailable: consumption stopped */
     int failed; /* a commit or flush failed inside a rebalance */
 } tw_run;
@@ -112,7 +116,10 @@ static void tw_run_usage(FILE *out)
         "                            property: value, ...}\n"
         "                    engine: job_idle (10m), results_dir (none),\n"
         "                            commit_interval (1s),\n"
-        "                            progress_interval (10s; 0 = off)\n"
+        "                            progress_interval (10s; 0 = off),\n"
+        "                            on_data_loss (evaluate | skip: a job\n"
+        "                            whose beginning was lost)\n"
+        "                    state:  store (memory | redis), see README\n"
         "  --brokers B     bootstrap servers; overrides kafka.brokers\n"
         "  -q, --quiet     warnings and errors only\n"
         "  -v, --verbose   debug log lines too\n"
@@ -121,7 +128,8 @@ static void tw_run_usage(FILE *out)
         "Log lines go to stderr; a `progress:` line every\n"
         "progress_interval and, at the end, one summary line on stdout:\n"
         "  run: batches=N dead_letters=N duplicates=N late=N jobs_active=N\n"
-        "       jobs_started=N jobs_finished=N jobs_skipped_partial=N\n"
+        "       jobs_started=N jobs_finished=N jobs_partial=N\n"
+        "       jobs_data_loss=N offset_gaps=N offsets_lost=N\n"
         "       alerts_sent=N ... and, when rules have actions:,\n"
         "       actions_fired=N actions_sent=N actions_failed=N ...\n"
         "A rule's actions (stop_training, webhook, signal, stop_file,\n"
@@ -159,8 +167,8 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
         "deadletter_topic", "client_id",   NULL};
     static const char *const kafka_prefixes[] = {"properties.", NULL};
     static const char *const engine_keys[] = {
-        "job_idle", "results_dir", "commit_interval", "progress_interval",
-        NULL};
+        "job_idle",          "results_dir",  "commit_interval",
+        "progress_interval", "on_data_loss", NULL};
     const tw_settings *k = &cfg->kafka, *e = &cfg->engine;
     s->group = "trainwatch";
     s->metrics_topic = "trainwatch.metrics";
@@ -228,6 +236,16 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
     if (s->commit_interval_us <= 0)
         return tw_settings_error(e, tw_settings_find(e, "commit_interval"),
                                  err, errlen, "must be longer than 0");
+    const char *loss = "evaluate";
+    tw_settings_get_str(e, "on_data_loss", &loss);
+    if (strcmp(loss, "evaluate") == 0)
+        s->on_data_loss = TW_ON_DATA_LOSS_EVALUATE;
+    else if (strcmp(loss, "skip") == 0)
+        s->on_data_loss = TW_ON_DATA_LOSS_SKIP;
+    else
+        return tw_settings_error(e, tw_settings_find(e, "on_data_loss"), err,
+                                 errlen, "'%s': expected evaluate or skip",
+                                 loss);
     tw_settings_get_str(e, "results_dir", &s->results_dir);
     if (s->results_dir != NULL) {
         struct stat sb;
@@ -301,20 +319,14 @@ static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
     return rc;
 }
 
-/* Delivers everything produced so far, then commits the given partitions'
- * safe offsets (with a store: checkpoints them first; the commit is then
- * the last checkpoint's offset, even when this one could not be written). */
+/* Checkpoints the given partitions (which delivers everything produced
+ * so far first), then commits their safe offsets: those of the last
+ * checkpoint, even when this one could not be written. */
 static int tw_run_commit(tw_run *r, const int32_t *parts, size_t n)
 {
     char err[512];
-    if (r->store != NULL) {
-        if (!r->paused && tw_run_checkpoint(r, parts, n) == TW_ERR)
-            return TW_ERR;
-    } else if (tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err,
-                                 sizeof(err)) != 0) {
-        tw_log(TW_LOG_ERROR, "not committing: %s", err);
+    if (!r->paused && tw_run_checkpoint(r, parts, n) == TW_ERR)
         return TW_ERR;
-    }
     tw_source_commit_entry e[64];
     size_t ne = 0;
     for (size_t i = 0; i < n; i++) {
@@ -364,8 +376,7 @@ static void tw_run_on_assign(void *ud, tw_kafka_source *s, tw_source_assigned *a
         }
     }
     /* a checkpoint that could not be loaded yet: consume nothing */
-    if (r->store != NULL &&
-        tw_router_load_pending(r->router, err, sizeof(err)) == TW_UNAVAILABLE)
+    if (tw_router_load_pending(r->router, err, sizeof(err)) == TW_UNAVAILABLE)
         tw_run_pause(r, err);
 }
 
@@ -438,18 +449,48 @@ static void tw_run_stats_line(const tw_router *router,
             " dead_letters=%" PRIu64 " duplicates=%" PRIu64 " late=%" PRIu64
             " jobs_active=%" PRIu64 " jobs_started=%" PRIu64
             " jobs_finished=%" PRIu64 " jobs_idle=%" PRIu64
-            " jobs_dropped=%" PRIu64 " jobs_skipped_partial=%" PRIu64
-            " skipped_messages=%" PRIu64 " after_end=%" PRIu64
+            " jobs_dropped=%" PRIu64 " jobs_partial=%" PRIu64
+            " jobs_finished_before=%" PRIu64 " jobs_data_loss=%" PRIu64
+            " jobs_skipped_partial=%" PRIu64 " skipped_messages=%" PRIu64
+            " after_end=%" PRIu64 " offset_gaps=%" PRIu64
+            " offsets_lost=%" PRIu64 " key_mismatches=%" PRIu64
             " scans=%" PRIu64 " alerts_sent=%" PRIu64
             " alerts_deduped=%" PRIu64 " jobs_restored=%" PRIu64
             " checkpoints=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
+            st.jobs_partial, st.jobs_finished_before, st.jobs_data_loss,
             st.jobs_skipped_partial, st.skipped_messages, st.after_end,
-            st.scans, st.alerts_sent, st.alerts_deduped, st.jobs_restored,
+            st.offset_gaps, st.offsets_lost, st.key_mismatches, st.scans,
+            st.alerts_sent, st.alerts_deduped, st.jobs_restored,
             st.checkpoints, act);
     fflush(out);
+}
+
+/* Producers key each message by its batch's job id, so one job stays in
+ * one partition with one owner. 1 when the key is that id. */
+static int tw_run_key_matches(const tw_source_msg *m, const tw_batch *b,
+                              char *why, size_t whylen)
+{
+    const char *job = b->job != NULL ? b->job : "";
+    size_t n = strlen(job);
+    if (m->key == NULL) {
+        snprintf(why, whylen,
+                 "message without a key (batch of job '%.200s'): producers "
+                 "must key messages by job id",
+                 job);
+        return 0;
+    }
+    if (m->key_len != n || memcmp(m->key, job, n) != 0) {
+        snprintf(why, whylen,
+                 "message key '%.*s' is not the batch's job '%.200s': "
+                 "producers must key messages by job id",
+                 (int)(m->key_len > 200 ? 200 : m->key_len),
+                 (const char *)m->key, job);
+        return 0;
+    }
+    return 1;
 }
 
 /* One message: decode, route or dead-letter. TW_ERR = cannot go on. */
@@ -458,17 +499,25 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
     char why[512] = "";
     tw_batch *b = NULL;
     tw_wire_status st = tw_wire_decode(m->value, m->len, &b, why, sizeof(why));
-    if (st == TW_WIRE_OK) {
+    const char *reason = tw_wire_status_name(st);
+    if (st == TW_WIRE_OK && !tw_run_key_matches(m, b, why, sizeof(why))) {
+        tw_batch_free(b);
+        b = NULL;
+        reason = "key_mismatch";
+        tw_router_key_mismatch(r->router);
+    } else if (st == TW_WIRE_OK) {
         int rc = tw_router_batch(r->router, m->partition, m->offset, b,
                                  tw_run_mono_us());
-        if (rc == TW_OK && r->store != NULL) {
+        if (rc == TW_OK) {
             tw_router_stats before, after;
             tw_router_get_stats(r->router, &before);
             rc = tw_router_flush_alerts(r->router, why, sizeof(why));
             tw_router_get_stats(r->router, &after);
             /* claimed alerts are delivered at once: a crash loses at most
-             * the ones in flight (claimed, at most once) */
+             * the ones in flight (claimed, at most once); a volatile
+             * store's claims die with the process, so nothing to protect */
             if (after.alerts_sent != before.alerts_sent &&
+                tw_store_durable(r->store) &&
                 tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, why,
                                   sizeof(why)) != 0) {
                 tw_log(TW_LOG_ERROR, "run: %s", why);
@@ -478,7 +527,7 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
         if (rc == TW_UNAVAILABLE) {
             tw_run_pause(r, why[0] ? why : "state store unavailable");
             rc = TW_OK; /* read again after the resume's seek */
-        } else if (rc == TW_ERR && r->store != NULL && why[0] != 0) {
+        } else if (rc == TW_ERR && why[0] != 0) {
             tw_log(TW_LOG_ERROR, "run: %s", why);
         }
         if (rc == TW_OK && tw_router_checkpoint_due(r->router, m->partition))
@@ -493,7 +542,7 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
                          .key_len = m->key_len,
                          .value = m->value,
                          .len = m->len,
-                         .reason = tw_wire_status_name(st),
+                         .reason = reason,
                          .error = why};
     char err[512];
     tw_router_stats rs;
@@ -502,7 +551,7 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
         tw_log(TW_LOG_WARN,
                "partition %" PRId32 " offset %" PRId64
                ": %s (%s): to the dead-letter topic",
-               m->partition, m->offset, tw_wire_status_name(st), why);
+               m->partition, m->offset, reason, why);
     if (tw_dead_letter_send(r->producer, r->s.deadletter_topic, &dl, err,
                             sizeof(err)) != 0) {
         tw_log(TW_LOG_ERROR, "dead letter: %s", err);
@@ -591,13 +640,11 @@ int tw_cmd_run(int argc, char **argv)
         fprintf(stderr, "trainwatch run: %s\n", err);
         goto out;
     }
-    /* Only a store that outlives the process changes how offsets work;
-     * the plain memory store keeps the re-read-unfinished-jobs scheme. */
-    if (strcmp(tw_store_kind(store), "redis") == 0 ||
-        tw_settings_find(&cfg->state, "snapshot") != NULL)
-        r.store = store;
-    int64_t commit_every = r.store != NULL
-                               ? tw_store_checkpoint_interval_us(r.store)
+    r.store = store;
+    /* The plain memory store's checkpoints hold no job state, only where
+     * a next owner must start: engine.commit_interval paces those. */
+    int64_t commit_every = tw_store_durable(store)
+                               ? tw_store_checkpoint_interval_us(store)
                                : r.s.commit_interval_us;
     if (commit_every <= 0)
         commit_every = 1;
@@ -610,7 +657,8 @@ int tw_cmd_run(int argc, char **argv)
                                .job_idle_us = r.s.job_idle_us,
                                .results_dir = r.s.results_dir,
                                .store = r.store,
-                               .topic = r.s.metrics_topic};
+                               .topic = r.s.metrics_topic,
+                               .on_data_loss = r.s.on_data_loss};
     if (tw_router_new(&rc_cfg, tw_run_alert, &r, &r.router, err,
                       sizeof(err)) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
@@ -663,7 +711,8 @@ int tw_cmd_run(int argc, char **argv)
            "'%s'; %zu rule(s); state: %s%s",
            r.s.group, r.s.metrics_topic, r.s.brokers, r.s.alerts_topic,
            r.s.deadletter_topic, cfg->nrules, tw_store_kind(store),
-           r.store != NULL ? " (checkpoints)" : " (no checkpoints)");
+           tw_store_durable(store) ? " (durable checkpoints)"
+                                   : " (volatile: offsets only)");
 
     int64_t now = tw_run_mono_us();
     int64_t next_commit = now + commit_every;

@@ -5,6 +5,7 @@
 #include "job.h"
 #include "job_internal.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,7 @@ int tw_job_new(const char *job_id, const tw_job_config *cfg,
     tw_strmap_init(&j->series_ids);
     tw_strmap_init(&j->node_ids);
     tw_strmap_init(&j->producer_ids);
+    tw_job_loss_init(&j->loss);
     j->windows = tw_windows_new();
     if (j->id == NULL || j->windows == NULL ||
         (j->host = tw_host_ctx_new(reg, j->windows, job_id)) == NULL) {
@@ -147,6 +149,7 @@ void tw_job_free(tw_job *j)
     tw_host_ctx_free(j->host);
     tw_windows_free(j->windows);
     tw_buf_free(j->ckpt);
+    tw_job_loss_free(&j->loss);
     free(j->id);
     free(j);
 }
@@ -180,6 +183,16 @@ const char *tw_job_id(const tw_job *j)
 int tw_job_finished(const tw_job *j)
 {
     return j->finished;
+}
+int tw_job_note_loss(tw_job *j, tw_loss_kind kind, const char *where,
+                     uint64_t from, uint64_t to)
+{
+    j->core_changes++;
+    return tw_job_loss_add(&j->loss, j->id, kind, where, from, to);
+}
+const tw_job_loss *tw_job_loss_of(const tw_job *j)
+{
+    return &j->loss;
 }
 int tw_job_end_marker_seen(const tw_job *j)
 {
@@ -341,11 +354,54 @@ static int same_series(const tw_series *s, const tw_batch_series *b)
            str_same(s->type, b->type ? b->type : "");
 }
 
-/* Records seq; returns 1 when it was seen before (or is too old to tell). */
-static int seq_seen(producer *p, uint64_t seq)
+/* Reports the sequence numbers in [lo, hi] (inside p's window) that were
+ * never seen as gaps of p's node ("seq:<node>"). */
+static int seq_report_unseen(tw_job *j, const producer *p, uint64_t lo,
+                             uint64_t hi)
+{
+    uint64_t run_from = 0;
+    int in_run = 0;
+    for (uint64_t s = lo; s <= hi && s != 0; s++) {
+        uint64_t back = p->max_seq - s;
+        assert(back < SEQ_WINDOW);
+        int seen = (p->seen[back / 64] >> (back % 64)) & 1u;
+        if (!seen && !in_run) {
+            run_from = s;
+            in_run = 1;
+        } else if (seen && in_run) {
+            in_run = 0;
+            if (tw_job_loss_add(&j->loss, j->id, TW_LOSS_SEQ, p->name + 4,
+                                run_from, s - 1) != TW_OK)
+                return TW_ERR;
+        }
+    }
+    if (in_run && tw_job_loss_add(&j->loss, j->id, TW_LOSS_SEQ, p->name + 4,
+                                  run_from, hi) != TW_OK)
+        return TW_ERR;
+    return TW_OK;
+}
+
+/* Records seq; returns 1 when it was seen before (or is too old to tell),
+ * 0 when new, TW_ERR on out-of-memory. Sequence numbers start at 1: those
+ * that leave the window unseen are gaps, recorded as data loss. */
+static int seq_seen(tw_job *j, producer *p, uint64_t seq)
 {
     if (seq > p->max_seq) {
         uint64_t shift = seq - p->max_seq;
+        /* numbers leaving the window: up to seq - SEQ_WINDOW */
+        if (seq > SEQ_WINDOW) {
+            uint64_t leave_hi = seq - SEQ_WINDOW;
+            uint64_t lo = p->max_seq >= SEQ_WINDOW
+                              ? p->max_seq - SEQ_WINDOW + 1
+                              : 1;
+            uint64_t hi = leave_hi < p->max_seq ? leave_hi : p->max_seq;
+            if (lo <= hi && seq_report_unseen(j, p, lo, hi) != TW_OK)
+                return TW_ERR;
+            if (leave_hi > p->max_seq &&
+                tw_job_loss_add(&j->loss, j->id, TW_LOSS_SEQ, p->name + 4,
+                                p->max_seq + 1, leave_hi) != TW_OK)
+                return TW_ERR;
+        }
         if (shift >= SEQ_WINDOW) {
             memset(p->seen, 0, sizeof(p->seen));
         } else {
@@ -370,6 +426,21 @@ static int seq_seen(producer *p, uint64_t seq)
         return 1;
     p->seen[back / 64] |= mask;
     return 0;
+}
+
+/* At the job's end every number still unseen in a node's window is lost. */
+static int seq_report_open_gaps(tw_job *j)
+{
+    for (size_t i = 0; i < j->nproducers; i++) {
+        const producer *p = &j->producers[i];
+        if (strncmp(p->name, "seq:", 4) != 0 || p->max_seq == 0)
+            continue;
+        uint64_t lo =
+            p->max_seq >= SEQ_WINDOW ? p->max_seq - SEQ_WINDOW + 1 : 1;
+        if (seq_report_unseen(j, p, lo, p->max_seq) != TW_OK)
+            return TW_ERR;
+    }
+    return TW_OK;
 }
 
 static int64_t scan_start(const tw_job *j, uint64_t k)
@@ -433,7 +504,10 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         producer *p = producer_get(j, "seq", node);
         if (p == NULL)
             goto oom;
-        if (seq_seen(p, b->seq)) {
+        int seen = seq_seen(j, p, b->seq);
+        if (seen < 0)
+            goto oom;
+        if (seen) {
             j->stats.duplicate_batches++;
             tw_batch_free(b);
             return TW_OK;
@@ -785,6 +859,8 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
         return TW_OK;
     j->core_changes++;
     j->rules_changes++;
+    if (seq_report_open_gaps(j) != TW_OK)
+        return TW_ERR;
     int64_t L = latest_us != 0 ? latest_us : tw_job_latest_timestamp(j);
     if (j->first_fixed || j->first_candidate_us != 0) {
         freeze_first(j);

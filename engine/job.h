@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "job_loss.h"
 #include "plugin_host.h"
 
 typedef struct tw_job_config {
@@ -99,6 +100,12 @@ int tw_job_advance(tw_job *j, int64_t watermark_us);
 int tw_job_finish(tw_job *j, int64_t latest_us);
 
 const char *tw_job_id(const tw_job *j);
+/* Records input the job is known to miss (job_loss.h; sequence gaps are
+ * found by the job itself): its results and final alerts are then marked
+ * partial. TW_ERR on out-of-memory. */
+int tw_job_note_loss(tw_job *j, tw_loss_kind kind, const char *where,
+                     uint64_t from, uint64_t to);
+const tw_job_loss *tw_job_loss_of(const tw_job *j);
 int tw_job_finished(const tw_job *j);
 /* 1 once the job's end markers say it ended: every node that sent a
  * JOB_START marker (an agent per host, or replay's single "replay" node)

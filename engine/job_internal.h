@@ -10,6 +10,7 @@
 
 #include "arena.h"
 #include "job.h"
+#include "job_loss.h"
 #include "strmap.h"
 
 /* A buffered batch and what scan assembly needs to order and select it. */
@@ -90,6 +91,7 @@ struct tw_job {
     size_t order_cap;
 
     tw_job_stats stats;
+    tw_job_loss loss; /* missing input: the job's `partial` mark */
 
     /* checkpoint bookkeeping (job_state.c): change counters bumped by the
      * pipeline, and their values at the last successful tw_job_save */

@@ -84,6 +84,14 @@ int tw_job_results_write(tw_json *j, tw_job *job)
     tw_json_key(j, "duplicate_batches");
     tw_json_int(j, (int64_t)js.duplicate_batches);
     tw_json_object_end(j);
+    /* only when input is known missing: complete jobs keep eval's bytes */
+    const tw_job_loss *loss = tw_job_loss_of(job);
+    if (tw_job_loss_any(loss)) {
+        tw_json_key(j, "partial");
+        tw_json_bool(j, 1);
+        tw_json_key(j, "data_loss");
+        tw_job_loss_json(loss, j);
+    }
     tw_json_key(j, "rules");
     tw_job_results_rules(j, scratch, job);
     tw_json_object_end(j);

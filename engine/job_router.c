@@ -2,6 +2,7 @@
  * (job_router.h). */
 #include "job_router.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -20,8 +21,8 @@
 #include "strmap.h"
 
 /* What a partition remembers of a job that is not being evaluated. */
-#define TW_JOB_FINISHED 1u /* finished here or by a previous owner */
-#define TW_JOB_SKIPPED 2u  /* joined mid-stream                    */
+#define TW_JOB_FINISHED 1u /* finished here or by a previous owner       */
+#define TW_JOB_SKIPPED 2u  /* its beginning was lost: skipped (on_data_loss) */
 
 typedef struct tw_rpart tw_rpart;
 
@@ -30,7 +31,8 @@ typedef struct tw_rjob {
     int32_t partition;
     tw_job *job;
     tw_alert_tracker *alerts;
-    int64_t first_offset;
+    int64_t first_offset;   /* of its first message (kept in "origin") */
+    int origin_saved;       /* the "origin" part is in a checkpoint    */
     int64_t last_active_us; /* wall time of its newest message */
     int64_t started_us;     /* wall time of its first message  */
     tw_job_stats seen;      /* what the router's totals already hold */
@@ -65,9 +67,15 @@ typedef struct tw_outbox_alert {
 struct tw_rpart {
     int32_t id;
     int64_t next_offset;  /* last processed + 1; -1 = none since assignment */
-    int64_t start_offset; /* store: where reading started (-2 beginning) */
-    int64_t ckpt_offset;  /* store: next offset of the last checkpoint  */
-    int need_load;        /* store: checkpoint not loaded yet           */
+    int64_t start_offset; /* where reading started (-2 the beginning)   */
+    int64_t ckpt_offset;  /* next offset of the last checkpoint         */
+    /* Every job whose first message lies before `covered` was finished, or
+     * is restored, when reading started (the checkpoint's offset, or the
+     * committed one: commits never pass an unfinished job's start); -1
+     * when reading started at the log's beginning, which proves nothing. */
+    int64_t covered;
+    int gap;       /* offsets were lost since: `covered` proves nothing */
+    int need_load; /* checkpoint not loaded yet (store unavailable)     */
     tw_pending_part *pend;
     size_t npend, pend_cap;
     char **fin; /* store: finished since the last checkpoint  */
@@ -91,7 +99,9 @@ struct tw_router {
     int32_t cur_partition;
     int64_t cur_offset;
     tw_router_stats stats;
-    tw_outbox_alert *outbox; /* store: alerts to claim and send, in order */
+    tw_store *own_store;     /* the volatile store made when none is given */
+    int durable;             /* the store outlives this process            */
+    tw_outbox_alert *outbox; /* alerts to claim and send, in order */
     size_t nout, out_cap;
     tw_buf *scratch; /* alert tracker blobs */
 };
@@ -133,14 +143,21 @@ int tw_router_new(const tw_router_config *cfg, tw_router_alert_fn alert,
         }
     }
     r->cfg.results_dir = r->results_dir;
-    if (cfg->store != NULL && (cfg->topic == NULL || cfg->topic[0] == 0)) {
-        snprintf(err, errlen, "router: a store needs the topic name");
-        free(r->results_dir);
-        free(r);
-        return TW_ERR;
+    if (r->cfg.topic == NULL || r->cfg.topic[0] == 0)
+        r->cfg.topic = "trainwatch.metrics";
+    /* No store given: a private volatile one, so there is one protocol */
+    if (r->cfg.store == NULL) {
+        if (tw_store_open(NULL, &r->own_store, err, errlen) != TW_OK) {
+            free(r->results_dir);
+            free(r);
+            return TW_ERR;
+        }
+        r->cfg.store = r->own_store;
     }
-    if (cfg->store != NULL && (r->scratch = tw_buf_new()) == NULL) {
+    r->durable = tw_store_durable(r->cfg.store);
+    if ((r->scratch = tw_buf_new()) == NULL) {
         snprintf(err, errlen, "out of memory");
+        tw_store_close(r->own_store);
         free(r->results_dir);
         free(r);
         return TW_ERR;
@@ -213,6 +230,7 @@ void tw_router_free(tw_router *r)
     tw_outbox_drop(r, -1, 1);
     free(r->outbox);
     tw_buf_free(r->scratch);
+    tw_store_close(r->own_store);
     free(r->results_dir);
     free(r);
 }
@@ -262,6 +280,7 @@ static int tw_router_add_part(tw_router *r, int32_t partition,
     p->next_offset = -1;
     p->start_offset = TW_SOURCE_OFFSET_DEFAULT;
     p->ckpt_offset = -1;
+    p->covered = -1;
     tw_strmap_init(&p->known);
     size_t inherited = 0;
     if (metadata != NULL && metadata[0] != '\0') {
@@ -307,6 +326,13 @@ void tw_router_revoke(tw_router *r, int32_t partition)
                partition, p->njobs);
         r->stats.jobs_dropped += p->njobs;
         r->stats.jobs_active -= p->njobs;
+        /* A volatile store's checkpoint holds no jobs: its offset must not
+         * survive into a later assignment of this partition here. */
+        char err[512];
+        if (!r->durable &&
+            tw_checkpoint_forget(r->cfg.store, r->cfg.topic, partition, err,
+                                 sizeof(err)) != TW_OK)
+            tw_log(TW_LOG_WARN, "partition %" PRId32 ": %s", partition, err);
         /* Alerts not claimed yet: the next owner evaluates those scans
          * again from the checkpoint and claims them itself. */
         tw_outbox_drop(r, partition, 0);
@@ -336,37 +362,30 @@ static int tw_router_emit(void *ud, const char *job, const char *id,
 {
     tw_rjob *j = ud;
     tw_router *r = j->router;
-    if (r->cfg.store != NULL) {
-        /* claimed and sent by tw_router_flush_alerts, in this order */
-        if (r->nout == r->out_cap) {
-            size_t cap = r->out_cap ? r->out_cap * 2 : 16;
-            tw_outbox_alert *n = realloc(r->outbox, cap * sizeof(*n));
-            if (n == NULL)
-                return TW_ERR;
-            r->outbox = n;
-            r->out_cap = cap;
-        }
-        tw_outbox_alert *a = &r->outbox[r->nout];
-        a->job = strdup(job);
-        a->json = malloc(len + 1);
-        if (a->job == NULL || a->json == NULL) {
-            free(a->job);
-            free(a->json);
+    /* claimed and sent by tw_router_flush_alerts, in this order */
+    if (r->nout == r->out_cap) {
+        size_t cap = r->out_cap ? r->out_cap * 2 : 16;
+        tw_outbox_alert *n = realloc(r->outbox, cap * sizeof(*n));
+        if (n == NULL)
             return TW_ERR;
-        }
-        memcpy(a->json, json, len);
-        a->json[len] = 0;
-        a->len = len;
-        snprintf(a->id, sizeof(a->id), "%s", id);
-        a->partition = j->partition;
-        a->offset = r->cur_offset;
-        r->nout++;
-        return TW_OK;
+        r->outbox = n;
+        r->out_cap = cap;
     }
-    if (r->alert(r->alert_ud, job, id, json, len, r->cur_partition,
-                 r->cur_offset) != TW_OK)
+    tw_outbox_alert *a = &r->outbox[r->nout];
+    a->job = strdup(job);
+    a->json = malloc(len + 1);
+    if (a->job == NULL || a->json == NULL) {
+        free(a->job);
+        free(a->json);
         return TW_ERR;
-    r->stats.alerts_sent++;
+    }
+    memcpy(a->json, json, len);
+    a->json[len] = 0;
+    a->len = len;
+    snprintf(a->id, sizeof(a->id), "%s", id);
+    a->partition = j->partition;
+    a->offset = r->cur_offset;
+    r->nout++;
     return TW_OK;
 }
 
@@ -530,15 +549,14 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
            tw_job_id(j->job), why, s.samples, s.events, s.scans,
            s.duplicate_batches, s.late_samples + s.late_events,
            tw_alert_tracker_sent(j->alerts), secs);
-    if (r->cfg.store != NULL) {
-        /* the next checkpoint writes its tombstone (the results file above
-         * is already written, so a crash now cannot lose it) */
-        if (tw_rpart_add_fin(p, tw_job_id(j->job)) != TW_OK)
-            return TW_ERR;
-    } else if (tw_rpart_add_done(p, tw_job_id(j->job), j->first_offset) !=
-               TW_OK) {
+    /* The next checkpoint writes its tombstone, and commits carry it while
+     * its first message lies past the committed offset (the results file
+     * above is already written, so a crash now cannot lose it). */
+    if (tw_rpart_add_fin(p, tw_job_id(j->job)) != TW_OK ||
+        tw_rpart_add_done(p, tw_job_id(j->job), j->first_offset) != TW_OK)
         return TW_ERR;
-    }
+    if (tw_job_loss_any(tw_job_loss_of(j->job)))
+        r->stats.jobs_partial++;
     r->stats.jobs_finished++;
     r->stats.jobs_active--;
     tw_rjob_free(j);
@@ -601,11 +619,57 @@ static tw_rpart *tw_router_part_or_assign(tw_router *r, int32_t partition)
     return p;
 }
 
+/* Offsets [from, to] of p will never be read: the broker truncated the
+ * log under the consumer, or its position was reset. The jobs in flight
+ * may have lost messages there: they are marked partial (their per-node
+ * sequence gaps, found at their end, say which nodes lost what), and no
+ * job met mid-stream from now on is taken as finished by a previous
+ * owner. */
+static int tw_router_offsets_lost(tw_router *r, tw_rpart *p, int64_t from,
+                                  int64_t to)
+{
+    assert(from <= to);
+    r->stats.offset_gaps++;
+    r->stats.offsets_lost += (uint64_t)(to - from + 1);
+    p->gap = 1;
+    tw_log(TW_LOG_WARN,
+           "partition %" PRId32 ": offsets %" PRId64 "..%" PRId64
+           " were never read (the broker truncated its log under the "
+           "consumer, or the position was reset): data lost; %zu job(s) in "
+           "flight marked partial",
+           p->id, from, to, p->njobs);
+    char where[48];
+    snprintf(where, sizeof(where), "partition %" PRId32, p->id);
+    for (size_t i = 0; i < p->njobs; i++)
+        if (tw_job_note_loss(p->jobs[i]->job, TW_LOSS_OFFSETS, where,
+                             (uint64_t)from, (uint64_t)to) != TW_OK)
+            return TW_ERR;
+    return TW_OK;
+}
+
+/* Where p's next message is expected: after the last one processed, else
+ * where reading started; -1 when unknown (the log's beginning). */
+static int64_t tw_rpart_expected(const tw_rpart *p)
+{
+    return p->next_offset >= 0 ? p->next_offset : p->start_offset;
+}
+
+void tw_router_key_mismatch(tw_router *r)
+{
+    r->stats.key_mismatches++;
+}
+
 void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset)
 {
     r->stats.dead_letters++;
     tw_rpart *p = tw_router_part_or_assign(r, partition);
-    if (p != NULL && offset + 1 > p->next_offset)
+    if (p == NULL)
+        return;
+    int64_t want = tw_rpart_expected(p);
+    if (want >= 0 && offset > want &&
+        tw_router_offsets_lost(r, p, want, offset - 1) != TW_OK)
+        tw_log(TW_LOG_ERROR, "partition %" PRId32 ": out of memory", p->id);
+    if (offset + 1 > p->next_offset)
         p->next_offset = offset + 1;
 }
 
@@ -617,19 +681,17 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
         tw_batch_free(b);
         return TW_ERR;
     }
-    if (r->cfg.store != NULL) {
-        if (p->need_load) {
-            tw_batch_free(b);
-            return TW_UNAVAILABLE;
-        }
-        /* Before the position (tw_router_position: after the last message
-         * processed, else the checkpoint's offset): redelivered, and
-         * already in this instance's jobs or in the checkpoint. */
-        int64_t pos = p->next_offset >= 0 ? p->next_offset : p->start_offset;
-        if (offset < pos) {
-            tw_batch_free(b);
-            return TW_OK;
-        }
+    if (p->need_load) {
+        tw_batch_free(b);
+        return TW_UNAVAILABLE;
+    }
+    /* Before the position (tw_router_position: after the last message
+     * processed, else where reading started): redelivered, and already in
+     * this instance's jobs or in the checkpoint. */
+    int64_t pos = tw_rpart_expected(p);
+    if (offset < pos) {
+        tw_batch_free(b);
+        return TW_OK;
     }
     const char *id = b->job != NULL ? b->job : "";
     tw_rjob *j = NULL;
@@ -652,8 +714,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
         }
     }
     uint32_t known = 0;
-    if (j == NULL && r->cfg.store != NULL &&
-        !tw_strmap_get(&p->known, id, strlen(id), &known)) {
+    if (j == NULL && !tw_strmap_get(&p->known, id, strlen(id), &known)) {
         /* a job finished here before (its tombstone) is not re-created */
         char err[512];
         int done = tw_checkpoint_job_done(r->cfg.store, id, err, sizeof(err));
@@ -678,9 +739,15 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
             }
         }
     }
+    if (pos >= 0 && offset > pos &&
+        tw_router_offsets_lost(r, p, pos, offset - 1) != TW_OK) {
+        tw_batch_free(b);
+        return TW_ERR;
+    }
     if (offset + 1 > p->next_offset)
         p->next_offset = offset + 1;
     r->stats.batches++;
+    int joined_lost = 0;
     if (j == NULL) {
         if (tw_strmap_get(&p->known, id, strlen(id), &known)) {
             if (known == TW_JOB_FINISHED) {
@@ -696,23 +763,58 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
             return TW_OK;
         }
         if (!has_start && b->seq != 1) {
-            tw_log(TW_LOG_INFO,
-                   "job %s joined mid-stream at partition %" PRId32
-                   " offset %" PRId64 " (node %s seq %" PRIu64
-                   "): a previous owner finished it; skipping its messages",
-                   id, p->id, offset, b->node != NULL ? b->node : "", b->seq);
-            r->stats.jobs_skipped_partial++;
-            r->stats.skipped_messages++;
-            /* id points into b: remember it before b goes */
-            int rc = tw_strmap_put(&p->known, id, strlen(id), TW_JOB_SKIPPED);
-            tw_batch_free(b);
-            return rc;
+            /* Met mid-stream. Finished by a previous owner only when the
+             * point where reading started covers its start and no offset
+             * was lost since; anything else is data loss. */
+            if (p->covered >= 0 && !p->gap) {
+                tw_log(TW_LOG_INFO,
+                       "job %s met mid-stream at partition %" PRId32
+                       " offset %" PRId64 " (node %s seq %" PRIu64
+                       "): it started before offset %" PRId64
+                       ", where reading resumed, so a previous owner "
+                       "finished it; skipping its messages",
+                       id, p->id, offset, b->node != NULL ? b->node : "",
+                       b->seq, p->covered);
+                r->stats.jobs_finished_before++;
+                r->stats.after_end++;
+                /* id points into b: remember it before b goes */
+                int rc =
+                    tw_strmap_put(&p->known, id, strlen(id), TW_JOB_FINISHED);
+                tw_batch_free(b);
+                return rc;
+            }
+            r->stats.jobs_data_loss++;
+            if (r->cfg.on_data_loss == TW_ON_DATA_LOSS_SKIP) {
+                tw_log(TW_LOG_WARN,
+                       "job %s met mid-stream at partition %" PRId32
+                       " offset %" PRId64 " (node %s seq %" PRIu64
+                       ") and nothing proves a previous owner finished it: "
+                       "its beginning was lost; skipping it "
+                       "(engine.on_data_loss: skip)",
+                       id, p->id, offset, b->node != NULL ? b->node : "",
+                       b->seq);
+                r->stats.jobs_skipped_partial++;
+                r->stats.skipped_messages++;
+                int rc =
+                    tw_strmap_put(&p->known, id, strlen(id), TW_JOB_SKIPPED);
+                tw_batch_free(b);
+                return rc;
+            }
+            joined_lost = 1;
         }
         if (tw_router_new_job(r, p, id, offset, 0, &j) != TW_OK) {
             tw_batch_free(b);
             return TW_ERR;
         }
         ji = p->njobs - 1;
+        char where[48];
+        snprintf(where, sizeof(where), "partition %" PRId32, p->id);
+        if (joined_lost &&
+            tw_job_note_loss(j->job, TW_LOSS_JOINED, where, (uint64_t)offset,
+                             (uint64_t)offset) != TW_OK) {
+            tw_batch_free(b);
+            return TW_ERR;
+        }
     }
     if (has_start && start_us > 0)
         tw_job_set_first_timestamp(j->job, start_us);
@@ -754,18 +856,13 @@ int tw_router_commit_point(tw_router *r, int32_t partition,
                            tw_source_commit_entry *out)
 {
     tw_rpart *p = tw_router_part(r, partition);
-    if (p != NULL && r->cfg.store != NULL) {
-        /* the checkpoint holds everything before its offset */
-        if (p->ckpt_offset < 0)
-            return 0;
-        out->partition = p->id;
-        out->offset = p->ckpt_offset;
-        out->metadata = NULL;
-        return 1;
-    }
-    if (p == NULL || p->next_offset < 0)
+    /* Only what a checkpoint holds is committed; and never past the first
+     * message of a job still unfinished, so that a next owner without
+     * this checkpoint (a volatile store, or one emptied while the engine
+     * was down) re-reads every unfinished job from its start. */
+    if (p == NULL || p->ckpt_offset < 0)
         return 0;
-    int64_t off = p->next_offset;
+    int64_t off = p->ckpt_offset;
     for (size_t i = 0; i < p->njobs; i++)
         if (p->jobs[i]->first_offset < off)
             off = p->jobs[i]->first_offset;
@@ -817,6 +914,31 @@ typedef struct tw_restore_ctx {
     size_t errlen;
 } tw_restore_ctx;
 
+/* "origin": the job's first Kafka offset, decimal. Commits must never pass
+ * it while the job is unfinished, restored or not. */
+static int tw_router_restore_origin(tw_restore_ctx *c, const uint8_t *data,
+                                    size_t len)
+{
+    char text[24];
+    char *end = NULL;
+    long long v = -1;
+    if (len > 0 && len < sizeof(text)) {
+        memcpy(text, data, len);
+        text[len] = 0;
+        errno = 0;
+        v = strtoll(text, &end, 10);
+    }
+    if (v < 0 || end == NULL || *end != 0 || errno != 0) {
+        snprintf(c->err, c->errlen,
+                 "checkpoint of job '%s': part 'origin' is not an offset",
+                 tw_job_id(c->cur->job));
+        return TW_ERR;
+    }
+    c->cur->first_offset = v;
+    c->cur->origin_saved = 1;
+    return TW_OK;
+}
+
 static int tw_router_restore_part(void *ud, const char *job, const char *part,
                                   const uint8_t *data, size_t len)
 {
@@ -835,6 +957,8 @@ static int tw_router_restore_part(void *ud, const char *job, const char *part,
         }
     }
     char why[512];
+    if (strcmp(part, "origin") == 0)
+        return tw_router_restore_origin(c, data, len);
     int rc = strcmp(part, "alerts") == 0
                  ? tw_alert_tracker_restore(c->cur->alerts, data, len, why,
                                             sizeof(why))
@@ -870,10 +994,13 @@ static int tw_router_load(tw_router *r, tw_rpart *p, char *err, size_t errlen)
         p->start_offset = next;
         p->ckpt_offset = next;
     }
+    p->covered = p->start_offset >= 0 ? p->start_offset : -1;
     for (size_t i = 0; i < p->njobs; i++) {
         tw_job_stats st;
         tw_job_get_stats(p->jobs[i]->job, &st);
-        p->jobs[i]->first_offset = p->start_offset;
+        /* a checkpoint from before "origin" parts: the best known bound */
+        if (!p->jobs[i]->origin_saved)
+            p->jobs[i]->first_offset = p->start_offset;
         tw_log(TW_LOG_INFO,
                "job %s restored from checkpoint (partition %" PRId32
                ", offset %" PRId64 ", samples=%" PRIu64 " scans=%" PRIu64 ")",
@@ -893,16 +1020,16 @@ int tw_router_assign(tw_router *r, int32_t partition, const char *metadata,
 {
     *start_offset = TW_SOURCE_OFFSET_DEFAULT;
     int existed = tw_router_part(r, partition) != NULL;
-    if (tw_router_add_part(r, partition,
-                           r->cfg.store != NULL ? NULL : metadata) != TW_OK) {
+    if (tw_router_add_part(r, partition, metadata) != TW_OK) {
         snprintf(err, errlen, "out of memory assigning a partition");
         return TW_ERR;
     }
-    if (r->cfg.store == NULL || existed)
+    if (existed)
         return TW_OK;
     tw_rpart *p = tw_router_part(r, partition);
     /* without a checkpoint: the committed offset, else the beginning */
     p->start_offset = committed >= 0 ? committed : -2;
+    p->covered = committed >= 0 ? committed : -1;
     int rc = tw_router_load(r, p, err, errlen);
     if (rc == TW_UNAVAILABLE) {
         p->need_load = 1;
@@ -940,7 +1067,7 @@ int64_t tw_router_position(const tw_router *r, int32_t partition)
 int tw_router_checkpoint_due(const tw_router *r, int32_t partition)
 {
     const tw_rpart *p = tw_router_part(r, partition);
-    return r->cfg.store != NULL && p != NULL && p->nfin > 0;
+    return p != NULL && p->nfin > 0;
 }
 
 /* tw_job_save's emit: replaces or adds (job, part) in the pending list. */
@@ -996,7 +1123,7 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
                          size_t errlen)
 {
     tw_rpart *p = tw_router_part(r, partition);
-    if (r->cfg.store == NULL || p == NULL || p->need_load)
+    if (p == NULL || p->need_load)
         return TW_OK;
     for (size_t i = 0; i < r->nout; i++)
         if (r->outbox[i].partition == partition) {
@@ -1006,12 +1133,24 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
             return TW_UNAVAILABLE;
         }
     /* Save what changed since the last save into the pending list; the
-     * alert tracker changes only with a scan, i.e. when the job is dirty. */
-    for (size_t i = 0; i < p->njobs; i++) {
+     * alert tracker changes only with a scan, i.e. when the job is dirty.
+     * A volatile store keeps no job state: a next owner re-reads the
+     * unfinished jobs (see tw_router_commit_point). */
+    for (size_t i = 0; r->durable && i < p->njobs; i++) {
         tw_rjob *j = p->jobs[i];
         if (!tw_job_dirty(j->job))
             continue;
         tw_save_ctx c = {.p = p, .job = tw_job_id(j->job)};
+        if (!j->origin_saved) {
+            char origin[24];
+            int n = snprintf(origin, sizeof(origin), "%" PRId64,
+                             j->first_offset);
+            if (tw_pending_put(&c, "origin", origin, (size_t)n) != TW_OK) {
+                snprintf(err, errlen, "job %s: out of memory", c.job);
+                return TW_ERR;
+            }
+            j->origin_saved = 1; /* pending until a checkpoint commits it */
+        }
         tw_buf_clear(r->scratch);
         if (tw_alert_tracker_save(j->alerts, r->scratch) != TW_OK ||
             tw_pending_put(&c, "alerts", tw_buf_data(r->scratch),

@@ -6,40 +6,36 @@
  * by the Kafka partition they arrive on, because a partition is the unit
  * a consumer group moves between instances.
  *
- * Offsets and exactness (no state store yet). A message is processed when
- * its job no longer needs it: the job has finished, or the message has
- * been ingested by a job this instance will finish. Per partition the
- * commit offset is therefore
- *     min(first offset of every unfinished job, last processed offset + 1)
- * so an instance that takes the partition over re-reads every unfinished
- * job from its first message and evaluates it completely. Messages of
- * jobs finished before that point may be re-read as well:
- *  - a job whose first message seen since assignment is neither a
- *    JOB_START marker nor sequence number 1 joined mid-stream: its start
- *    lies before the committed offset, so a previous owner finished it.
- *    Its messages are skipped and counted (jobs_skipped_partial,
- *    skipped_messages), with one log line per job;
- *  - a job that started after that point but finished before the commit
- *    would be evaluated again from its start. So each commit carries, as
- *    Kafka offset metadata, the ids of the jobs finished here whose first
- *    message lies at or after the committed offset (a JSON array of
- *    strings, at most TW_ROUTER_META_MAX bytes); the next owner skips
- *    them (counted as after_end).
- * With a persistent state store (tw_router_config.store: Redis, or the
- * memory store with a snapshot file) the store is the truth instead:
- *  - tw_router_checkpoint() writes, per partition and in one transaction
- *    (checkpoint.h), the dirty parts of its unfinished jobs (tw_job_save
- *    parts plus an "alerts" part: the alert tracker's bookkeeping), the
- *    tombstones of the jobs finished since the last one, and the next
- *    offset; the Kafka commit (tw_router_commit_point) is then exactly that
- *    checkpointed offset, with no metadata;
- *  - on assignment the partition's checkpoint is loaded: its jobs are
- *    restored (counted in jobs_restored, one log line each) and reading
- *    starts at the stored offset; a job first seen after that with a
- *    tombstone is skipped (after_end); one without either that is not at
- *    its start still joined mid-stream (skipped as above);
- *  - alerts are claimed in the store (tw_checkpoint_claim, SET NX) before
- *    they are handed to the alert callback: scans queue them, and
+ * Exactness: one protocol for every state store (state_store.h; given
+ * none, the router makes a private volatile memory store).
+ *  - Checkpoint, then commit. tw_router_checkpoint() writes, per partition
+ *    and in one transaction (checkpoint.h), the tombstones of the jobs
+ *    finished since the last one, the next offset, and - when the store is
+ *    durable (Redis, or memory with a snapshot) - the dirty parts of its
+ *    unfinished jobs: tw_job_save's parts, "alerts" (the alert tracker)
+ *    and "origin" (the job's first offset). tw_router_commit_point() then
+ *    gives the Kafka commit: the checkpoint's offset, but never past the
+ *    first message of a job still unfinished, with the ids of the jobs
+ *    finished here whose first message lies at or after it as the offset
+ *    metadata (a JSON array, at most TW_ROUTER_META_MAX bytes).
+ *  - On assignment the partition's checkpoint is loaded: its jobs are
+ *    restored and reading starts at its offset; without one (a volatile
+ *    store, or a durable one emptied while the engine was down) reading
+ *    starts at the committed offset and the unfinished jobs are re-read
+ *    from their first message. Jobs named in the metadata or with a
+ *    tombstone are not evaluated again (after_end).
+ *  - A job first met mid-stream (neither JOB_START nor sequence 1) was
+ *    finished by a previous owner only when the offset where reading
+ *    started covers its start (a checkpoint or a commit of this protocol)
+ *    and no offset was lost since (jobs_finished_before). Otherwise its
+ *    beginning was lost: it is evaluated and marked partial, or skipped
+ *    with engine.on_data_loss: skip (jobs_data_loss, WARN either way).
+ *  - Offsets never read (the broker truncated the log under the consumer,
+ *    or its position was reset) are counted (offset_gaps, offsets_lost)
+ *    and mark the jobs in flight partial; per-node sequence gaps mark a
+ *    job partial with the missing ranges (job_loss.h).
+ *  - Alerts are claimed in the store (tw_checkpoint_claim, SET NX) before
+ *    they are handed to the alert callback: scans queue them and
  *    tw_router_flush_alerts() claims and sends them; an id claimed before
  *    (a re-evaluation after a crash) is not sent again (alerts_deduped).
  *    A crash between claim and send loses that alert (at most once).
@@ -67,6 +63,12 @@
 /* Offset metadata stays below Kafka's default offset.metadata.max.bytes. */
 #define TW_ROUTER_META_MAX 3900
 
+/* What to do with a job met mid-stream whose start nothing accounts for. */
+typedef enum tw_on_data_loss {
+    TW_ON_DATA_LOSS_EVALUATE = 0, /* evaluate what is left, marked partial */
+    TW_ON_DATA_LOSS_SKIP = 1,     /* skip it (counted, WARN)               */
+} tw_on_data_loss;
+
 typedef struct tw_router_config {
     tw_job_config job;
     tw_registry *reg;
@@ -74,8 +76,9 @@ typedef struct tw_router_config {
     size_t nrules;
     int64_t job_idle_us;     /* wall time without a message: finalize */
     const char *results_dir; /* NULL = no results files */
-    tw_store *store;         /* persistent store, or NULL (borrowed) */
+    tw_store *store;         /* borrowed; NULL = a private volatile one */
     const char *topic;       /* the metrics topic: checkpoint keys */
+    tw_on_data_loss on_data_loss; /* a job whose beginning was lost */
 } tw_router_config;
 
 typedef struct tw_router_stats {
@@ -89,8 +92,14 @@ typedef struct tw_router_stats {
     uint64_t jobs_finished;        /* by end marker or idle timeout        */
     uint64_t jobs_idle;            /* of those, by idle timeout            */
     uint64_t jobs_dropped;         /* unfinished when their partition left */
-    uint64_t jobs_skipped_partial; /* joined mid-stream, see above       */
+    uint64_t jobs_finished_before; /* met mid-stream, start covered      */
+    uint64_t jobs_data_loss;       /* met mid-stream, beginning lost     */
+    uint64_t jobs_skipped_partial; /* of those, skipped (on_data_loss)   */
     uint64_t skipped_messages;     /* their messages                       */
+    uint64_t jobs_partial;         /* finished with input known missing   */
+    uint64_t offset_gaps;          /* offset ranges never read            */
+    uint64_t offsets_lost;         /* offsets in them                      */
+    uint64_t key_mismatches;       /* dead letters: key is not the job id  */
     uint64_t after_end;            /* messages of jobs already finished    */
     uint64_t alerts_sent;
     uint64_t alerts_deduped;   /* claimed before: not sent again       */
@@ -114,11 +123,11 @@ void tw_router_free(tw_router *r);
 
 /* The partition is this instance's from now on. `metadata` and
  * `committed` are what the previous owner committed (may be NULL or "",
- * -1). *start_offset gets where to read from: TW_SOURCE_OFFSET_DEFAULT
- * without a store; with one the checkpoint's offset (or the committed one,
- * or -2 = the beginning). With a store that cannot be reached the load is
- * left pending (tw_router_load_pending). TW_ERR: out of memory, or a
- * checkpoint that cannot be restored (err names the key or part). */
+ * -1). *start_offset gets where to read from: the checkpoint's offset, or
+ * the committed one, or -2 = the beginning. With a store that cannot be
+ * reached the load is left pending (tw_router_load_pending). TW_ERR: out
+ * of memory, or a checkpoint that cannot be restored (err names the key or
+ * part). */
 int tw_router_assign(tw_router *r, int32_t partition, const char *metadata,
                      int64_t committed, int64_t *start_offset, char *err,
                      size_t errlen);
@@ -131,14 +140,14 @@ int tw_router_load_pending(tw_router *r, char *err, size_t errlen);
  * processed, else where the assignment started; -1001 when unknown. */
 int64_t tw_router_position(const tw_router *r, int32_t partition);
 
-/* Claims and sends the queued alerts (store only; without a store alerts
- * are sent at once). TW_OK when none is left, TW_UNAVAILABLE, TW_ERR (the
- * alert callback failed, or the store refused). */
+/* Claims and sends the queued alerts. TW_OK when none is left,
+ * TW_UNAVAILABLE, TW_ERR (the alert callback failed, or the store
+ * refused). */
 int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen);
 
-/* Writes the partition's checkpoint (store only; TW_OK without one or
- * with nothing new). Alerts must have been flushed and delivered first:
- * TW_UNAVAILABLE while some are still queued. */
+/* Writes the partition's checkpoint (TW_OK with nothing new). Alerts must
+ * have been flushed and delivered first: TW_UNAVAILABLE while some are
+ * still queued. */
 int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
                          size_t errlen);
 
@@ -152,12 +161,16 @@ void tw_router_revoke(tw_router *r, int32_t partition);
 
 /* Routes batch b read at (partition, offset) at wall time now_us; takes
  * ownership of b. TW_ERR only when the engine cannot go on (out of memory,
- * an alert could not be queued). With a store: TW_UNAVAILABLE when the
- * store is needed and cannot be reached (nothing changed: the message must
- * be read again); a message before the partition's position (redelivered)
- * is ignored. */
+ * an alert could not be queued). TW_UNAVAILABLE when the store is needed
+ * and cannot be reached (nothing changed: the message must be read
+ * again); a message before the partition's position (redelivered) is
+ * ignored. */
 int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
                     tw_batch *b, int64_t now_us);
+
+/* The message about to be dead-lettered had a key other than its batch's
+ * job id (counted; tw_router_dead_letter follows). */
+void tw_router_key_mismatch(tw_router *r);
 
 /* A message that was sent to the dead-letter topic: counted, processed. */
 void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset);
@@ -165,8 +178,9 @@ void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset);
 /* Finalizes the jobs without a message for job_idle. TW_ERR as above. */
 int tw_router_expire(tw_router *r, int64_t now_us);
 
-/* The commit of one partition: 1 and *out filled (metadata owned by the
- * router, valid until the next call), 0 when there is nothing to commit. */
+/* The commit of one partition (see above; after tw_router_checkpoint): 1
+ * and *out filled (metadata owned by the router, valid until the next
+ * call), 0 when there is nothing to commit. */
 int tw_router_commit_point(tw_router *r, int32_t partition,
                            tw_source_commit_entry *out);
 

@@ -51,7 +51,10 @@
 
 #define CORE_MAGIC 0x434a5754u /* "TWJC" */
 #define RULE_MAGIC 0x524a5754u /* "TWJR" */
-#define STATE_VERSION 1u
+/* Version 2 appends the data-loss record (job_loss.h) to "core"; version 1
+ * blobs (no record) are still read. */
+#define STATE_VERSION 2u
+#define STATE_VERSION_MIN 1u
 #define HEADER_BYTES 20u
 #define CKPT_KEEP_BYTES (256u * 1024u)
 
@@ -98,7 +101,7 @@ static void seal(tw_buf *b, uint32_t magic)
 /* Checks a part's header; on success *payload and *n are its payload. */
 static int unseal(const char *part, const void *data, size_t len,
                   uint32_t magic, const uint8_t **payload, size_t *n,
-                  char *err, size_t errlen)
+                  unsigned *version_out, char *err, size_t errlen)
 {
     const uint8_t *d = data;
     if (d == NULL || len < HEADER_BYTES) {
@@ -116,11 +119,11 @@ static int unseal(const char *part, const void *data, size_t len,
         return TW_ERR;
     }
     unsigned version = (unsigned)get_le(d + 4, 2);
-    if (version != STATE_VERSION) {
+    if (version < STATE_VERSION_MIN || version > STATE_VERSION) {
         snprintf(err, errlen,
                  "checkpoint part '%s': version %u, this engine reads "
-                 "version %u",
-                 part, version, STATE_VERSION);
+                 "versions %u to %u",
+                 part, version, STATE_VERSION_MIN, STATE_VERSION);
         return TW_ERR;
     }
     if (get_le(d + 6, 2) != 0) {
@@ -145,6 +148,7 @@ static int unseal(const char *part, const void *data, size_t len,
     }
     *payload = d + HEADER_BYTES;
     *n = len - HEADER_BYTES;
+    *version_out = version;
     return TW_OK;
 }
 
@@ -320,6 +324,7 @@ static int build_core(tw_job *j, tw_buf *b)
     tw_ckw_uv(&w, j->nchunks);
     for (size_t i = 0; i < j->nchunks && !w.failed; i++)
         put_batch_chunk(&w, &j->chunks[i]);
+    tw_job_loss_save(&j->loss, &w);
     if (w.failed)
         return TW_ERR;
     seal(b, CORE_MAGIC);
@@ -457,6 +462,7 @@ typedef struct core_pass {
     int apply;
     int oom;
     const char *bad; /* a semantic problem (the reader keeps syntax ones) */
+    unsigned version; /* of the blob */
     char detail[256];
     size_t nnodes, nseries; /* as read from the blob */
     tw_windows *check;      /* check pass: scratch aggregator */
@@ -889,6 +895,10 @@ static void core_pass_run(core_pass *cp)
         get_chunk(cp);
     if (core_failed(cp))
         return;
+    if (cp->version >= 2 && tw_job_loss_restore(&j->loss, r, cp->apply) != TW_OK)
+        cp->oom = 1;
+    if (core_failed(cp))
+        return;
     if (tw_ckr_left(r) != 0) {
         tw_ckr_fail(r, "trailing bytes");
         return;
@@ -915,8 +925,9 @@ static int restore_core(tw_job *j, const void *data, size_t len, char *err,
 {
     const uint8_t *payload;
     size_t n;
-    if (unseal("core", data, len, CORE_MAGIC, &payload, &n, err, errlen) !=
-        TW_OK)
+    unsigned version;
+    if (unseal("core", data, len, CORE_MAGIC, &payload, &n, &version, err,
+               errlen) != TW_OK)
         return TW_ERR;
     if (j->stats.batches != 0 || j->nseries != 0 || j->nnodes != 0 ||
         j->nproducers != 0 || j->nchunks != 0 || j->started || j->finished ||
@@ -933,6 +944,7 @@ static int restore_core(tw_job *j, const void *data, size_t len, char *err,
         memset(&cp, 0, sizeof(cp));
         cp.j = j;
         cp.apply = apply;
+        cp.version = version;
         tw_ckr_init(&cp.r, payload, n);
         if (!apply && (cp.check = tw_windows_new()) == NULL)
             cp.oom = 1;
@@ -965,7 +977,9 @@ static int restore_rule(tw_job *j, const char *part, size_t idx,
 {
     const uint8_t *payload;
     size_t n;
-    if (unseal(part, data, len, RULE_MAGIC, &payload, &n, err, errlen) != TW_OK)
+    unsigned version;
+    if (unseal(part, data, len, RULE_MAGIC, &payload, &n, &version, err,
+               errlen) != TW_OK)
         return TW_ERR;
     tw_ckr r;
     tw_ckr_init(&r, payload, n);

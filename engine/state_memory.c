@@ -806,9 +806,16 @@ static int mem_claim(void *impl, const char *key, int64_t ttl_s, char *err,
     return 1;
 }
 
+/* Only a snapshot file outlives the process. */
+static int mem_durable(const void *impl)
+{
+    const memstore *m = impl;
+    return m->snapshot != NULL;
+}
+
 static const tw_store_vtable memory_vtable = {
-    "memory", mem_close,    mem_ping, mem_retry_in_ms, mem_commit,
-    mem_get,  mem_smembers, mem_ttl,  mem_claim};
+    "memory", mem_close, mem_ping,  mem_retry_in_ms, mem_commit,
+    mem_get,  mem_smembers, mem_ttl, mem_claim,      mem_durable};
 
 int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
                          void **impl, char *err, size_t errlen)

@@ -744,9 +744,15 @@ static int rs_claim(void *impl, const char *key, int64_t ttl_s, char *err,
     return rc;
 }
 
+static int rs_durable(const void *impl)
+{
+    (void)impl;
+    return 1;
+}
+
 static const tw_store_vtable redis_vtable = {
     "redis", rs_close,    rs_ping, rs_retry_in_ms, rs_commit,
-    rs_get,  rs_smembers, rs_ttl,  rs_claim};
+    rs_get,  rs_smembers, rs_ttl,  rs_claim,       rs_durable};
 
 /* The password from password_env or password_file (never both). */
 static int read_password(const tw_settings *st, rstore *r, char *err,

@@ -132,6 +132,11 @@ const char *tw_store_kind(const tw_store *s)
     return s->vt->kind;
 }
 
+int tw_store_durable(const tw_store *s)
+{
+    return s->vt->durable(s->impl);
+}
+
 int64_t tw_store_checkpoint_interval_us(const tw_store *s)
 {
     return s->checkpoint_interval_us;

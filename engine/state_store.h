@@ -80,6 +80,11 @@ void tw_store_close(tw_store *s);
 
 /* "memory" or "redis". */
 const char *tw_store_kind(const tw_store *s);
+/* 1 when what is committed outlives this process (redis; memory with a
+ * snapshot file), 0 for the plain memory store: the daemon then keeps no
+ * job state in its checkpoints, only offsets and tombstones, and a next
+ * owner re-reads unfinished jobs from their first message. */
+int tw_store_durable(const tw_store *s);
 /* Settings the daemon uses: state.checkpoint_interval (µs, default 1 s) and
  * state.finished_ttl (seconds, default 7 days). */
 int64_t tw_store_checkpoint_interval_us(const tw_store *s);

@@ -45,6 +45,8 @@ typedef struct tw_store_vtable {
                size_t errlen);
     int (*claim)(void *impl, const char *key, int64_t ttl_s, char *err,
                  size_t errlen);
+    /* 1 when what is committed outlives this process. */
+    int (*durable)(const void *impl);
 } tw_store_vtable;
 
 /* Each implementation's constructor: reads its own settings from `state`

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,7 +448,8 @@ typedef struct run {
     int64_t now;
 } run;
 
-static void run_open(run *x, const fixture *fx, tw_store *store)
+static void run_open_with(run *x, const fixture *fx, tw_store *store,
+                          tw_on_data_loss on_loss)
 {
     memset(x, 0, sizeof(*x));
     snprintf(x->dir, sizeof(x->dir), "/tmp/tw_router_res_XXXXXX");
@@ -460,11 +462,17 @@ static void run_open(run *x, const fixture *fx, tw_store *store)
                           .job_idle_us = IDLE_US,
                           .results_dir = x->dir,
                           .store = store,
-                          .topic = "metrics"};
+                          .topic = "metrics",
+                          .on_data_loss = on_loss};
     char err[512];
     if (tw_router_new(&c, on_alert, &x->alerts, &x->r, err, sizeof(err)) !=
         TW_OK)
         fail_msg("tw_router_new: %s", err);
+}
+
+static void run_open(run *x, const fixture *fx, tw_store *store)
+{
+    run_open_with(x, fx, store, TW_ON_DATA_LOSS_EVALUATE);
 }
 
 /* Frees the router (a crash, as far as the store is concerned). */
@@ -553,6 +561,16 @@ static int feed_rc(run *x, int32_t part, const plog *l, size_t k)
     return rc;
 }
 
+/* Idle finalization, then what the daemon does next: send its alerts. */
+static int expire(run *x, int64_t now)
+{
+    int rc = tw_router_expire(x->r, now);
+    char err[512];
+    if (rc == TW_OK && tw_router_flush_alerts(x->r, err, sizeof(err)) != TW_OK)
+        fail_msg("flush: %s", err);
+    return rc;
+}
+
 static void feed(run *x, int32_t part, const plog *l, size_t from, size_t to)
 {
     for (size_t k = from; k < to; k++)
@@ -604,7 +622,7 @@ static void test_two_jobs_interleaved(void **state)
     run_open(&x, fx, NULL);
     int64_t start;
     assign(&x, 0, NULL, -1, &start);
-    assert_int_equal(start, TW_SOURCE_OFFSET_DEFAULT);
+    assert_int_equal(start, -2); /* nothing committed: the beginning */
     feed(&x, 0, &l, 0, l.n);
     tw_router_stats st = stats(&x);
     assert_int_equal(st.batches, l.n);
@@ -688,13 +706,13 @@ static void test_created_by_seq1_expired_idle(void **state)
     assert_int_equal(st.jobs_active, 1);
     feed(&x, 0, &l, 1, l.n);
     int64_t last = x.now;
-    assert_int_equal(tw_router_expire(x.r, last + IDLE_US - 1), TW_OK);
+    assert_int_equal(expire(&x, last + IDLE_US - 1), TW_OK);
     st = stats(&x);
     assert_int_equal(st.jobs_active, 1);
     assert_int_equal(st.jobs_finished, 0);
     assert_no_results(&x, "job-a");
     size_t before = x.alerts.n;
-    assert_int_equal(tw_router_expire(x.r, last + IDLE_US), TW_OK);
+    assert_int_equal(expire(&x, last + IDLE_US), TW_OK);
     st = stats(&x);
     assert_int_equal(st.jobs_active, 0);
     assert_int_equal(st.jobs_finished, 1);
@@ -757,29 +775,40 @@ static void test_created_by_start_marker(void **state)
     stream_free(&s);
 }
 
-/* A job first seen with seq != 1 and no start marker joined mid-stream:
- * all its messages, end marker included, are skipped and counted; no
- * results, no alerts. Another job on the partition is unaffected. */
+/* a's second half interleaved with all of b, on partition 0. */
+static void plog_a_from_middle(plog *l, const fixture *fx, size_t *cut)
+{
+    *cut = fx->a.n / 2;
+    memset(l, 0, sizeof(*l));
+    size_t j = 0;
+    for (size_t i = *cut; i < fx->a.n; i++) {
+        plog_add(l, &fx->a, i);
+        if (j < fx->b.n)
+            plog_add(l, &fx->b, j++);
+    }
+    while (j < fx->b.n)
+        plog_add(l, &fx->b, j++);
+}
+
+/* A job first seen with seq != 1 and no start marker, read from the log's
+ * beginning (nothing committed): its start was lost (the broker truncated
+ * the log), not finished by anyone. With engine.on_data_loss: skip all its
+ * messages, end marker included, are skipped and counted; no results, no
+ * alerts. Another job on the partition is unaffected. */
 static void test_joined_mid_stream_skipped(void **state)
 {
     fixture *fx = *state;
-    size_t cut = fx->a.n / 2;
+    size_t cut;
     plog l;
-    memset(&l, 0, sizeof(l));
-    size_t j = 0;
-    for (size_t i = cut; i < fx->a.n; i++) {
-        plog_add(&l, &fx->a, i);
-        if (j < fx->b.n)
-            plog_add(&l, &fx->b, j++);
-    }
-    while (j < fx->b.n)
-        plog_add(&l, &fx->b, j++);
+    plog_a_from_middle(&l, fx, &cut);
     run x;
-    run_open(&x, fx, NULL);
+    run_open_with(&x, fx, NULL, TW_ON_DATA_LOSS_SKIP);
     feed(&x, 0, &l, 0, l.n);
-    assert_int_equal(tw_router_expire(x.r, x.now + 2 * IDLE_US), TW_OK);
+    assert_int_equal(expire(&x, x.now + 2 * IDLE_US), TW_OK);
     tw_router_stats st = stats(&x);
+    assert_int_equal(st.jobs_data_loss, 1);
     assert_int_equal(st.jobs_skipped_partial, 1);
+    assert_int_equal(st.jobs_finished_before, 0);
     assert_int_equal(st.skipped_messages, fx->a.n - cut);
     assert_int_equal(st.jobs_started, 1);
     assert_int_equal(st.jobs_finished, 1);
@@ -788,6 +817,121 @@ static void test_joined_mid_stream_skipped(void **state)
     assert_no_alerts_for(&x.alerts, "job-a");
     assert_results(&x, "job-b", &fx->ref_b);
     assert_job_alerts(&x.alerts, "job-b", &fx->ref_b.alerts, 0);
+    run_close(&x);
+}
+
+/* The same stream with the default (evaluate): job-a is evaluated from
+ * what is left and marked partial - results name the lost beginning and
+ * the node's missing sequence numbers, its final alerts say partial - and
+ * job-b is complete and unmarked. */
+static void test_joined_mid_stream_partial(void **state)
+{
+    fixture *fx = *state;
+    size_t cut;
+    plog l;
+    plog_a_from_middle(&l, fx, &cut);
+    run x;
+    run_open(&x, fx, NULL);
+    feed(&x, 0, &l, 0, l.n);
+    assert_int_equal(expire(&x, x.now + 2 * IDLE_US), TW_OK);
+    tw_router_stats st = stats(&x);
+    assert_int_equal(st.jobs_data_loss, 1);
+    assert_int_equal(st.jobs_skipped_partial, 0);
+    assert_int_equal(st.jobs_partial, 1);
+    assert_int_equal(st.jobs_finished, 2);
+    char *res = results_file(&x, "job-a");
+    assert_non_null(res);
+    assert_non_null(strstr(res, "\"partial\": true"));
+    assert_non_null(strstr(res, "\"kind\": \"joined_mid_stream\""));
+    assert_non_null(strstr(res, "\"kind\": \"sequence_gap\""));
+    free(res);
+    size_t finals = 0;
+    for (size_t i = 0; i < x.alerts.n; i++) {
+        const alert *a = &x.alerts.a[i];
+        int final = strstr(a->json, "\"final\":true") != NULL;
+        int partial = strstr(a->json, "\"partial\":true") != NULL;
+        if (strcmp(a->job, "job-a") == 0 && final) {
+            assert_true(partial);
+            finals++;
+        } else {
+            assert_false(partial);
+        }
+    }
+    assert_true(finals > 0);
+    assert_results(&x, "job-b", &fx->ref_b);
+    run_close(&x);
+}
+
+/* Read from a committed offset (this protocol never commits past an
+ * unfinished job's first message), a job met mid-stream started before it
+ * and was finished by the previous owner: skipped, no data loss. After an
+ * offset gap the same proof no longer holds. */
+static void test_mid_stream_covered_by_commit(void **state)
+{
+    fixture *fx = *state;
+    size_t cut;
+    plog l;
+    plog_a_from_middle(&l, fx, &cut);
+    l.base = 500;
+    run x;
+    run_open(&x, fx, NULL);
+    assign(&x, 0, NULL, l.base, NULL);
+    feed(&x, 0, &l, 0, l.n);
+    tw_router_stats st = stats(&x);
+    assert_int_equal(st.jobs_finished_before, 1);
+    assert_int_equal(st.jobs_data_loss, 0);
+    assert_int_equal(st.after_end, fx->a.n - cut);
+    assert_int_equal(st.offset_gaps, 0);
+    assert_no_results(&x, "job-a");
+    assert_results(&x, "job-b", &fx->ref_b);
+    run_close(&x);
+
+    /* reading starts at 490: offsets 490..499 are gone (truncated) */
+    run y;
+    run_open(&y, fx, NULL);
+    assign(&y, 0, NULL, l.base - 10, NULL);
+    feed(&y, 0, &l, 0, l.n);
+    st = stats(&y);
+    assert_int_equal(st.offset_gaps, 1);
+    assert_int_equal(st.offsets_lost, 10);
+    assert_int_equal(st.jobs_finished_before, 0);
+    assert_int_equal(st.jobs_data_loss, 1);
+    assert_int_equal(st.jobs_partial, 1);
+    char *res = results_file(&y, "job-a");
+    assert_non_null(res);
+    assert_non_null(strstr(res, "\"partial\": true"));
+    free(res);
+    run_close(&y);
+}
+
+/* Offsets skipped while jobs are in flight (a position reset after the
+ * log was truncated under the consumer): counted, and each job in flight
+ * is marked partial with the lost range and its own sequence gaps. */
+static void test_offset_gap_marks_jobs_partial(void **state)
+{
+    fixture *fx = *state;
+    plog l;
+    plog_interleave(&l, &fx->a, &fx->b, 2, 10);
+    size_t from = l.n / 3, to = l.n / 3 + 6;
+    run x;
+    run_open(&x, fx, NULL);
+    assign(&x, 0, NULL, -1, NULL);
+    feed(&x, 0, &l, 0, from);
+    feed(&x, 0, &l, to, l.n);
+    assert_int_equal(expire(&x, x.now + 2 * IDLE_US), TW_OK);
+    tw_router_stats st = stats(&x);
+    assert_int_equal(st.offset_gaps, 1);
+    assert_int_equal(st.offsets_lost, to - from);
+    assert_int_equal(st.jobs_partial, 2);
+    char want[96];
+    snprintf(want, sizeof(want), "\"from\": %" PRId64 ", \"to\": %" PRId64,
+             l.base + (int64_t)from, l.base + (int64_t)to - 1);
+    char *res = results_file(&x, "job-a");
+    assert_non_null(res);
+    assert_non_null(strstr(res, "\"kind\": \"offsets_lost\""));
+    assert_non_null(strstr(res, want));
+    assert_non_null(strstr(res, "\"kind\": \"sequence_gap\""));
+    free(res);
     run_close(&x);
 }
 
@@ -810,10 +954,14 @@ static void plog_commit_case(plog *l, const fixture *fx, size_t *a_from,
         plog_add(l, &fx->b, i);
 }
 
+/* Checkpoint, then commit: the daemon's order. */
 static int64_t commit_of(run *x, int32_t part, char *meta, size_t metalen)
 {
     tw_source_commit_entry c;
     memset(&c, 0, sizeof(c));
+    char err[512];
+    if (tw_router_checkpoint(x->r, part, err, sizeof(err)) != TW_OK)
+        fail_msg("checkpoint: %s", err);
     assert_int_equal(tw_router_commit_point(x->r, part, &c), 1);
     assert_int_equal(c.partition, part);
     snprintf(meta, metalen, "%s", c.metadata != NULL ? c.metadata : "");
@@ -834,7 +982,7 @@ static void test_commit_points(void **state)
     run_open(&x, fx, NULL);
     int64_t start;
     assign(&x, 0, NULL, -1, &start);
-    assert_int_equal(start, TW_SOURCE_OFFSET_DEFAULT);
+    assert_int_equal(start, -2); /* nothing committed: the beginning */
     tw_source_commit_entry c;
     assert_int_equal(tw_router_commit_point(x.r, 0, &c), 0); /* nothing yet */
     assert_int_equal(tw_router_commit_point(x.r, 9, &c), 0); /* not ours */
@@ -877,7 +1025,7 @@ static void test_commit_points(void **state)
     run y;
     run_open(&y, fx, NULL);
     assign(&y, 0, committed_meta, committed, &start);
-    assert_int_equal(start, TW_SOURCE_OFFSET_DEFAULT);
+    assert_int_equal(start, committed);
     feed(&y, 0, &l, (size_t)(committed - l.base), l.n);
     tw_router_stats st = stats(&y);
     assert_int_equal(st.jobs_started, 1);
@@ -991,9 +1139,9 @@ static void test_duplicates(void **state)
 
 /* Revoked mid-job: the unfinished jobs are dropped (no results), the
  * commit taken before the revoke points at their start, and assigning
- * again and reading from there evaluates them completely. Alerts are at
- * least once here: the second pass repeats the first pass's alerts with
- * the same ids and bytes. */
+ * again and reading from there evaluates them completely. The volatile
+ * store's claims live as long as the process: the second pass does not
+ * repeat the first pass's alerts. */
 static void test_revoke_reassign(void **state)
 {
     fixture *fx = *state;
@@ -1037,8 +1185,6 @@ static void test_revoke_reassign(void **state)
         sink_add(i < first_pass ? &pass1 : &pass2, a->job, a->id, a->json,
                  strlen(a->json), a->partition, a->offset);
     }
-    assert_job_alerts(&pass2, "job-a", &fx->ref_a.alerts, 0);
-    assert_job_alerts(&pass2, "job-b", &fx->ref_b.alerts, 0);
     size_t na = 0, nb = 0;
     for (size_t i = 0; i < pass1.n; i++) {
         const reference *ref =
@@ -1048,6 +1194,11 @@ static void test_revoke_reassign(void **state)
         assert_string_equal(pass1.a[i].json, ref->alerts.a[*k].json);
         (*k)++;
     }
+    /* the second pass evaluates both jobs whole, and the store's claims
+     * (this process's) keep it from sending what the first pass sent */
+    assert_job_alerts(&pass2, "job-a", &fx->ref_a.alerts, na);
+    assert_job_alerts(&pass2, "job-b", &fx->ref_b.alerts, nb);
+    assert_int_equal(stats(&x).alerts_deduped, first_pass);
     sink_clear(&pass1);
     sink_clear(&pass2);
     run_close(&x);
@@ -1140,7 +1291,9 @@ static void resume_case(void **state, int revoke)
     checkpoint(&x, part);
     tw_source_commit_entry c;
     assert_int_equal(tw_router_commit_point(x.r, part, &c), 1);
-    assert_int_equal(c.offset, (int64_t)k);
+    /* the commit stays at the open jobs' first message (the checkpoint is
+     * at k): a next owner without this store re-reads them whole */
+    assert_int_equal(c.offset, l.base);
     assert_null(c.metadata);
     assert_int_equal(stats(&x).checkpoints, 1);
     /* go on until some alert was sent after the checkpoint */
@@ -1369,6 +1522,9 @@ int main(void)
         cmocka_unit_test(test_created_by_seq1_expired_idle),
         cmocka_unit_test(test_created_by_start_marker),
         cmocka_unit_test(test_joined_mid_stream_skipped),
+        cmocka_unit_test(test_joined_mid_stream_partial),
+        cmocka_unit_test(test_mid_stream_covered_by_commit),
+        cmocka_unit_test(test_offset_gap_marks_jobs_partial),
         cmocka_unit_test(test_commit_points),
         cmocka_unit_test(test_commit_metadata_limit),
         cmocka_unit_test(test_duplicates),

@@ -137,6 +137,11 @@ typedef struct tw_replay {
     } *held;
     size_t nheld;
     uint64_t published, duplicates;
+    /* --drop-every / --key: losses and mis-keyed producers, for the
+     * engine's regression tests */
+    uint64_t drop_every, data_emitted, dropped;
+    const char *key; /* NULL: the job id; "": no key */
+    int key_set;
 
     uint64_t batches, markers, samples, events, bytes, files_read;
     uint64_t bad_reported;
@@ -186,6 +191,12 @@ static void tw_replay_usage(FILE *out)
         "  --duplicate-every K testing: publish every K-th message twice\n"
         "                      (the engine drops the copy by its sequence\n"
         "                      number)\n"
+        "  --drop-every K      testing: never publish every K-th data\n"
+        "                      message (a loss the engine must report as\n"
+        "                      a sequence gap; counted as dropped=)\n"
+        "  --key K             testing: publish with key K instead of the\n"
+        "                      job id ('' = no key; the engine must\n"
+        "                      dead-letter such messages as key_mismatch)\n"
         "  -X KEY=VALUE        librdkafka property, e.g.\n"
         "                      security.protocol=SASL_SSL (repeatable)\n"
         "  -q, --quiet         no log lines below warnings\n"
@@ -194,7 +205,7 @@ static void tw_replay_usage(FILE *out)
         "At the end one summary line goes to stdout:\n"
         "  replay: job=J batches=N markers=M samples=S events=E files=F\n"
         "          bad_lines=L mb=X seconds=T delivered=D failed=F\n"
-        "          duplicates=U\n"
+        "          duplicates=U dropped=V\n"
         "          [interrupted]\n"
         "(on one line) where batches counts every message published,\n"
         "markers included; mb the encoded megabytes (10^6 bytes);\n"
@@ -322,8 +333,11 @@ static int tw_replay_publish(tw_replay *r, uint8_t *buf, size_t len)
         copies = 2;
     int rc = 0;
     for (int i = 0; i < copies && rc == 0; i++)
-        rc = tw_producer_send(r->producer, r->topic, r->job, buf, len, NULL,
-                              0, err, sizeof(err));
+        rc = tw_producer_send(r->producer, r->topic,
+                              !r->key_set         ? r->job
+                              : r->key[0] == '\0' ? NULL
+                                                  : r->key,
+                              buf, len, NULL, 0, err, sizeof(err));
     free(buf);
     if (rc != 0) {
         tw_log(TW_LOG_ERROR, "replay: %s", err);
@@ -351,6 +365,12 @@ static int tw_replay_flush_held(tw_replay *r)
 static int tw_replay_emit(tw_replay *r, uint8_t *buf, size_t len,
                           int is_marker)
 {
+    if (!is_marker && r->drop_every > 0 &&
+        ++r->data_emitted % r->drop_every == 0) {
+        free(buf); /* lost on the way, as far as the engine can tell */
+        r->dropped++;
+        return 0;
+    }
     if (r->reorder <= 1 || is_marker) {
         if (tw_replay_flush_held(r) != 0) {
             free(buf);
@@ -873,6 +893,8 @@ int tw_cmd_replay(int argc, char **argv)
         {"no-end-marker", no_argument, NULL, 'E'},
         {"reorder", required_argument, NULL, 'R'},
         {"duplicate-every", required_argument, NULL, 'D'},
+        {"drop-every", required_argument, NULL, 'L'},
+        {"key", required_argument, NULL, 'K'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -916,6 +938,11 @@ int tw_cmd_replay(int argc, char **argv)
         case 'E':
             r.end_marker = 0;
             break;
+        case 'K':
+            r.key = optarg;
+            r.key_set = 1;
+            break;
+        case 'L':
         case 'R':
         case 'D': {
             char *end;
@@ -926,12 +953,16 @@ int tw_cmd_replay(int argc, char **argv)
                 fprintf(stderr,
                         "trainwatch replay: --%s '%s': expected a whole "
                         "number from 1%s\n",
-                        c == 'R' ? "reorder" : "duplicate-every", optarg,
-                        c == 'R' ? " to 1000" : "");
+                        c == 'R'   ? "reorder"
+                        : c == 'L' ? "drop-every"
+                                   : "duplicate-every",
+                        optarg, c == 'R' ? " to 1000" : "");
                 return 2;
             }
             if (c == 'R')
                 r.reorder = (size_t)v;
+            else if (c == 'L')
+                r.drop_every = v;
             else
                 r.duplicate_every = v;
             break;
@@ -1032,10 +1063,12 @@ out:;
     printf("replay: job=%s batches=%" PRIu64 " markers=%" PRIu64
            " samples=%" PRIu64 " events=%" PRIu64 " files=%" PRIu64
            " bad_lines=%" PRIu64 " mb=%.3f seconds=%.2f delivered=%" PRIu64
-           " failed=%" PRIu64 " duplicates=%" PRIu64 "%s\n",
+           " failed=%" PRIu64 " duplicates=%" PRIu64 " dropped=%" PRIu64
+           "%s\n",
            r.job, r.batches, r.markers, r.samples, r.events, r.files_read,
            r.rstats.bad_lines, (double)r.bytes / 1e6, secs, ps.delivered,
-           ps.failed, r.duplicates, r.interrupted ? " interrupted" : "");
+           ps.failed, r.duplicates, r.dropped,
+           r.interrupted ? " interrupted" : "");
     fflush(stdout);
     tw_replay_rmtmp(&r);
     for (size_t i = 0; i < r.nheld; i++)

@@ -104,6 +104,7 @@ static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
         tw_json_free(r);
         return;
     }
+    tw_json_set_strict(j, 1); /* any JSON parser reads --json */
     tw_json_object_begin(j);
     tw_json_key(j, "job");
     tw_json_string(j, tw_job_id(job));

@@ -1,6 +1,8 @@
 /* config.c - loading the rule configuration with libyaml (config.h). */
 #include "config.h"
 
+#include "secret_file.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <math.h>
@@ -761,6 +763,36 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
     return TW_OK;
 }
 
+/* The first setting of s that holds a secret, NULL when none does. */
+static const tw_setting *settings_secret(const tw_settings *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (tw_secret_key(s->items[i].key))
+            return &s->items[i];
+    return NULL;
+}
+
+/* Refuses a file every user can read when a setting holds a secret
+ * (secret_file.h); f is the file the settings were read from. */
+static int check_secret_settings(const tw_config *c, FILE *f, char *err,
+                                 size_t errlen)
+{
+    const tw_settings *sections[] = {&c->kafka, &c->state, &c->engine};
+    const tw_settings *in = NULL;
+    const tw_setting *at = NULL;
+    for (size_t i = 0; at == NULL && i < 3; i++)
+        at = settings_secret(in = sections[i]);
+    for (size_t r = 0; at == NULL && r < c->nrules; r++)
+        for (size_t a = 0; at == NULL && a < c->actions[r].n; a++)
+            at = settings_secret(in = &c->actions[r].items[a]);
+    char why[320];
+    if (at == NULL || tw_secret_file_check(f, c->path, why, sizeof(why)) ==
+                          TW_OK)
+        return TW_OK;
+    return tw_settings_error(in, at, err, errlen, "holds a secret, and %s",
+                             why);
+}
+
 int tw_config_load(const char *path, tw_config **out, char *err,
                    size_t errlen)
 {
@@ -788,6 +820,8 @@ int tw_config_load(const char *path, tw_config **out, char *err,
     int rc = load_tree(&l, f, &root);
     if (rc == TW_OK)
         rc = interpret(&l, c, root);
+    if (rc == TW_OK)
+        rc = check_secret_settings(c, f, err, errlen);
     yaml_parser_delete(&l.parser);
     fclose(f);
     if (rc != TW_OK) {

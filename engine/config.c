@@ -385,8 +385,8 @@ static int parse_container(loader *l, node_kind kind, int line,
 {
     if (l->depth >= TW_CONFIG_MAX_DEPTH) {
         snprintf(l->err, l->errlen,
-                 "%s:%d: mappings and lists nested more than %d deep",
-                 l->path, line, TW_CONFIG_MAX_DEPTH);
+                 "%s:%d: mappings and lists nested more than %d deep", l->path,
+                 line, TW_CONFIG_MAX_DEPTH);
         return TW_ERR;
     }
     ynode *n = node_new(l, kind, line);
@@ -415,8 +415,7 @@ static int parse_node(loader *l, yaml_event_t *ev, ynode **out)
     case YAML_MAPPING_START_EVENT:
         return parse_container(l, NODE_MAP, line, YAML_MAPPING_END_EVENT, out);
     case YAML_SEQUENCE_START_EVENT:
-        return parse_container(l, NODE_SEQ, line, YAML_SEQUENCE_END_EVENT,
-                               out);
+        return parse_container(l, NODE_SEQ, line, YAML_SEQUENCE_END_EVENT, out);
     case YAML_ALIAS_EVENT:
         snprintf(l->err, l->errlen, "%s:%d: YAML aliases are not supported",
                  l->path, line);
@@ -707,13 +706,17 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
             int64_t us;
             if (strcmp(key, "tick") == 0 && strcmp(v->text, "continuous") == 0)
                 us = 0;
-            else if (tw_parse_duration_us(v->text, &us) != TW_OK ||
-                     (strcmp(key, "tick") == 0 && us == 0))
+            else if (tw_parse_duration_us(v->text, &us) != TW_OK)
                 return bad2(l, v,
-                            "key '%s': '%s' is not a duration from 0 to "
-                            TW_DURATION_MAX_TEXT " (examples: 60s, 500ms, "
-                            "2m)",
+                            "key '%s': '%s' is not a duration from 0 "
+                            "to " TW_DURATION_MAX_TEXT
+                            " (examples: 60s, 500ms, 2m)",
                             key, v->text);
+            if (strcmp(key, "tick") == 0 && us == 0)
+                return bad(l, v,
+                           "key 'tick': '%s' is 0: give a longer duration "
+                           "or 'continuous'",
+                           v->text);
             if (strcmp(key, "tick") == 0)
                 c->job.tick_us = us;
             else if (strcmp(key, "lateness") == 0)
@@ -786,8 +789,8 @@ static int check_secret_settings(const tw_config *c, FILE *f, char *err,
         for (size_t a = 0; at == NULL && a < c->actions[r].n; a++)
             at = settings_secret(in = &c->actions[r].items[a]);
     char why[320];
-    if (at == NULL || tw_secret_file_check(f, c->path, why, sizeof(why)) ==
-                          TW_OK)
+    if (at == NULL ||
+        tw_secret_file_check(f, c->path, why, sizeof(why)) == TW_OK)
         return TW_OK;
     return tw_settings_error(in, at, err, errlen, "holds a secret, and %s",
                              why);

@@ -20,7 +20,7 @@ struct tw_json {
     size_t cap;
     int failed;
     int compact;
-    int strict; /* non-finite values become null (RFC 8259 has no NaN) */
+    int strict;       /* non-finite values become null (RFC 8259 has no NaN) */
     size_t nonfinite; /* values written as null by strict since the reset */
     int depth;
     /* Per nesting level: has the container received an element yet? */

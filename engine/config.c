@@ -704,7 +704,9 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
             if (v->kind != NODE_SCALAR)
                 return bad(l, v, "key '%s' must be a duration", key);
             int64_t us;
-            if (strcmp(key, "tick") == 0 && strcmp(v->text, "continuous") == 0)
+            int continuous =
+                strcmp(key, "tick") == 0 && strcmp(v->text, "continuous") == 0;
+            if (continuous)
                 us = 0;
             else if (tw_parse_duration_us(v->text, &us) != TW_OK)
                 return bad2(l, v,
@@ -712,7 +714,7 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
                             "to " TW_DURATION_MAX_TEXT
                             " (examples: 60s, 500ms, 2m)",
                             key, v->text);
-            if (strcmp(key, "tick") == 0 && us == 0)
+            if (strcmp(key, "tick") == 0 && us == 0 && !continuous)
                 return bad(l, v,
                            "key 'tick': '%s' is 0: give a longer duration "
                            "or 'continuous'",

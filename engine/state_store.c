@@ -2,8 +2,6 @@
  * buffered transaction, and dispatch to the chosen implementation. */
 #include "state_store_internal.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "action_internal.h"
+#include "secret_file.h"
 
 static const char *const type_names[TW_ACTION_NTYPES] = {
     "stop_training", "webhook", "signal", "stop_file", "email", "sms"};
@@ -148,6 +149,10 @@ static int read_credentials_file(const char *path, const char *profile,
     if (f == NULL) {
         snprintf(msg, msglen, "cannot read credentials file %s: %s", path,
                  strerror(errno));
+        return TW_ERR;
+    }
+    if (tw_secret_file_check(f, path, msg, msglen) != TW_OK) {
+        fclose(f);
         return TW_ERR;
     }
     char line[1024];

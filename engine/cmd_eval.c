@@ -37,6 +37,9 @@ static void usage(FILE *out)
             "file's default\n"
             "  --json              print the results as JSON instead of a "
             "table\n"
+            "                      (strict: NaN/Infinity become null, "
+            "counted in\n"
+            "                      the rule's \"nonfinite_nulls\")\n"
             "  --job NAME          job id to report (default: DIR's base "
             "name)\n"
             "  --quiet             no progress or bad-line messages on "
@@ -104,6 +107,7 @@ static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
         tw_json_free(r);
         return;
     }
+    tw_json_set_strict(j, 1); /* any JSON parser reads --json */
     tw_json_object_begin(j);
     tw_json_key(j, "job");
     tw_json_string(j, tw_job_id(job));

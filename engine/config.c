@@ -1,6 +1,8 @@
 /* config.c - loading the rule configuration with libyaml (config.h). */
 #include "config.h"
 
+#include "secret_file.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <math.h>
@@ -27,9 +29,16 @@ int tw_parse_duration_us(const char *text, int64_t *out)
         mult = 60e6;
     else if (strcmp(end, "h") == 0)
         mult = 3600e6;
+    else if (strcmp(end, "d") == 0)
+        mult = 86400e6;
     else
         return TW_ERR;
-    *out = (int64_t)llround(v * mult);
+    /* Checked before the conversion: a double past INT64_MAX (1e300s,
+     * inf) has no int64 value, and llround of it is undefined. */
+    double us = v * mult;
+    if (!(us <= (double)TW_DURATION_MAX_US))
+        return TW_ERR;
+    *out = (int64_t)llround(us);
     return TW_OK;
 }
 
@@ -205,9 +214,9 @@ int tw_settings_get_duration(const tw_settings *s, const char *key,
         return TW_OK;
     if (tw_parse_duration_us(v->value, out_us) != TW_OK)
         return tw_settings_error(s, v, err, errlen,
-                                 "'%s' is not a duration (examples: 60s, "
-                                 "500ms, 2m)",
-                                 v->value);
+                                 "'%s' is not a duration from 0 to %s "
+                                 "(examples: 60s, 500ms, 2m)",
+                                 v->value, TW_DURATION_MAX_TEXT);
     return TW_OK;
 }
 
@@ -241,12 +250,18 @@ typedef struct ynode {
     size_t n;
 } ynode;
 
+/* Mappings and lists nest at most this deep: the tree is built
+ * recursively, and a hostile file ("[[[[..." 100 000 deep) would otherwise
+ * overflow the stack. Real configurations use fewer than 6 levels. */
+#define TW_CONFIG_MAX_DEPTH 64
+
 typedef struct loader {
     yaml_parser_t parser;
     tw_arena *arena;
     const char *path;
     char *err;
     size_t errlen;
+    int depth; /* mappings and lists open around the current event */
 } loader;
 
 static ynode *node_new(loader *l, node_kind k, int line)
@@ -277,6 +292,69 @@ static int node_push(loader *l, ynode *parent, ynode *child, size_t *cap)
 
 static int parse_node(loader *l, yaml_event_t *ev, ynode **out);
 
+/* A key of one mapping, for the duplicate check: its text and position. */
+typedef struct map_key {
+    const char *text;
+    size_t index;
+    int line;
+} map_key;
+
+static int map_key_cmp(const void *a, const void *b)
+{
+    const map_key *x = a, *y = b;
+    int c = strcmp(x->text, y->text);
+    if (c != 0)
+        return c;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Sorts keys and returns the repeat that comes first in the file (NULL
+ * when every key is distinct), with *first its earlier occurrence. */
+static const map_key *first_repeat(map_key *keys, size_t n,
+                                   const map_key **first)
+{
+    qsort(keys, n, sizeof(*keys), map_key_cmp);
+    const map_key *dup = NULL;
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(keys[i - 1].text, keys[i].text) == 0 &&
+            (dup == NULL || keys[i].index < dup->index)) {
+            *first = &keys[i - 1];
+            dup = &keys[i];
+        }
+    return dup;
+}
+
+/* TW_ERR naming both lines when a key of mapping m appears twice: YAML
+ * forbids it, and silently keeping one of the values hides a mistake.
+ * Sorted rather than compared pairwise, so a huge mapping stays cheap. */
+static int check_duplicate_keys(loader *l, const ynode *m)
+{
+    size_t n = m->n / 2;
+    if (n < 2)
+        return TW_OK;
+    map_key *keys = malloc(n * sizeof(*keys));
+    if (keys == NULL) {
+        snprintf(l->err, l->errlen, "%s:%d: out of memory", l->path, m->line);
+        return TW_ERR;
+    }
+    size_t nk = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ynode *k = m->items[2 * i];
+        if (k->kind == NODE_SCALAR)
+            keys[nk++] = (map_key){k->text, i, k->line};
+    }
+    const map_key *first = NULL, *dup = first_repeat(keys, nk, &first);
+    int rc = TW_OK;
+    if (dup != NULL) {
+        snprintf(l->err, l->errlen,
+                 "%s:%d: duplicate key '%.100s' (first on line %d)", l->path,
+                 dup->line, dup->text, first->line);
+        rc = TW_ERR;
+    }
+    free(keys);
+    return rc;
+}
+
 static int parse_children(loader *l, ynode *parent, yaml_event_type_t end)
 {
     size_t cap = 0;
@@ -290,7 +368,8 @@ static int parse_children(loader *l, ynode *parent, yaml_event_type_t end)
         }
         if (ev.type == end) {
             yaml_event_delete(&ev);
-            return TW_OK;
+            return parent->kind == NODE_MAP ? check_duplicate_keys(l, parent)
+                                            : TW_OK;
         }
         ynode *child;
         int rc = parse_node(l, &ev, &child);
@@ -298,6 +377,26 @@ static int parse_children(loader *l, ynode *parent, yaml_event_type_t end)
         if (rc != TW_OK || node_push(l, parent, child, &cap) != TW_OK)
             return TW_ERR;
     }
+}
+
+/* A mapping or list: its children, one level deeper. */
+static int parse_container(loader *l, node_kind kind, int line,
+                           yaml_event_type_t end, ynode **out)
+{
+    if (l->depth >= TW_CONFIG_MAX_DEPTH) {
+        snprintf(l->err, l->errlen,
+                 "%s:%d: mappings and lists nested more than %d deep", l->path,
+                 line, TW_CONFIG_MAX_DEPTH);
+        return TW_ERR;
+    }
+    ynode *n = node_new(l, kind, line);
+    if (n == NULL)
+        return TW_ERR;
+    *out = n;
+    l->depth++;
+    int rc = parse_children(l, n, end);
+    l->depth--;
+    return rc;
 }
 
 static int parse_node(loader *l, yaml_event_t *ev, ynode **out)
@@ -313,20 +412,10 @@ static int parse_node(loader *l, yaml_event_t *ev, ynode **out)
         *out = n;
         return n->text ? TW_OK : TW_ERR;
     }
-    case YAML_MAPPING_START_EVENT: {
-        ynode *n = node_new(l, NODE_MAP, line);
-        if (n == NULL)
-            return TW_ERR;
-        *out = n;
-        return parse_children(l, n, YAML_MAPPING_END_EVENT);
-    }
-    case YAML_SEQUENCE_START_EVENT: {
-        ynode *n = node_new(l, NODE_SEQ, line);
-        if (n == NULL)
-            return TW_ERR;
-        *out = n;
-        return parse_children(l, n, YAML_SEQUENCE_END_EVENT);
-    }
+    case YAML_MAPPING_START_EVENT:
+        return parse_container(l, NODE_MAP, line, YAML_MAPPING_END_EVENT, out);
+    case YAML_SEQUENCE_START_EVENT:
+        return parse_container(l, NODE_SEQ, line, YAML_SEQUENCE_END_EVENT, out);
     case YAML_ALIAS_EVENT:
         snprintf(l->err, l->errlen, "%s:%d: YAML aliases are not supported",
                  l->path, line);
@@ -371,6 +460,15 @@ static int bad(loader *l, const ynode *n, const char *fmt, const char *a)
 {
     char msg[256];
     snprintf(msg, sizeof(msg), fmt, a);
+    snprintf(l->err, l->errlen, "%s:%d: %s", l->path, n ? n->line : 0, msg);
+    return TW_ERR;
+}
+
+static int bad2(loader *l, const ynode *n, const char *fmt, const char *a,
+                const char *b)
+{
+    char msg[384];
+    snprintf(msg, sizeof(msg), fmt, a, b);
     snprintf(l->err, l->errlen, "%s:%d: %s", l->path, n ? n->line : 0, msg);
     return TW_ERR;
 }
@@ -444,6 +542,31 @@ static int flatten_into(loader *l, tw_config *c, const ynode *m,
     return TW_OK;
 }
 
+/* `a.b: 1` next to `a: {b: 2}` flattens to the key "a.b" twice: the same
+ * mistake as a duplicate key, named with both lines. */
+static int check_duplicate_settings(loader *l, const tw_settings *s)
+{
+    if (s->n < 2)
+        return TW_OK;
+    map_key *keys = malloc(s->n * sizeof(*keys));
+    if (keys == NULL) {
+        snprintf(l->err, l->errlen, "%s:%d: out of memory", l->path, s->line);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        keys[i] = (map_key){s->items[i].key, i, s->items[i].line};
+    const map_key *first = NULL, *dup = first_repeat(keys, s->n, &first);
+    int rc = TW_OK;
+    if (dup != NULL) {
+        snprintf(l->err, l->errlen,
+                 "%s:%d: %s: key '%.100s' is given twice (first on line %d)",
+                 l->path, dup->line, s->what, dup->text, first->line);
+        rc = TW_ERR;
+    }
+    free(keys);
+    return rc;
+}
+
 /* A mapping -> a flat settings section labelled `what`. */
 static int parse_settings(loader *l, tw_config *c, const ynode *m,
                           const char *what, tw_settings *s)
@@ -458,7 +581,9 @@ static int parse_settings(loader *l, tw_config *c, const ynode *m,
     if (s->what == NULL || s->items == NULL)
         return bad(l, m, "out of memory%s", "");
     s->n = 0;
-    return flatten_into(l, c, m, "", s);
+    if (flatten_into(l, c, m, "", s) != TW_OK)
+        return TW_ERR;
+    return check_duplicate_settings(l, s);
 }
 
 static int parse_actions(loader *l, tw_config *c, const ynode *v,
@@ -579,12 +704,20 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
             if (v->kind != NODE_SCALAR)
                 return bad(l, v, "key '%s' must be a duration", key);
             int64_t us;
-            if (strcmp(key, "tick") == 0 && strcmp(v->text, "continuous") == 0)
+            int continuous =
+                strcmp(key, "tick") == 0 && strcmp(v->text, "continuous") == 0;
+            if (continuous)
                 us = 0;
-            else if (tw_parse_duration_us(v->text, &us) != TW_OK ||
-                     (strcmp(key, "tick") == 0 && us == 0))
+            else if (tw_parse_duration_us(v->text, &us) != TW_OK)
+                return bad2(l, v,
+                            "key '%s': '%s' is not a duration from 0 "
+                            "to " TW_DURATION_MAX_TEXT
+                            " (examples: 60s, 500ms, 2m)",
+                            key, v->text);
+            if (strcmp(key, "tick") == 0 && us == 0 && !continuous)
                 return bad(l, v,
-                           "'%s' is not a duration (examples: 60s, 500ms, 2m)",
+                           "key 'tick': '%s' is 0: give a longer duration "
+                           "or 'continuous'",
                            v->text);
             if (strcmp(key, "tick") == 0)
                 c->job.tick_us = us;
@@ -635,6 +768,36 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
     return TW_OK;
 }
 
+/* The first setting of s that holds a secret, NULL when none does. */
+static const tw_setting *settings_secret(const tw_settings *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (tw_secret_key(s->items[i].key))
+            return &s->items[i];
+    return NULL;
+}
+
+/* Refuses a file every user can read when a setting holds a secret
+ * (secret_file.h); f is the file the settings were read from. */
+static int check_secret_settings(const tw_config *c, FILE *f, char *err,
+                                 size_t errlen)
+{
+    const tw_settings *sections[] = {&c->kafka, &c->state, &c->engine};
+    const tw_settings *in = NULL;
+    const tw_setting *at = NULL;
+    for (size_t i = 0; at == NULL && i < 3; i++)
+        at = settings_secret(in = sections[i]);
+    for (size_t r = 0; at == NULL && r < c->nrules; r++)
+        for (size_t a = 0; at == NULL && a < c->actions[r].n; a++)
+            at = settings_secret(in = &c->actions[r].items[a]);
+    char why[320];
+    if (at == NULL ||
+        tw_secret_file_check(f, c->path, why, sizeof(why)) == TW_OK)
+        return TW_OK;
+    return tw_settings_error(in, at, err, errlen, "holds a secret, and %s",
+                             why);
+}
+
 int tw_config_load(const char *path, tw_config **out, char *err,
                    size_t errlen)
 {
@@ -662,6 +825,8 @@ int tw_config_load(const char *path, tw_config **out, char *err,
     int rc = load_tree(&l, f, &root);
     if (rc == TW_OK)
         rc = interpret(&l, c, root);
+    if (rc == TW_OK)
+        rc = check_secret_settings(c, f, err, errlen);
     yaml_parser_delete(&l.parser);
     fclose(f);
     if (rc != TW_OK) {

@@ -104,7 +104,13 @@ int tw_config_default_rules(tw_config *c, tw_registry *reg, char *err,
                             size_t errlen);
 void tw_config_free(tw_config *c);
 
-/* "60s", "500ms", "2m", "1h", "90" (seconds) -> µs. TW_ERR when malformed. */
+/* The longest duration any key accepts: 100 years, far below INT64_MAX µs
+ * so that sums of durations and timestamps cannot overflow either. */
+#define TW_DURATION_MAX_US (36525LL * 86400 * 1000000)
+#define TW_DURATION_MAX_TEXT "36525d (100 years)"
+
+/* "60s", "500ms", "2m", "1h", "7d", "90" (seconds) -> µs. TW_ERR when
+ * malformed, negative or longer than TW_DURATION_MAX_US. */
 int tw_parse_duration_us(const char *text, int64_t *out);
 
 #endif /* TW_CONFIG_H */

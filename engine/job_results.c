@@ -40,6 +40,11 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
         tw_json_len(scratch) > 0) {
         tw_json_key(j, "report");
         tw_json_raw(j, tw_json_str(scratch));
+        /* Strict JSON has no NaN/Infinity: say that some became null. */
+        if (tw_json_nonfinite(scratch) > 0) {
+            tw_json_key(j, "nonfinite_nulls");
+            tw_json_int(j, (int64_t)tw_json_nonfinite(scratch));
+        }
     }
     tw_json_object_end(j);
     for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
@@ -49,6 +54,8 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
 
 void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job)
 {
+    tw_json_set_strict(j, 1);
+    tw_json_set_strict(scratch, 1);
     tw_json_array_begin(j);
     for (size_t i = 0; i < tw_job_nrules(job); i++)
         tw_results_rule(j, scratch, tw_job_rule(job, i), NULL);
@@ -62,6 +69,7 @@ int tw_job_results_write(tw_json *j, tw_job *job)
         return TW_ERR;
     tw_job_stats js;
     tw_job_get_stats(job, &js);
+    tw_json_set_strict(j, 1);
     tw_json_object_begin(j);
     tw_json_key(j, "job");
     tw_json_string(j, tw_job_id(job));

@@ -8,6 +8,11 @@
  * sub-rules of a composite rule follow their parent with a "parent" key
  * and the composite's own report (which would repeat them) is left out.
  *
+ * The output is strict JSON (RFC 8259) for any parser: both writers are
+ * switched to strict mode, so a report's NaN or ±Infinity is written as
+ * null and its rule object gets "nonfinite_nulls": <how many> after
+ * "report" (absent when there were none).
+ *
  * Ownership: nothing is kept; the caller owns the writers it passes.
  */
 #ifndef TW_JOB_RESULTS_H

@@ -20,7 +20,8 @@ struct tw_json {
     size_t cap;
     int failed;
     int compact;
-    int strict; /* non-finite values become null (RFC 8259 has no NaN) */
+    int strict;       /* non-finite values become null (RFC 8259 has no NaN) */
+    size_t nonfinite; /* values written as null by strict since the reset */
     int depth;
     /* Per nesting level: has the container received an element yet? */
     unsigned char has_elem[TW_JSON_MAX_DEPTH];
@@ -46,6 +47,7 @@ void tw_json_reset(tw_json *j)
     if (j->buf != NULL)
         j->buf[0] = '\0';
     j->failed = 0;
+    j->nonfinite = 0;
     j->depth = 0;
     j->after_key = 0;
     memset(j->has_elem, 0, sizeof(j->has_elem));
@@ -69,6 +71,11 @@ const char *tw_json_str(const tw_json *j)
 size_t tw_json_len(const tw_json *j)
 {
     return j->len;
+}
+
+size_t tw_json_nonfinite(const tw_json *j)
+{
+    return j->nonfinite;
 }
 
 int tw_json_failed(const tw_json *j)
@@ -343,6 +350,7 @@ void tw_json_double(tw_json *j, double v)
     char tmp[48];
     before_value(j);
     if (j->strict && !isfinite(v)) {
+        j->nonfinite++;
         puts_(j, "null");
         return;
     }

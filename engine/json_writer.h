@@ -24,8 +24,12 @@ void tw_json_reset(tw_json *j);
 /* Compact separators ("," and ":") instead of Python's defaults. */
 void tw_json_set_compact(tw_json *j, int compact);
 /* Strict JSON for other parsers: NaN and ±Infinity values are written as
- * null instead of Python's tokens. Kept across tw_json_reset. */
+ * null instead of Python's tokens (keys from tw_json_key_double are strings
+ * either way). Kept across tw_json_reset. */
 void tw_json_set_strict(tw_json *j, int strict);
+/* How many non-finite values strict mode wrote as null since the last
+ * reset, so the caller can flag the output as changed. */
+size_t tw_json_nonfinite(const tw_json *j);
 const char *tw_json_str(const tw_json *j);
 size_t tw_json_len(const tw_json *j);
 char *tw_json_take(tw_json *j);

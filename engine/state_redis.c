@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "secret_file.h"
 
 typedef struct rstore {
     char *host; /* NULL when socket is set */
@@ -778,6 +779,12 @@ static int read_password(const tw_settings *st, rstore *r, char *err,
             return tw_settings_error(st, file, err, errlen,
                                      "cannot read '%s': %s", file->value,
                                      strerror(errno));
+        char why[512];
+        if (tw_secret_file_check(f, file->value, why, sizeof(why)) != TW_OK) {
+            fclose(f);
+            return tw_settings_error(st, file, err, errlen,
+                                     "a password file, and %s", why);
+        }
         char buf[1024];
         size_t n = fread(buf, 1, sizeof(buf) - 1, f);
         int bad = ferror(f) || !feof(f);

@@ -2,8 +2,6 @@
  * buffered transaction, and dispatch to the chosen implementation. */
 #include "state_store_internal.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,21 +42,11 @@ int tw_store_get_duration(const tw_settings *s, const char *key,
     const tw_setting *v = tw_settings_find(s, key);
     if (v == NULL)
         return TW_OK;
-    size_t n = strlen(v->value);
-    if (n > 1 && v->value[n - 1] == 'd') {
-        char *end;
-        errno = 0;
-        double days = strtod(v->value, &end);
-        if (end == v->value + n - 1 && errno == 0 && days >= 0 && days < 1e6) {
-            *out_us = (int64_t)llround(days * 86400e6);
-            return TW_OK;
-        }
-    }
     if (tw_parse_duration_us(v->value, out_us) != TW_OK)
         return tw_settings_error(s, v, err, errlen,
-                                 "'%s' is not a duration (examples: 500ms, "
-                                 "30s, 2m, 1h, 7d)",
-                                 v->value);
+                                 "'%s' is not a duration from 0 to %s "
+                                 "(examples: 500ms, 30s, 2m, 1h, 7d)",
+                                 v->value, TW_DURATION_MAX_TEXT);
     return TW_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -213,6 +214,63 @@ static void test_durations(void **st)
     assert_int_equal(us, 5400000000LL);
     assert_int_equal(tw_parse_duration_us("-1s", &us), TW_ERR);
     assert_int_equal(tw_parse_duration_us("5 parsecs", &us), TW_ERR);
+    assert_int_equal(tw_parse_duration_us("7d", &us), TW_OK);
+    assert_int_equal(us, 7 * 86400000000LL);
+    /* past the range: refused, never an undefined double -> int64 */
+    assert_int_equal(tw_parse_duration_us("36525d", &us), TW_OK);
+    assert_int_equal(us, TW_DURATION_MAX_US);
+    assert_int_equal(tw_parse_duration_us("36526d", &us), TW_ERR);
+    assert_int_equal(tw_parse_duration_us("1e300s", &us), TW_ERR);
+    assert_int_equal(tw_parse_duration_us("inf", &us), TW_ERR);
+    assert_int_equal(tw_parse_duration_us("nan", &us), TW_ERR);
+}
+
+/* Load text; expect TW_ERR with every NULL-terminated fragment in err. */
+static void expect_load_error(const char *text, ...)
+{
+    const char *p = write_tmp(text);
+    tw_config *c = NULL;
+    char err[512];
+    assert_int_equal(tw_config_load(p, &c, err, sizeof(err)), TW_ERR);
+    assert_null(c);
+    va_list ap;
+    va_start(ap, text);
+    for (const char *want; (want = va_arg(ap, const char *)) != NULL;)
+        if (strstr(err, want) == NULL)
+            fail_msg("'%s' not in: %s", want, err);
+    va_end(ap);
+    unlink(p);
+}
+
+/* Depth limit, duplicate keys and secrets in a world-readable file. */
+static void test_parser_limits(void **st)
+{
+    (void)st;
+    char deep[200];
+    memset(deep, '[', 100);
+    memset(deep + 100, ']', 99);
+    deep[199] = '\0';
+    expect_load_error(deep, ":1: mappings and lists nested more than 64 deep",
+                      NULL);
+    expect_load_error("rules:\n  - name: A\n    name: B\n",
+                      ":3: duplicate key 'name' (first on line 2)", NULL);
+    expect_load_error("state:\n  redis.port: 1\n  redis: {port: 2}\n",
+                      ":3: state: key 'redis.port' is given twice (first "
+                      "on line 2)",
+                      NULL);
+    /* write_tmp's mkstemp file is 0600: a secret in it is fine */
+    const char *secret = "kafka:\n  properties:\n    sasl.password: pw1\n";
+    const char *p = write_tmp(secret);
+    tw_config *c = NULL;
+    char err[512];
+    assert_int_equal(tw_config_load(p, &c, err, sizeof(err)), TW_OK);
+    tw_config_free(c);
+    assert_int_equal(chmod(p, 0644), 0);
+    assert_int_equal(tw_config_load(p, &c, err, sizeof(err)), TW_ERR);
+    assert_non_null(strstr(err, ":3: kafka: key 'properties.sasl.password': "
+                                "holds a secret, and every user can read"));
+    assert_null(strstr(err, "pw1"));
+    unlink(p);
 }
 
 int main(void)
@@ -223,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_settings),
         cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_parser_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,6 +161,9 @@ static void test_json_writer(void **st)
     tw_json_double(j, 2.5);
     tw_json_array_end(j);
     assert_string_equal(tw_json_str(j), "[null,null,2.5]");
+    assert_int_equal(tw_json_nonfinite(j), 2); /* for the results' flag */
+    tw_json_reset(j);
+    assert_int_equal(tw_json_nonfinite(j), 0);
     tw_json_set_strict(j, 0);
     /* unbalanced output is reported */
     tw_json_reset(j);

@@ -712,6 +712,8 @@ static void test_redis_auth(void **st)
     assert_int_equal(tw_store_claim(s, "k", 10, err, sizeof(err)), 1);
     tw_store_close(s);
     FILE *f = fopen(pwfile, "w");
+    assert_non_null(f);
+    assert_int_equal(fchmod(fileno(f), 0600), 0); /* a secret: private */
     fprintf(f, "%s\n", secret);
     fclose(f);
     s = open_kv("store", "redis", "redis.port", port, "redis.password_file",

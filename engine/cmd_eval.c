@@ -43,6 +43,11 @@ static void usage(FILE *out)
             "stderr\n"
             "  -h, --help          this text\n"
             "\n"
+            "A rule whose input never arrived ends NoData (fixed semantics; "
+            "reference keeps\nNoIssuesFound), with INPUT none. Folders that "
+            "cannot be read, symbolic link\nloops and folders reached twice "
+            "are named in warnings and counted.\n"
+            "\n"
             "Exit status: 0 when the folder was evaluated (whatever the "
             "findings),\n1 on an error, 2 on bad usage.\n");
 }

@@ -167,6 +167,8 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     }
     tw_json_key(j, "status");
     tw_json_string(j, status);
+    tw_json_key(j, "input");
+    tw_json_string(j, tw_rule_received_input(rule) ? "received" : "none");
     tw_json_key(j, "previous_status");
     tw_json_string(j, tw_rule_status_name(ev->previous));
     tw_json_key(j, "final");
@@ -391,7 +393,7 @@ int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
     }
     for (size_t i = 0; r.why == NULL && i < nrules; i++) {
         uint64_t st = tw_ckr_uv(&r);
-        if (st > TW_STATUS_ERROR && r.why == NULL)
+        if (st > TW_STATUS_NO_DATA && r.why == NULL)
             tw_ckr_fail(&r, "bad rule status");
         rules[i].status = (tw_rule_status)st;
         rules[i].violations = tw_ckr_iv(&r);

@@ -46,6 +46,11 @@ static void usage(FILE *out)
             "stderr\n"
             "  -h, --help          this text\n"
             "\n"
+            "A rule whose input never arrived ends NoData (fixed semantics; "
+            "reference keeps\nNoIssuesFound), with INPUT none. Folders that "
+            "cannot be read, symbolic link\nloops and folders reached twice "
+            "are named in warnings and counted.\n"
+            "\n"
             "Exit status: 0 when the folder was evaluated (whatever the "
             "findings),\n1 on an error, 2 on bad usage.\n");
 }
@@ -94,8 +99,8 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
-                       double seconds)
+static void print_json(tw_job *job, const char *dir, const tw_folder *folder,
+                       const tw_reader_stats *rs, double seconds)
 {
     tw_job_stats js;
     tw_job_get_stats(job, &js);
@@ -125,6 +130,10 @@ static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
     tw_json_int(j, (int64_t)rs->files);
     tw_json_key(j, "bad_files");
     tw_json_int(j, (int64_t)rs->bad_files);
+    tw_json_key(j, "unreadable_dirs");
+    tw_json_int(j, (int64_t)folder->unreadable_dirs);
+    tw_json_key(j, "skipped_dirs");
+    tw_json_int(j, (int64_t)folder->skipped_dirs);
     tw_json_key(j, "lines");
     tw_json_int(j, (int64_t)rs->lines);
     tw_json_key(j, "bad_lines");
@@ -148,17 +157,21 @@ static void print_json(tw_job *job, const char *dir, const tw_reader_stats *rs,
     tw_json_free(j);
 }
 
-static void table_row(tw_rule *rule, int depth)
+/* One row per rule; *no_input counts the rules whose input never came. */
+static void table_row(tw_rule *rule, int depth, size_t *no_input)
 {
     const tw_scan_result *res = tw_rule_last_result(rule);
     char name[64];
     snprintf(name, sizeof(name), "%*s%s", depth * 2, "", tw_rule_name(rule));
-    printf("%-26s %-14s %10lld %10lld %10lld\n", name,
+    int received = tw_rule_received_input(rule);
+    if (!received)
+        (*no_input)++;
+    printf("%-26s %-14s %10lld %10lld %10lld  %s\n", name,
            tw_rule_status_name(tw_rule_get_status(rule)),
            (long long)res->datapoints, (long long)res->violations,
-           (long long)res->rule_triggered);
+           (long long)res->rule_triggered, received ? "received" : "none");
     for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
-        table_row(tw_rule_child(rule, i), depth + 1);
+        table_row(tw_rule_child(rule, i), depth + 1, no_input);
 }
 
 /* Findings of every rule (and sub-rule) that found issues or failed: the
@@ -193,7 +206,8 @@ static void findings(tw_rule *rule, tw_json *r)
            show, len > 480 ? " ... (--json prints everything)" : "");
 }
 
-static void print_table(tw_job *job, const tw_reader_stats *rs, double seconds)
+static void print_table(tw_job *job, const tw_folder *folder,
+                        const tw_reader_stats *rs, double seconds)
 {
     tw_job_stats js;
     tw_job_get_stats(job, &js);
@@ -209,10 +223,22 @@ static void print_table(tw_job *job, const tw_reader_stats *rs, double seconds)
                (unsigned long long)rs->bad_lines,
                (unsigned long long)js.late_samples,
                (unsigned long long)js.late_events);
-    printf("\n%-26s %-14s %10s %10s %10s\n", "RULE", "STATUS", "DATAPOINTS",
-           "VIOLATIONS", "TRIGGERED");
+    if (folder->nproblems > 0)
+        printf("folders not read: %llu unreadable, %llu skipped (symbolic "
+               "link loops, folders reached twice, too deep); see the "
+               "warnings\n",
+               (unsigned long long)folder->unreadable_dirs,
+               (unsigned long long)folder->skipped_dirs);
+    printf("\n%-26s %-14s %10s %10s %10s  %s\n", "RULE", "STATUS", "DATAPOINTS",
+           "VIOLATIONS", "TRIGGERED", "INPUT");
+    size_t no_input = 0;
     for (size_t i = 0; i < tw_job_nrules(job); i++)
-        table_row(tw_job_rule(job, i), 0);
+        table_row(tw_job_rule(job, i), 0, &no_input);
+    if (no_input > 0)
+        printf("\nno data: the input of %zu rule(s) never arrived (INPUT "
+               "none): nothing was judged (status NoData in fixed semantics; "
+               "reference semantics keeps the reference's status)\n",
+               no_input);
     tw_json *r = tw_json_new();
     for (size_t i = 0; r != NULL && i < tw_job_nrules(job); i++)
         findings(tw_job_rule(job, i), r);
@@ -298,6 +324,11 @@ int tw_cmd_eval(int argc, char **argv)
         fprintf(stderr, "trainwatch eval: %s\n", err);
         goto out;
     }
+    /* Files may be missing: each folder not walked is named (the counts
+     * are in the output too, also with --quiet). */
+    for (size_t i = 0; i < folder->nproblems; i++)
+        tw_log(TW_LOG_WARN, "eval: folder not read: %s: %s",
+               folder->problems[i].path, folder->problems[i].reason);
     if (folder->nfiles == 0) {
         fprintf(stderr,
                 "trainwatch eval: no agent files under '%s' (expected "
@@ -376,9 +407,9 @@ int tw_cmd_eval(int argc, char **argv)
     }
     double seconds = now_s() - t0;
     if (as_json)
-        print_json(job, dir, &rs, seconds);
+        print_json(job, dir, folder, &rs, seconds);
     else
-        print_table(job, &rs, seconds);
+        print_table(job, folder, &rs, seconds);
     status = 0;
 out:
     tw_job_free(job);

@@ -146,6 +146,7 @@ typedef struct tw_replay {
     uint64_t batches, markers, samples, events, bytes, files_read;
     uint64_t bad_reported;
     tw_reader_stats rstats;
+    uint64_t unreadable_dirs, skipped_dirs; /* of the latest listing */
     int interrupted;
     int failed;
 } tw_replay;
@@ -205,11 +206,13 @@ static void tw_replay_usage(FILE *out)
         "At the end one summary line goes to stdout:\n"
         "  replay: job=J batches=N markers=M samples=S events=E files=F\n"
         "          bad_lines=L mb=X seconds=T delivered=D failed=F\n"
-        "          duplicates=U dropped=V\n"
+        "          duplicates=U dropped=V unreadable_dirs=R skipped_dirs=K\n"
         "          [interrupted]\n"
         "(on one line) where batches counts every message published,\n"
         "markers included; mb the encoded megabytes (10^6 bytes);\n"
-        "delivered/failed what the brokers acknowledged or not.\n"
+        "delivered/failed what the brokers acknowledged or not;\n"
+        "unreadable_dirs/skipped_dirs the folders not walked (each named\n"
+        "in a warning: unreadable, symbolic link loop, reached twice).\n"
         "\n"
         "Exit status: 0 when every batch was delivered (also after a\n"
         "signal), 1 on a failure, 2 on bad usage.\n");
@@ -840,6 +843,20 @@ static int tw_replay_run(tw_replay *r)
                    r->follow ? (folder->job_finished ? ", job already ended"
                                                      : ", following")
                              : "");
+        /* Folders not walked: named at the start, and again in follow
+         * mode whenever the set changes (one became readable, ...). */
+        if (pass == 0 || folder->unreadable_dirs != r->unreadable_dirs ||
+            folder->skipped_dirs != r->skipped_dirs) {
+            for (size_t i = 0; i < folder->nproblems; i++)
+                tw_log(TW_LOG_WARN, "replay: folder not read: %s: %s",
+                       folder->problems[i].path, folder->problems[i].reason);
+        }
+        r->unreadable_dirs = folder->unreadable_dirs;
+        r->skipped_dirs = folder->skipped_dirs;
+        if (pass == 0 && folder->nfiles == 0 && !r->follow)
+            tw_log(TW_LOG_WARN,
+                   "replay: %s: no agent files: the job is sent with no data",
+                   r->dir);
         int rc = tw_replay_pass(r, folder, final);
         tw_folder_free(folder);
         if (rc != 0)
@@ -1064,10 +1081,11 @@ out:;
            " samples=%" PRIu64 " events=%" PRIu64 " files=%" PRIu64
            " bad_lines=%" PRIu64 " mb=%.3f seconds=%.2f delivered=%" PRIu64
            " failed=%" PRIu64 " duplicates=%" PRIu64 " dropped=%" PRIu64
-           "%s\n",
+           " unreadable_dirs=%" PRIu64 " skipped_dirs=%" PRIu64 "%s\n",
            r.job, r.batches, r.markers, r.samples, r.events, r.files_read,
            r.rstats.bad_lines, (double)r.bytes / 1e6, secs, ps.delivered,
-           ps.failed, r.duplicates, r.dropped,
+           ps.failed, r.duplicates, r.dropped, r.unreadable_dirs,
+           r.skipped_dirs,
            r.interrupted ? " interrupted" : "");
     fflush(stdout);
     tw_replay_rmtmp(&r);

@@ -16,6 +16,8 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
     }
     tw_json_key(j, "status");
     tw_json_string(j, tw_rule_status_name(tw_rule_get_status(rule)));
+    tw_json_key(j, "input");
+    tw_json_string(j, tw_rule_received_input(rule) ? "received" : "none");
     tw_json_key(j, "semantics");
     tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
                           ? "reference"

@@ -3,8 +3,10 @@
  * `trainwatch eval --json` and the daemon's per-job results files, so the
  * two print byte-identical results for the same event stream.
  *
- * Each rule is one object (name, status, semantics, scans, conditions_met,
- * datapoints, violations, rule_triggered, error when failed, report);
+ * Each rule is one object (name, status, input ("received" or "none":
+ * whether its input ever arrived, plugin_host.h), semantics, scans,
+ * conditions_met, datapoints, violations, rule_triggered, error when
+ * failed, report);
  * sub-rules of a composite rule follow their parent with a "parent" key
  * and the composite's own report (which would repeat them) is left out.
  *

@@ -79,6 +79,7 @@ struct tw_plugin {
     char *entry;
     void *handle;
     const tw_rule_descriptor *desc;
+    uint32_t inputs; /* TW_INPUT_* bits the rule reads (plugin.h) */
     tw_plugin *next;
 };
 
@@ -179,6 +180,24 @@ static int validate_descriptor(const tw_rule_descriptor *d, const char *path,
     return TW_OK;
 }
 
+/* The optional `<entry>_inputs` export (plugin.h); both kinds without it. */
+static uint32_t plugin_inputs(void *h, const char *entry)
+{
+    const uint32_t all = TW_INPUT_SYSTEM | TW_INPUT_FRAMEWORK;
+    char name[256];
+    int n =
+        snprintf(name, sizeof(name), "%s%s", entry, TW_PLUGIN_INPUTS_SUFFIX);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return all;
+    void *sym = dlsym(h, name);
+    if (sym == NULL)
+        return all;
+    tw_rule_inputs_fn fn;
+    memcpy(&fn, &sym, sizeof(fn)); /* object -> function pointer, per POSIX */
+    uint32_t bits = fn() & all;
+    return bits != 0 ? bits : all;
+}
+
 /* dlopen + entry + checks. On success the plugin joins the registry. */
 static int load_object(tw_registry *r, const char *path, const char *entry,
                        const tw_plugin **out, char *err, size_t errlen)
@@ -244,6 +263,7 @@ static int load_object(tw_registry *r, const char *path, const char *entry,
     }
     p->handle = h;
     p->desc = d;
+    p->inputs = plugin_inputs(h, entry);
     p->next = r->plugins;
     r->plugins = p;
     *out = p;
@@ -690,6 +710,7 @@ struct tw_rule {
     char **texts; /* owned strings behind values[i].text / .s */
     tw_params params;
     tw_rule_status status;
+    int received_input; /* a scan carried input of a kind the rule reads */
     char error[512];
     tw_scan_result last;
     uint64_t scans;
@@ -733,6 +754,8 @@ const char *tw_rule_status_name(tw_rule_status s)
         return "IssuesFound";
     case TW_STATUS_ERROR:
         return "Error";
+    case TW_STATUS_NO_DATA:
+        return "NoData";
     }
     return "Unknown";
 }
@@ -862,6 +885,10 @@ int tw_rule_scan(tw_rule *r, const tw_scan *scan)
     err[0] = '\0';
     tw_scan_result res = r->last;
     res.condition_met = 0;
+    uint32_t in = r->plugin->inputs;
+    if (((in & TW_INPUT_SYSTEM) && scan->nsamples > 0) ||
+        ((in & TW_INPUT_FRAMEWORK) && scan->nevents > 0))
+        r->received_input = 1;
     if (r->desc->scan(r->state, scan, &res, err, sizeof(err)) != TW_OK) {
         r->status = TW_STATUS_ERROR;
         snprintf(r->error, sizeof(r->error), "scan %llu: %s",
@@ -879,10 +906,18 @@ int tw_rule_scan(tw_rule *r, const tw_scan *scan)
     return TW_OK;
 }
 
+int tw_rule_received_input(const tw_rule *r)
+{
+    return r->received_input || r->last.datapoints > 0;
+}
+
 void tw_rule_finish(tw_rule *r)
 {
     if (r->status == TW_STATUS_IN_PROGRESS)
-        r->status = TW_STATUS_NO_ISSUES_FOUND;
+        r->status = r->params.semantics == TW_SEMANTICS_FIXED &&
+                            !tw_rule_received_input(r)
+                        ? TW_STATUS_NO_DATA
+                        : TW_STATUS_NO_ISSUES_FOUND;
     for (size_t i = 0; i < r->nchildren; i++)
         tw_rule_finish(r->children[i]);
 }
@@ -945,8 +980,10 @@ typedef struct rule_ckpt_header {
     uint64_t conditions;
     int64_t triggered, violations, datapoints;
     int32_t condition_met;
-    uint32_t reserved;
+    uint32_t flags; /* TW_RULE_CKPT_INPUT; 0 in checkpoints of older builds */
 } rule_ckpt_header;
+
+#define TW_RULE_CKPT_INPUT 1u /* received_input */
 
 #define TW_RULE_CKPT_MAGIC 0x54575231u /* "TWR1" */
 
@@ -960,7 +997,7 @@ int tw_rule_save(tw_rule *r, tw_buf *out)
                           r->last.violations,
                           r->last.datapoints,
                           r->last.condition_met,
-                          0};
+                          r->received_input ? TW_RULE_CKPT_INPUT : 0u};
     if (tw_buf_append(out, &h, sizeof(h)) != TW_OK)
         return TW_ERR;
     if (r->desc->save == NULL)
@@ -978,7 +1015,7 @@ int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
         return TW_ERR;
     }
     memcpy(&h, data, sizeof(h));
-    if (h.magic != TW_RULE_CKPT_MAGIC || h.status > TW_STATUS_ERROR) {
+    if (h.magic != TW_RULE_CKPT_MAGIC || h.status > TW_STATUS_NO_DATA) {
         snprintf(err, errlen, "rule %s: checkpoint header is corrupt", r->name);
         return TW_ERR;
     }
@@ -995,6 +1032,7 @@ int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
         return TW_ERR;
     }
     r->status = (tw_rule_status)h.status;
+    r->received_input = (h.flags & TW_RULE_CKPT_INPUT) != 0;
     r->scans = h.scans;
     r->conditions = h.conditions;
     r->last.rule_triggered = h.triggered;

@@ -70,7 +70,12 @@ typedef enum tw_rule_status {
     TW_STATUS_IN_PROGRESS = 0,
     TW_STATUS_NO_ISSUES_FOUND,
     TW_STATUS_ISSUES_FOUND,
-    TW_STATUS_ERROR
+    TW_STATUS_ERROR,
+    /* fixed semantics only: the job ended and the rule's input never
+     * arrived (tw_rule_received_input), so there is nothing to call
+     * healthy. reference semantics says NoIssuesFound, as the reference
+     * does, and results/alerts carry "input": "none" beside it. */
+    TW_STATUS_NO_DATA
 } tw_rule_status;
 
 const char *tw_rule_status_name(tw_rule_status s); /* "IssuesFound" */
@@ -92,8 +97,14 @@ void tw_rule_destroy(tw_rule *r);
  * other rules. */
 int tw_rule_scan(tw_rule *r, const tw_scan *scan);
 
-/* The job has ended: InProgress becomes NoIssuesFound. */
+/* The job has ended: InProgress becomes NoIssuesFound, or NoData in fixed
+ * semantics for a rule whose input never arrived. */
 void tw_rule_finish(tw_rule *r);
+
+/* 1 once a scan handed the rule a system sample or framework event of a
+ * kind it reads (the plugin's optional `<entry>_inputs`, plugin.h; both
+ * kinds without it), or the rule reported datapoints. */
+int tw_rule_received_input(const tw_rule *r);
 
 tw_rule_status tw_rule_get_status(const tw_rule *r);
 const char *tw_rule_name(const tw_rule *r);

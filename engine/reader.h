@@ -39,7 +39,18 @@
  *    lookup yields; the read then reports the missing metadata once (line
  *    0, counted in incomplete_files) and reads the events with base time 0.
  *  - The whole of root is walked (the reference walks root/system and
- *    root/framework); symbolic links to files are followed, to folders not.
+ *    root/framework), each folder's entries in name order. Symbolic links
+ *    to files and to folders are followed (an agent's hour folder may be a
+ *    link to another disk). Each folder is walked once, known by device
+ *    and inode: one that is an ancestor on the current path (a symbolic
+ *    link loop) or was already walked through another path is skipped and
+ *    recorded as a problem, so a loop ends and no file is listed twice.
+ *  - Nothing is skipped silently: a folder that cannot be opened or read
+ *    (EACCES, EIO, ...), a symbolic link that cannot be followed, a loop,
+ *    a folder reached twice and one nested deeper than TW_LIST_MAX_DEPTH
+ *    each become a tw_dir_problem of the listing (path and reason, with
+ *    the errno text), counted in unreadable_dirs or skipped_dirs. The
+ *    listing still succeeds: the caller reports them (WARN) and counts.
  *
  * Reading decisions:
  *  - System lines: blank lines are skipped (neither counted nor reported).
@@ -94,6 +105,22 @@ typedef struct tw_agent_file {
     int has_metadata;
 } tw_agent_file;
 
+/* A folder (or link) the listing did not walk, and why. */
+typedef enum tw_dir_problem_kind {
+    TW_DIR_UNREADABLE = 0, /* opendir/readdir/stat failed (errno in reason) */
+    TW_DIR_LOOP,           /* a symbolic link back to an ancestor folder  */
+    TW_DIR_REPEAT,         /* the same folder reached through another path */
+    TW_DIR_TOO_DEEP        /* nested deeper than TW_LIST_MAX_DEPTH         */
+} tw_dir_problem_kind;
+
+typedef struct tw_dir_problem {
+    tw_dir_problem_kind kind;
+    char *path;   /* owned by the listing */
+    char *reason; /* a sentence, owned by the listing */
+} tw_dir_problem;
+
+#define TW_LIST_MAX_DEPTH 64
+
 typedef struct tw_folder {
     char *root;
     tw_agent_file *files; /* in feed order */
@@ -102,6 +129,11 @@ typedef struct tw_folder {
     int64_t first_system_ts_us, latest_system_ts_us;
     int64_t first_framework_ts_us, latest_framework_ts_us;
     int job_finished; /* a training_job_end.ts marker exists */
+    /* Folders not walked, in walk order; unreadable_dirs counts the
+     * TW_DIR_UNREADABLE ones, skipped_dirs the others. */
+    tw_dir_problem *problems;
+    size_t nproblems;
+    uint64_t unreadable_dirs, skipped_dirs;
 } tw_folder;
 
 /* Most samples (system) or events (trace) in one batch. */
@@ -127,7 +159,9 @@ typedef int (*tw_batch_sink_fn)(void *ud, tw_batch *batch);
 
 /* Lists `root` (a profiler-output folder). On success *out is owned by the
  * caller (tw_folder_free). Fails, with a sentence in err, when root does
- * not exist or is not a folder. An empty folder is not an error.
+ * not exist or is not a folder, or on out-of-memory. An empty folder is not
+ * an error; folders below root that could not be walked are recorded in
+ * problems (see above), root itself unreadable is one of them.
  * Feed order: feed_key_us (= file_ts_us for both kinds), then system before
  * framework, then system by path (strcmp), framework by source type then
  * path. first/latest timestamps: min/max over the listed files of each

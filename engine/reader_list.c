@@ -2,16 +2,29 @@
  * folder (tw_folder_list, reader.h). */
 #include "reader.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+/* A folder being or already walked, known by device and inode. */
+typedef struct tw_walked_dir {
+    dev_t dev;
+    ino_t ino;
+    char *path;  /* as first reached */
+    int on_path; /* an ancestor of the folder being walked now */
+} tw_walked_dir;
+
 typedef struct tw_list_builder {
     tw_folder *folder;
     size_t cap;
+    tw_walked_dir *dirs;
+    size_t ndirs, dirs_cap;
+    size_t problems_cap;
     int oom;
 } tw_list_builder;
 
@@ -299,37 +312,217 @@ static void tw_list_consider(tw_list_builder *lb, const char *path,
     }
 }
 
-static void tw_list_walk(tw_list_builder *lb, const char *dir, int depth)
+static void tw_list_problem(tw_list_builder *lb, tw_dir_problem_kind kind,
+                            const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Records a folder the walk could not or would not enter. */
+static void tw_list_problem(tw_list_builder *lb, tw_dir_problem_kind kind,
+                            const char *path, const char *fmt, ...)
 {
-    if (depth > 64 || lb->oom)
-        return;
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return;
-    struct dirent *de;
-    while (!lb->oom && (de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        size_t plen = strlen(dir) + 1 + strlen(de->d_name) + 1;
-        char *path = malloc(plen);
-        if (path == NULL) {
+    tw_folder *f = lb->folder;
+    if (f->nproblems == lb->problems_cap) {
+        size_t ncap = lb->problems_cap ? lb->problems_cap * 2 : 8;
+        tw_dir_problem *np = realloc(f->problems, ncap * sizeof(*np));
+        if (np == NULL) {
             lb->oom = 1;
+            return;
+        }
+        f->problems = np;
+        lb->problems_cap = ncap;
+    }
+    char reason[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    tw_dir_problem *p = &f->problems[f->nproblems];
+    p->kind = kind;
+    p->path = strdup(path);
+    p->reason = strdup(reason);
+    if (p->path == NULL || p->reason == NULL) {
+        free(p->path);
+        free(p->reason);
+        lb->oom = 1;
+        return;
+    }
+    f->nproblems++;
+    if (kind == TW_DIR_UNREADABLE)
+        f->unreadable_dirs++;
+    else
+        f->skipped_dirs++;
+}
+
+/* Claims the folder for this walk: 1 when it is new (now on the path), 0
+ * when it was walked before or is an ancestor (recorded as a problem). */
+static int tw_list_enter(tw_list_builder *lb, const char *dir,
+                         const struct stat *st)
+{
+    for (size_t i = 0; i < lb->ndirs; i++) {
+        const tw_walked_dir *w = &lb->dirs[i];
+        if (w->dev != st->st_dev || w->ino != st->st_ino)
+            continue;
+        if (w->on_path)
+            tw_list_problem(lb, TW_DIR_LOOP, dir,
+                            "symbolic link loop: this is the folder %s "
+                            "again, not followed",
+                            w->path);
+        else
+            tw_list_problem(lb, TW_DIR_REPEAT, dir,
+                            "same folder as %s (already listed), not listed "
+                            "twice",
+                            w->path);
+        return 0;
+    }
+    if (lb->ndirs == lb->dirs_cap) {
+        size_t ncap = lb->dirs_cap ? lb->dirs_cap * 2 : 32;
+        tw_walked_dir *nd = realloc(lb->dirs, ncap * sizeof(*nd));
+        if (nd == NULL) {
+            lb->oom = 1;
+            return 0;
+        }
+        lb->dirs = nd;
+        lb->dirs_cap = ncap;
+    }
+    tw_walked_dir *w = &lb->dirs[lb->ndirs];
+    w->dev = st->st_dev;
+    w->ino = st->st_ino;
+    w->on_path = 1;
+    w->path = strdup(dir);
+    if (w->path == NULL) {
+        lb->oom = 1;
+        return 0;
+    }
+    lb->ndirs++;
+    return 1;
+}
+
+static void tw_list_leave(tw_list_builder *lb, const struct stat *st)
+{
+    for (size_t i = lb->ndirs; i-- > 0;) {
+        if (lb->dirs[i].dev == st->st_dev && lb->dirs[i].ino == st->st_ino) {
+            lb->dirs[i].on_path = 0;
+            return;
+        }
+    }
+    assert(0 && "left a folder that was never entered");
+}
+
+static int tw_cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir except . and .., sorted (the walk is deterministic
+ * whatever order readdir gives). TW_ERR: recorded as a problem, or oom. */
+static int tw_list_names(tw_list_builder *lb, const char *dir, char ***out,
+                         size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        tw_list_problem(lb, TW_DIR_UNREADABLE, dir, "cannot open folder: %s",
+                        strerror(errno));
+        return TW_ERR;
+    }
+    char **names = NULL;
+    size_t count = 0, cap = 0;
+    int rc = TW_OK;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (de == NULL) {
+            if (errno != 0) {
+                tw_list_problem(lb, TW_DIR_UNREADABLE, dir,
+                                "cannot read folder: %s", strerror(errno));
+                rc = TW_ERR;
+            }
             break;
         }
-        snprintf(path, plen, "%s/%s", dir, de->d_name);
-        struct stat st;
-        if (lstat(path, &st) == 0) {
-            if (S_ISDIR(st.st_mode)) {
-                tw_list_walk(lb, path, depth + 1);
-            } else if (S_ISREG(st.st_mode) ||
-                       (S_ISLNK(st.st_mode) && stat(path, &st) == 0 &&
-                        S_ISREG(st.st_mode))) {
-                tw_list_consider(lb, path, de->d_name);
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (count == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, ncap * sizeof(*nn));
+            if (nn == NULL) {
+                lb->oom = 1;
+                rc = TW_ERR;
+                break;
             }
+            names = nn;
+            cap = ncap;
         }
-        free(path);
+        if ((names[count] = strdup(de->d_name)) == NULL) {
+            lb->oom = 1;
+            rc = TW_ERR;
+            break;
+        }
+        count++;
     }
     closedir(d);
+    if (rc != TW_OK) {
+        for (size_t i = 0; i < count; i++)
+            free(names[i]);
+        free(names);
+        return rc;
+    }
+    if (count > 1)
+        qsort(names, count, sizeof(*names), tw_cmp_names);
+    *out = names;
+    *n = count;
+    return TW_OK;
+}
+
+/* Walks dir (st: its stat, links followed); one open folder at a time. */
+static void tw_list_walk(tw_list_builder *lb, const char *dir,
+                         const struct stat *st, int depth)
+{
+    if (lb->oom)
+        return;
+    if (depth > TW_LIST_MAX_DEPTH) {
+        tw_list_problem(lb, TW_DIR_TOO_DEEP, dir,
+                        "more than %d folders deep, not walked",
+                        TW_LIST_MAX_DEPTH);
+        return;
+    }
+    if (!tw_list_enter(lb, dir, st))
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    if (tw_list_names(lb, dir, &names, &n) == TW_OK) {
+        for (size_t i = 0; i < n && !lb->oom; i++) {
+            size_t plen = strlen(dir) + 1 + strlen(names[i]) + 1;
+            char *path = malloc(plen);
+            if (path == NULL) {
+                lb->oom = 1;
+                break;
+            }
+            snprintf(path, plen, "%s/%s", dir, names[i]);
+            struct stat est;
+            if (lstat(path, &est) != 0) {
+                if (errno != ENOENT) /* ENOENT: removed since the listing */
+                    tw_list_problem(lb, TW_DIR_UNREADABLE, path,
+                                    "cannot stat: %s", strerror(errno));
+            } else if (S_ISLNK(est.st_mode) && stat(path, &est) != 0) {
+                /* A dangling link is no data; one that cannot be followed
+                 * (ELOOP, EACCES, ...) may hide some. */
+                if (errno != ENOENT)
+                    tw_list_problem(lb, TW_DIR_UNREADABLE, path,
+                                    "cannot follow symbolic link: %s",
+                                    strerror(errno));
+            } else if (S_ISDIR(est.st_mode)) {
+                tw_list_walk(lb, path, &est, depth + 1);
+            } else if (S_ISREG(est.st_mode)) {
+                tw_list_consider(lb, path, names[i]);
+            }
+            free(path);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    tw_list_leave(lb, st);
 }
 
 static int tw_list_cmp(const void *a, const void *b)
@@ -390,8 +583,11 @@ int tw_folder_list(const char *root, tw_folder **out, char *err, size_t errlen)
     while (rl > 1 && f->root[rl - 1] == '/')
         f->root[--rl] = '\0';
 
-    tw_list_builder lb = {f, 0, 0};
-    tw_list_walk(&lb, f->root, 0);
+    tw_list_builder lb = {.folder = f};
+    tw_list_walk(&lb, f->root, &st, 0);
+    for (size_t i = 0; i < lb.ndirs; i++)
+        free(lb.dirs[i].path);
+    free(lb.dirs);
     if (lb.oom) {
         tw_folder_free(f);
         snprintf(err, errlen, "listing %s: out of memory", root);
@@ -430,6 +626,11 @@ void tw_folder_free(tw_folder *f)
         free(f->files[i].node);
     }
     free(f->files);
+    for (size_t i = 0; i < f->nproblems; i++) {
+        free(f->problems[i].path);
+        free(f->problems[i].reason);
+    }
+    free(f->problems);
     free(f->root);
     free(f);
 }

@@ -655,3 +655,9 @@ TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)
 {
     return &bs_descriptor;
 }
+
+/* What "its input arrived" means for this rule (plugin.h). */
+TW_PLUGIN_EXPORT uint32_t trainwatch_rule_inputs(void)
+{
+    return TW_INPUT_SYSTEM;
+}

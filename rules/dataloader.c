@@ -23,6 +23,9 @@
  *    cleared when longer than 1000 at an event of a later scan.
  *  - crash fix (both): events without args are treated as having empty
  *    args (quirk 4).
+ *  - no CPU data (cores unknown, 0): `fixed` makes no comparison (the
+ *    reference's "median > 200 % of 0 cores" flags every job whose system
+ *    files are missing); `reference` compares as the reference does.
  *
  * Memory: `parallel` <= 1000 + (distinct start seconds of loader events in
  * one scan) int64s; the scan-local per-second pid sets are freed after the
@@ -431,7 +434,11 @@ static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
         int64_t med = median_trunc(s->parallel, s->nparallel, &ok);
         if (!ok)
             goto oom_secs;
-        int enough = (int64_t)s->nparallel > s->patience;
+        /* fixed: without CPU data the core count is unknown (0), and "more
+         * loaders than 200 % of 0 cores" would be a finding about missing
+         * data, not about the loader; the reference compares anyway. */
+        int enough = (int64_t)s->nparallel > s->patience &&
+                     (s->cores > 0 || s->semantics == TW_SEMANTICS_REFERENCE);
         if (enough && (double)med < (double)s->cores * (s->min_threshold / 100))
             s->violations++;
         if (enough && (double)med > (double)s->cores * (s->max_threshold / 100))
@@ -676,4 +683,10 @@ static const tw_rule_descriptor dl_descriptor = {
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)
 {
     return &dl_descriptor;
+}
+
+/* Decisions come from loader events; the core count alone judges nothing. */
+TW_PLUGIN_EXPORT uint32_t trainwatch_rule_inputs(void)
+{
+    return TW_INPUT_FRAMEWORK;
 }

@@ -270,3 +270,9 @@ TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)
 {
     return &mit_descriptor;
 }
+
+/* System timestamps alone can trigger it (no step seen in time). */
+TW_PLUGIN_EXPORT uint32_t trainwatch_rule_inputs(void)
+{
+    return TW_INPUT_SYSTEM | TW_INPUT_FRAMEWORK;
+}

@@ -136,3 +136,10 @@ TW_PLUGIN_EXPORT const tw_rule_descriptor *gpu_memory_ceiling_rule(void)
 {
     return &descriptor;
 }
+
+/* Optional (plugin.h): the rule reads system samples only, so a job that
+ * sent no system data reports it NoData instead of healthy. */
+TW_PLUGIN_EXPORT uint32_t gpu_memory_ceiling_rule_inputs(void)
+{
+    return TW_INPUT_SYSTEM;
+}

@@ -176,6 +176,107 @@ static void test_failing_rule_status(void **st)
     tw_registry_free(reg);
 }
 
+/* A rule of `sem` from the built-in `name`, or the failing_rule fixture
+ * (no <entry>_inputs export: any input counts) when name is NULL. */
+static tw_rule *no_data_rule(tw_registry *reg, tw_host_ctx *h,
+                             const char *name, tw_semantics sem)
+{
+    const tw_plugin *p;
+    char err[512];
+    static const char *const k[] = {"fail_at_scan"};
+    static const char *const v[] = {"1000"};
+    if (name != NULL)
+        assert_int_equal(tw_registry_find(reg, name, &p, err, sizeof(err)),
+                         TW_OK);
+    else
+        assert_int_equal(
+            tw_registry_load(reg, build_path("tests/plugins/failing_rule.so"),
+                             "failing_rule", &p, err, sizeof(err)),
+            TW_OK);
+    tw_rule *r;
+    if (tw_rule_create(p, NULL, name ? NULL : k, name ? NULL : v,
+                       name ? 0 : 1, sem, h, &r, err, sizeof(err)) != TW_OK)
+        fail_msg("create: %s", err);
+    return r;
+}
+
+/* A copy of r through a checkpoint (save, restore into a fresh rule). */
+static tw_rule *no_data_reload(tw_registry *reg, tw_host_ctx *h, tw_rule *r,
+                               const char *name)
+{
+    tw_buf *b = tw_buf_new();
+    assert_non_null(b);
+    assert_int_equal(tw_rule_save(r, b), TW_OK);
+    tw_rule *c = no_data_rule(reg, h, name, tw_rule_semantics(r));
+    char err[256];
+    if (tw_rule_restore(c, tw_buf_data(b), tw_buf_len(b), err, sizeof(err)) !=
+        TW_OK)
+        fail_msg("restore: %s", err);
+    tw_buf_free(b);
+    tw_rule_destroy(r);
+    return c;
+}
+
+/* No data is not healthy: a rule never handed input of a kind it reads
+ * ends NoData in fixed semantics, NoIssuesFound in reference, and the
+ * "received" flag survives a checkpoint. StepOutlier reads framework
+ * events only, so scans of system samples are no input for it. */
+static void test_no_data_status(void **st)
+{
+    (void)st;
+    tw_registry *reg = tw_registry_new();
+    tw_windows *w = tw_windows_new();
+    tw_host_ctx *h = tw_host_ctx_new(reg, w, "job-nd");
+    assert_non_null(reg);
+    assert_non_null(w);
+    assert_non_null(h);
+    tw_series s = {0, 0, TW_METRIC_GPU_UTIL, "gpu", "gpu0", "GPUUtilization"};
+    const char *nodes[] = {"algo-1"};
+    tw_sample x[] = {{100.0, 95, 0, 0}, {100.5, 96, 0, 0}};
+    tw_scan full = {0}, empty = {0};
+    full.series = &s;
+    full.nseries = 1;
+    full.nodes = nodes;
+    full.nnodes = 1;
+    full.samples = x;
+    full.nsamples = 2;
+    full.windows = w;
+    empty.windows = w;
+    assert_int_equal(tw_windows_feed_scan(w, &full), TW_OK);
+
+    struct {
+        const char *rule;
+        tw_semantics sem;
+        const tw_scan *scan;
+        int received;
+        tw_rule_status final;
+    } cases[] = {
+        {"StepOutlier", TW_SEMANTICS_FIXED, &full, 0, TW_STATUS_NO_DATA},
+        {"StepOutlier", TW_SEMANTICS_REFERENCE, &full, 0,
+         TW_STATUS_NO_ISSUES_FOUND},
+        {NULL, TW_SEMANTICS_FIXED, &full, 1, TW_STATUS_NO_ISSUES_FOUND},
+        {NULL, TW_SEMANTICS_FIXED, &empty, 0, TW_STATUS_NO_DATA},
+        {NULL, TW_SEMANTICS_REFERENCE, &empty, 0, TW_STATUS_NO_ISSUES_FOUND},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        tw_rule *r = no_data_rule(reg, h, cases[i].rule, cases[i].sem);
+        assert_int_equal(tw_rule_received_input(r), 0);
+        assert_int_equal(tw_rule_scan(r, cases[i].scan), TW_OK);
+        assert_int_equal(tw_rule_get_status(r), TW_STATUS_IN_PROGRESS);
+        r = no_data_reload(reg, h, r, cases[i].rule);
+        assert_int_equal(tw_rule_received_input(r), cases[i].received);
+        tw_rule_finish(r);
+        assert_int_equal(tw_rule_get_status(r), cases[i].final);
+        r = no_data_reload(reg, h, r, cases[i].rule);
+        assert_int_equal(tw_rule_get_status(r), cases[i].final);
+        tw_rule_destroy(r);
+    }
+    assert_string_equal(tw_rule_status_name(TW_STATUS_NO_DATA), "NoData");
+    tw_host_ctx_free(h);
+    tw_windows_free(w);
+    tw_registry_free(reg);
+}
+
 static void test_windows(void **st)
 {
     (void)st;
@@ -215,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_failing_rule_status),
+        cmocka_unit_test(test_no_data_status),
         cmocka_unit_test(test_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

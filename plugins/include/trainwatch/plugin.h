@@ -376,6 +376,23 @@ typedef struct tw_rule_descriptor {
 
 typedef const tw_rule_descriptor *(*tw_rule_entry_fn)(void);
 
+/* ------------------------------------------------------------------------
+ * Optional: which input the rule reads
+ * --------------------------------------------------------------------- */
+
+/* A plugin may also export `uint32_t <entry>_inputs(void)` (for the default
+ * entry: `trainwatch_rule_inputs`) returning the TW_INPUT_* bits of what its
+ * decisions are made from. The host uses it only to tell whether the
+ * rule's input ever arrived: a rule never handed a scan with a sample (or
+ * event) of a kind it reads has had no data, and says so in results and
+ * alerts instead of passing for healthy. Without the symbol (or with 0)
+ * both kinds count. Not part of the descriptor, so the ABI version and
+ * older plugins are unaffected. */
+#define TW_INPUT_SYSTEM 1u    /* system samples (tw_scan.samples)  */
+#define TW_INPUT_FRAMEWORK 2u /* framework events (tw_scan.events) */
+#define TW_PLUGIN_INPUTS_SUFFIX "_inputs"
+typedef uint32_t (*tw_rule_inputs_fn)(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,7 +2,8 @@
  * job_router.h - the daemon's jobs: routes each decoded batch to its job's
  * evaluation context (job.h) by job id, creates contexts, finalizes them
  * (job-end marker, or no message for `job_idle` of wall time), writes
- * results files and feeds the alert tracker (alert.h). Jobs are grouped
+ * results files (results_file.h: held and retried when a write fails,
+ * retried by tw_router_expire) and feeds the alert tracker (alert.h). Jobs are grouped
  * by the Kafka partition they arrive on, because a partition is the unit
  * a consumer group moves between instances.
  *
@@ -98,6 +99,12 @@ typedef struct tw_router_stats {
     uint64_t checkpoints;      /* partition checkpoints written        */
     uint64_t checkpoint_bytes; /* bytes of parts they wrote            */
     uint64_t scans;
+    /* results files (results_file.h) */
+    uint64_t results_written;  /* on disk                              */
+    uint64_t results_versions; /* of those, as <name>_v<n>.json        */
+    uint64_t results_failures; /* write attempts that failed           */
+    uint64_t results_retries;  /* attempts after a failure             */
+    uint64_t results_pending;  /* held in memory, not on disk yet      */
 } tw_router_stats;
 
 /* An alert to publish (key = job). partition/offset: the metrics message

@@ -101,7 +101,7 @@ typedef struct tw_router_stats {
     uint64_t scans;
     /* results files (results_file.h) */
     uint64_t results_written;  /* on disk                              */
-    uint64_t results_versions; /* of those, as <name>_v<n>.json        */
+    uint64_t results_versions; /* of those, as <name>~v<n>.json        */
     uint64_t results_failures; /* write attempts that failed           */
     uint64_t results_retries;  /* attempts after a failure             */
     uint64_t results_pending;  /* held in memory, not on disk yet      */

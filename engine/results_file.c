@@ -20,7 +20,7 @@
 static int tw_results_kept_byte(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '.' || c == '-';
+           (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
 }
 
 /* 64-bit FNV-1a: offset basis and prime from the FNV specification. */
@@ -36,8 +36,8 @@ static uint64_t tw_results_fnv1a64(const char *s)
 
 void tw_results_file_name(const char *id, char out[TW_RESULTS_NAME_LEN])
 {
-    static const char hex[] = "0123456789abcdef";
-    /* "_h" + 16 hex digits end a cut name */
+    static const char hex[] = "0123456789ABCDEF";
+    /* "~h" + 16 hex digits end a cut name */
     const size_t hash_len = 2 + 16, cut_at = TW_RESULTS_NAME_MAX - hash_len;
     size_t o = 0, cut = 0;
     const unsigned char *p = (const unsigned char *)id;
@@ -47,11 +47,8 @@ void tw_results_file_name(const char *id, char out[TW_RESULTS_NAME_LEN])
         if (tw_results_kept_byte(*p) && !(o == 0 && *p == '.')) {
             esc[0] = (char)*p;
             n = 1;
-        } else if (*p == '_') {
-            esc[0] = esc[1] = '_';
-            n = 2;
         } else {
-            esc[0] = '_';
+            esc[0] = '%';
             esc[1] = hex[*p >> 4];
             esc[2] = hex[*p & 0xf];
             n = 3;
@@ -63,13 +60,13 @@ void tw_results_file_name(const char *id, char out[TW_RESULTS_NAME_LEN])
         if (o <= cut_at)
             cut = o; /* the longest whole-escape prefix that leaves room */
     }
-    if (*p != '\0') { /* too long: prefix, "_h", hash of the whole id */
-        snprintf(out + cut, TW_RESULTS_NAME_LEN - cut, "_h%016" PRIx64,
+    if (*p != '\0') { /* too long: prefix, "~h", hash of the whole id */
+        snprintf(out + cut, TW_RESULTS_NAME_LEN - cut, "~h%016" PRIx64,
                  tw_results_fnv1a64(id));
         return;
     }
     if (o == 0)
-        out[o++] = '_';
+        out[o++] = '~';
     out[o] = '\0';
 }
 
@@ -254,7 +251,7 @@ static int tw_held_write(tw_results_writer *w, tw_held *h, char *path_out,
         if (v == 1)
             snprintf(path_out, path_len, "%s/%s.json", w->dir, name);
         else
-            snprintf(path_out, path_len, "%s/%s_v%u.json", w->dir, name, v);
+            snprintf(path_out, path_len, "%s/%s~v%u.json", w->dir, name, v);
         if (tw_place(tmp, path_out) == 0) {
             placed = 1;
             break;

@@ -4,18 +4,20 @@
  *
  * Names (tw_results_file_name). One job id, one name, and two ids never
  * share one:
- *  - bytes [A-Za-z0-9.-] are kept, except a leading '.' (no hidden files,
- *    no "." or ".."); '_' becomes "__"; every other byte (and a leading
- *    '.') becomes '_' and two lower-case hex digits: "col/x" -> "col_2fx",
- *    "col_x" -> "col__x". The empty id is "_". Decoding is unambiguous, so
- *    the mapping is injective;
+ *  - bytes [A-Za-z0-9._-] are kept, except a leading '.' (no hidden files,
+ *    no "." or ".."); every other byte is percent-encoded as '%' and two
+ *    upper-case hex digits: "col/x" -> "col%2Fx", "col_x" -> "col_x",
+ *    "50%" -> "50%25". The empty id is "~". Decoding is unambiguous, so
+ *    the mapping is injective, and ids made of the kept bytes keep the
+ *    names they always had;
  *  - a name longer than TW_RESULTS_NAME_MAX bytes is cut (never inside an
- *    escape) and ends with "_h" and the 64-bit FNV-1a hash of the whole id
- *    as 16 hex digits. "_h" cannot occur in a name that is not cut;
+ *    escape) and ends with "~h" and the 64-bit FNV-1a hash of the whole id
+ *    as 16 lower-case hex digits. '~' is always escaped, so it cannot
+ *    occur in a name that is not cut;
  *  - the results file is <name>.json; a second version of it (see below)
- *    <name>_v<n>.json, n >= 2 ("_v" cannot occur in a name either). The
- *    file's "job" key holds the full job id.
- *
+ *    <name>~v<n>.json, n >= 2. The file's "job" key holds the full id.
+ *    On a case-insensitive file system two ids differing in case share
+ *    a name; the rule below then writes the second as a version.
  * Writes (tw_results_put). The bytes go to a temporary file in the
  * folder (".<name>.tmp-<pid>": never matched by *.json), fsync'ed, then
  * linked to the results file's name, which fails rather than replace an
@@ -24,7 +26,7 @@
  * disk (a re-evaluation of the same job); with other bytes (another
  * evaluation of the same job id, e.g. a fragment of a split job, a run
  * with other rules, or another id with the same hash) the results go to
- * the first free <name>_v<n>.json and a WARN names both files.
+ * the first free <name>~v<n>.json and a WARN names both files.
  *
  * Results never lost: a write that fails (folder full, read-only, gone)
  * keeps the results in the writer, logs one WARN per job (path and
@@ -45,21 +47,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bytes of a name at most, before ".json" / "_v<n>.json": NAME_MAX (255)
+/* Bytes of a name at most, before ".json" / "~v<n>.json": NAME_MAX (255)
  * leaves room for the version, the extension and the temporary prefix. */
 #define TW_RESULTS_NAME_MAX 200
 #define TW_RESULTS_NAME_LEN (TW_RESULTS_NAME_MAX + 1)
 
 #define TW_RESULTS_BACKOFF_MIN_US 100000LL    /* 100 ms */
 #define TW_RESULTS_BACKOFF_MAX_US 30000000LL  /* 30 s   */
-#define TW_RESULTS_VERSIONS_MAX 10000         /* <name>_v2 .. _v9999 */
+#define TW_RESULTS_VERSIONS_MAX 10000         /* <name>~v2 .. ~v9999 */
 
 /* The file name (without ".json") of job id `id` into out. */
 void tw_results_file_name(const char *id, char out[TW_RESULTS_NAME_LEN]);
 
 typedef struct tw_results_stats {
     uint64_t written;       /* results on disk (new file, or same bytes) */
-    uint64_t versions;      /* of those, as <name>_v<n>.json           */
+    uint64_t versions;      /* of those, as <name>~v<n>.json           */
     uint64_t failures;      /* write attempts that failed              */
     uint64_t retries;       /* attempts after a failure                */
     uint64_t pending;       /* results held, not on disk yet           */

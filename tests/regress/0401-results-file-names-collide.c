@@ -7,7 +7,7 @@
  *
  * Asserts: the two jobs, routed to their end one after the other, leave
  * two results files, each holding its own job id (results_file.h escapes
- * '_' as "__" and other bytes as "_XX"). */
+ * every byte outside [A-Za-z0-9._-] as "%XX": col%2Fx, col_x). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

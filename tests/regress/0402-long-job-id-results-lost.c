@@ -6,7 +6,7 @@
  * ERROR "File name too long", no file.
  *
  * Asserts: a job with a 300-byte id leaves one results file holding the
- * full id, its name at most 200 bytes before ".json" and ending with "_h"
+ * full id, its name at most 200 bytes before ".json" and ending with "~h"
  * and 16 hex digits (the hash of the whole id); a second 300-byte id that
  * differs only in its last byte gets a file of its own. */
 #include <setjmp.h>
@@ -42,7 +42,7 @@ static void long_id_written_with_hash(void **state)
     size_t len = strlen(name) - 5; /* without ".json" */
     assert_true(len <= 200);
     assert_true(len > 18);
-    assert_memory_equal(name + len - 18, "_h", 2);
+    assert_memory_equal(name + len - 18, "~h", 2);
     for (size_t i = len - 16; i < len; i++)
         assert_true(isxdigit((unsigned char)name[i]));
     assert_memory_equal(name, id, 20); /* readable: the id's start */

@@ -2,7 +2,7 @@
  * (results_file.h): the name mapping (examples, decoding back to the id,
  * long ids cut with a hash, never inside an escape), writes (bytes, no
  * temporary file left), the same results again (no new file), other
- * results of the same id (a _v<n> file, the first untouched), a write
+ * results of the same id (a ~v<n> file, the first untouched), a write
  * into a folder that is gone (held, one failure counted, backoff doubling
  * to its cap, landed by a retry once the folder is back), results of one
  * id kept in order while held, and a writer freed with results held. */
@@ -26,13 +26,19 @@
 
 /* ---- names -------------------------------------------------------------- */
 
+/* A digit of an escape (upper case); -1 for anything else. */
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
+}
+
+static int is_lower_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
 }
 
 /* The id a name that was not cut stands for, into out; -1 when the name
@@ -40,21 +46,18 @@ static int hexval(char c)
 static int decode(const char *name, char *out, size_t len)
 {
     size_t o = 0;
-    if (strcmp(name, "_") == 0) {
+    if (strcmp(name, "~") == 0) {
         out[0] = '\0';
         return 0;
     }
     for (const char *p = name; *p != '\0'; p++) {
-        if (o + 1 >= len)
+        if (o + 1 >= len || *p == '~')
             return -1;
-        if (*p != '_') {
+        if (*p != '%') {
             out[o++] = *p;
             continue;
         }
-        if (p[1] == '_') {
-            out[o++] = '_';
-            p++;
-        } else if (hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+        if (hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
             out[o++] = (char)(hexval(p[1]) * 16 + hexval(p[2]));
             p += 2;
         } else {
@@ -75,15 +78,16 @@ static void expect_name(const char *id, const char *want)
 static void name_examples(void **state)
 {
     (void)state;
-    expect_name("job-1.run", "job-1.run");
-    expect_name("col/x", "col_2fx");
-    expect_name("col_x", "col__x");
-    expect_name("col_2fx", "col__2fx");
-    expect_name("", "_");
-    expect_name(".", "_2e");
-    expect_name("..", "_2e.");
-    expect_name(".hidden", "_2ehidden");
-    expect_name("a b\xc3\xa9", "a_20b_c3_a9");
+    expect_name("job-1.run_2", "job-1.run_2"); /* as they always were */
+    expect_name("col/x", "col%2Fx");
+    expect_name("col_x", "col_x");
+    expect_name("col%2Fx", "col%252Fx");
+    expect_name("", "~");
+    expect_name("~", "%7E");
+    expect_name(".", "%2E");
+    expect_name("..", "%2E.");
+    expect_name(".hidden", "%2Ehidden");
+    expect_name("a b\xc3\xa9", "a%20b%C3%A9");
     expect_name("x.json", "x.json");
 }
 
@@ -92,7 +96,7 @@ static void name_examples(void **state)
 static void name_injective(void **state)
 {
     (void)state;
-    static const char alpha[] = "a_._2f/-\x01\xff";
+    static const char alpha[] = "a_.%2F/-~\x01\xff";
     enum { N = 3000 };
     char (*ids)[64] = calloc(N, 64);
     char (*names)[TW_RESULTS_NAME_LEN] = calloc(N, TW_RESULTS_NAME_LEN);
@@ -131,21 +135,21 @@ static void name_long_ids(void **state)
     id[TW_RESULTS_NAME_MAX] = '\0';
     tw_results_file_name(id, name);
     assert_string_equal(name, id);
-    /* one more: cut, "_h" and 16 hex digits */
+    /* one more: cut, "~h" and 16 hex digits */
     memset(id, 'a', TW_RESULTS_NAME_MAX + 1);
     id[TW_RESULTS_NAME_MAX + 1] = '\0';
     tw_results_file_name(id, name);
     assert_int_equal(strlen(name), TW_RESULTS_NAME_MAX);
-    assert_memory_equal(name + TW_RESULTS_NAME_MAX - 18, "_h", 2);
+    assert_memory_equal(name + TW_RESULTS_NAME_MAX - 18, "~h", 2);
     for (size_t i = TW_RESULTS_NAME_MAX - 16; i < TW_RESULTS_NAME_MAX; i++)
-        assert_true(hexval(name[i]) >= 0);
+        assert_true(is_lower_hex(name[i]));
     /* differing past the cut: other hashes */
     id[TW_RESULTS_NAME_MAX] = 'b';
     tw_results_file_name(id, name2);
     assert_string_not_equal(name, name2);
     assert_memory_equal(name, name2, TW_RESULTS_NAME_MAX - 18);
     /* 3-byte escapes all along: the cut never splits one, so the part
-     * before "_h" decodes */
+     * before "~h" decodes */
     for (int shift = 0; shift < 3; shift++) {
         memset(id, 'a', (size_t)shift);
         memset(id + shift, '/', 300);
@@ -153,7 +157,7 @@ static void name_long_ids(void **state)
         tw_results_file_name(id, name);
         size_t len = strlen(name);
         assert_true(len <= TW_RESULTS_NAME_MAX);
-        assert_memory_equal(name + len - 18, "_h", 2);
+        assert_memory_equal(name + len - 18, "~h", 2);
         name[len - 18] = '\0';
         char back[300];
         assert_int_equal(decode(name, back, sizeof(back)), 0);
@@ -239,7 +243,7 @@ static void writes_file(void **state)
 {
     fx *f = *state;
     assert_int_equal(put(f, "col/x", "{\"job\": \"col/x\"}", 0), TW_OK);
-    expect_file(f, "col_2fx.json", "{\"job\": \"col/x\"}");
+    expect_file(f, "col%2Fx.json", "{\"job\": \"col/x\"}");
     assert_int_equal(entries(f), 1); /* no temporary file left */
     tw_results_stats s = stats(f);
     assert_int_equal(s.written, 1);
@@ -267,10 +271,10 @@ static void other_bytes_versioned(void **state)
     assert_int_equal(put(f, "j", "{\"a\": 1}", 0), TW_OK);
     assert_int_equal(put(f, "j", "{\"a\": 2}", 0), TW_OK);
     assert_int_equal(put(f, "j", "{\"a\": 3}", 0), TW_OK);
-    assert_int_equal(put(f, "j", "{\"a\": 2}", 0), TW_OK); /* = _v2 */
+    assert_int_equal(put(f, "j", "{\"a\": 2}", 0), TW_OK); /* = ~v2 */
     expect_file(f, "j.json", "{\"a\": 1}");
-    expect_file(f, "j_v2.json", "{\"a\": 2}");
-    expect_file(f, "j_v3.json", "{\"a\": 3}");
+    expect_file(f, "j~v2.json", "{\"a\": 2}");
+    expect_file(f, "j~v3.json", "{\"a\": 3}");
     assert_int_equal(entries(f), 3);
     assert_int_equal(stats(f).written, 4);
     assert_int_equal(stats(f).versions, 3);
@@ -284,7 +288,7 @@ static void name_taken_by_folder(void **state)
     snprintf(path, sizeof(path), "%s/j.json", f->dir);
     assert_int_equal(mkdir(path, 0755), 0);
     assert_int_equal(put(f, "j", "{}", 0), TW_OK);
-    expect_file(f, "j_v2.json", "{}");
+    expect_file(f, "j~v2.json", "{}");
 }
 
 static void replace_by_file(const fx *f)
@@ -359,7 +363,7 @@ static void held_in_order(void **state)
     put_back(f);
     assert_int_equal(tw_results_retry(f->w, INT64_MAX / 2), 0);
     expect_file(f, "j.json", "{\"a\": 1}");
-    expect_file(f, "j_v2.json", "{\"a\": 2}");
+    expect_file(f, "j~v2.json", "{\"a\": 2}");
     expect_file(f, "k.json", "{\"b\": 1}");
     assert_int_equal(stats(f).written, 3);
 }

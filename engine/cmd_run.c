@@ -97,7 +97,9 @@ static void tw_run_usage(FILE *out)
         "offsets only once the jobs they belong to no longer need them.\n"
         "A job ends with its JOB_END marker, or after engine.job_idle of\n"
         "wall time without a message; its results then go to\n"
-        "engine.results_dir/<job>.json (same rule results as `eval --json`).\n"
+        "engine.results_dir/<name>.json (same rule results as `eval --json`;\n"
+        "<name>: the job id, bytes outside [A-Za-z0-9._-] as %%XX, see\n"
+        "README \"Results files\"; a failed write is retried with backoff).\n"
         "\n"
         "options:\n"
         "  --config FILE   configuration (YAML or JSON, see\n"
@@ -122,7 +124,9 @@ static void tw_run_usage(FILE *out)
         "progress_interval and, at the end, one summary line on stdout:\n"
         "  run: batches=N dead_letters=N duplicates=N late=N jobs_active=N\n"
         "       jobs_started=N jobs_finished=N jobs_skipped_partial=N\n"
-        "       alerts_sent=N ... and, when rules have actions:,\n"
+        "       alerts_sent=N ... results_written=N results_versions=N\n"
+        "       results_failures=N results_retries=N results_pending=N\n"
+        "       and, when rules have actions:,\n"
         "       actions_fired=N actions_sent=N actions_failed=N ...\n"
         "A rule's actions (stop_training, webhook, signal, stop_file,\n"
         "email, sms) fire on its findings (a ProfilerReport's: any\n"
@@ -442,13 +446,16 @@ static void tw_run_stats_line(const tw_router *router,
             " skipped_messages=%" PRIu64 " after_end=%" PRIu64
             " scans=%" PRIu64 " alerts_sent=%" PRIu64
             " alerts_deduped=%" PRIu64 " jobs_restored=%" PRIu64
-            " checkpoints=%" PRIu64 "%s\n",
+            " checkpoints=%" PRIu64 " results_written=%" PRIu64
+            " results_versions=%" PRIu64 " results_failures=%" PRIu64
+            " results_retries=%" PRIu64 " results_pending=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
             st.jobs_skipped_partial, st.skipped_messages, st.after_end,
             st.scans, st.alerts_sent, st.alerts_deduped, st.jobs_restored,
-            st.checkpoints, act);
+            st.checkpoints, st.results_written, st.results_versions,
+            st.results_failures, st.results_retries, st.results_pending, act);
     fflush(out);
 }
 

@@ -3,9 +3,9 @@
  * evaluation context (job.h) by job id, creates contexts, finalizes them
  * (job-end marker, or no message for `job_idle` of wall time), writes
  * results files (results_file.h: held and retried when a write fails,
- * retried by tw_router_expire) and feeds the alert tracker (alert.h). Jobs are grouped
- * by the Kafka partition they arrive on, because a partition is the unit
- * a consumer group moves between instances.
+ * retried by tw_router_expire) and feeds the alert tracker (alert.h).
+ * Jobs are grouped by the Kafka partition they arrive on, because a
+ * partition is the unit a consumer group moves between instances.
  *
  * Offsets and exactness (no state store yet). A message is processed when
  * its job no longer needs it: the job has finished, or the message has

@@ -80,7 +80,7 @@ typedef struct tw_held {
     int64_t due_us;     /* next attempt, monotonic */
     int64_t backoff_us; /* wait after the next failure */
     uint32_t attempts;
-    int warned;       /* its one WARN was logged */
+    int warned;                 /* its one WARN was logged */
     char error[PATH_MAX + 128]; /* the last failure: what, where, why */
 } tw_held;
 
@@ -321,8 +321,9 @@ static int tw_held_attempt(tw_results_writer *w, tw_held *h, int64_t now_us)
                h->id, w->dir, name, path);
     }
     if (h->attempts > 1)
-        tw_log(TW_LOG_INFO, "job %s: results written to %s after %" PRIu32
-               " attempts", h->id, path, h->attempts);
+        tw_log(TW_LOG_INFO,
+               "job %s: results written to %s after %" PRIu32 " attempts",
+               h->id, path, h->attempts);
     else
         tw_log(TW_LOG_INFO, "job %s: results written to %s", h->id, path);
     return 1;

@@ -52,9 +52,9 @@
 #define TW_RESULTS_NAME_MAX 200
 #define TW_RESULTS_NAME_LEN (TW_RESULTS_NAME_MAX + 1)
 
-#define TW_RESULTS_BACKOFF_MIN_US 100000LL    /* 100 ms */
-#define TW_RESULTS_BACKOFF_MAX_US 30000000LL  /* 30 s   */
-#define TW_RESULTS_VERSIONS_MAX 10000         /* <name>~v2 .. ~v9999 */
+#define TW_RESULTS_BACKOFF_MIN_US 100000LL   /* 100 ms */
+#define TW_RESULTS_BACKOFF_MAX_US 30000000LL /* 30 s   */
+#define TW_RESULTS_VERSIONS_MAX 10000        /* <name>~v2 .. ~v9999 */
 
 /* The file name (without ".json") of job id `id` into out. */
 void tw_results_file_name(const char *id, char out[TW_RESULTS_NAME_LEN]);

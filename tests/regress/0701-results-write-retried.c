@@ -10,9 +10,8 @@
  * when mounting is not permitted): the job's results file is not written,
  * the failure is counted (results_failures) and the results held
  * (results_pending); one WARN names the job however often the write fails;
- * once the folder is writable
- * again the next tw_router_expire after the backoff writes the file
- * (results_retries counted, nothing pending). Tests run as root, which
+ * once the folder is writable again the next tw_router_expire after the
+ * backoff writes the file (results_retries counted, nothing pending). Tests run as root, which
  * ignores permission bits, so "read-only" is not used. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,8 +79,7 @@ static void held_then_written(const char *dir, void (*break_dir)(const char *),
     assert_int_equal(s.results_failures, 2);
     assert_int_equal(s.results_retries, 1);
     assert_int_equal(s.results_pending, 1);
-    assert_int_equal(log_lines(log, "WARN  job job-7: results not written"),
-                     1);
+    assert_int_equal(log_lines(log, "WARN  job job-7: results not written"), 1);
     fix_dir(dir);
     usleep(250000); /* the backoff doubled: 200 ms */
     assert_int_equal(tw_router_expire(x.r, 1000000), 0);

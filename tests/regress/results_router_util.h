@@ -53,13 +53,12 @@ static void rr_close(rr *x)
 }
 
 /* One marker of job `id` from node "replay", routed at the next offset. */
-static void rr_marker(rr *x, const char *id, tw_marker_kind kind,
-                      uint64_t seq)
+static void rr_marker(rr *x, const char *id, tw_marker_kind kind, uint64_t seq)
 {
     tw_marker m = {.kind = kind,
                    .time_us = 1700000000000000LL,
-                   .latest_us = kind == TW_MARKER_JOB_END ? 1700000060000000LL
-                                                          : 0};
+                   .latest_us =
+                       kind == TW_MARKER_JOB_END ? 1700000060000000LL : 0};
     tw_batch b;
     memset(&b, 0, sizeof(b));
     b.job = id;

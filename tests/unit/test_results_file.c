@@ -98,8 +98,8 @@ static void name_injective(void **state)
     (void)state;
     static const char alpha[] = "a_.%2F/-~\x01\xff";
     enum { N = 3000 };
-    char (*ids)[64] = calloc(N, 64);
-    char (*names)[TW_RESULTS_NAME_LEN] = calloc(N, TW_RESULTS_NAME_LEN);
+    char(*ids)[64] = calloc(N, 64);
+    char(*names)[TW_RESULTS_NAME_LEN] = calloc(N, TW_RESULTS_NAME_LEN);
     assert_non_null(ids);
     assert_non_null(names);
     unsigned seed = 17;

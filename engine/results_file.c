@@ -304,7 +304,8 @@ static int tw_held_attempt(tw_results_writer *w, tw_held *h, int64_t now_us)
             tw_log(TW_LOG_DEBUG, "job %s: results attempt %" PRIu32 ": %s",
                    h->id, h->attempts, h->error);
         }
-        h->due_us = now_us + h->backoff_us;
+        h->due_us = now_us > INT64_MAX - h->backoff_us ? INT64_MAX
+                                                       : now_us + h->backoff_us;
         h->backoff_us = h->backoff_us * 2 > TW_RESULTS_BACKOFF_MAX_US
                             ? TW_RESULTS_BACKOFF_MAX_US
                             : h->backoff_us * 2;

@@ -89,8 +89,8 @@ int tw_results_put(tw_results_writer *w, const char *id, const char *json,
                    size_t len, int64_t now_us);
 
 /* Tries again every held result whose backoff has passed at now_us
- * (a monotonic clock, the one given to tw_results_put). Returns how many
- * are still held. */
+ * (a monotonic clock, the one given to tw_results_put; INT64_MAX tries
+ * every one, e.g. before exiting). Returns how many are still held. */
 size_t tw_results_retry(tw_results_writer *w, int64_t now_us);
 
 /* Nonzero while some results of job `id` are held (not on disk yet). */

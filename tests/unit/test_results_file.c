@@ -4,8 +4,9 @@
  * temporary file left), the same results again (no new file), other
  * results of the same id (a ~v<n> file, the first untouched), a write
  * into a folder that is gone (held, one failure counted, backoff doubling
- * to its cap, landed by a retry once the folder is back), results of one
- * id kept in order while held, and a writer freed with results held. */
+ * to its cap, landed by a retry once the folder is back, a retry forced
+ * at INT64_MAX), results of one id kept in order while held, and a
+ * writer freed with results held. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -350,6 +351,21 @@ static void held_retried_with_backoff(void **state)
     assert_int_equal(entries(f), 1);
 }
 
+/* now_us = INT64_MAX tries every held result (before exiting), and the
+ * next attempt's time saturates instead of overflowing. */
+static void retry_forced(void **state)
+{
+    fx *f = *state;
+    replace_by_file(f);
+    assert_int_equal(put(f, "j", "{}", 0), TW_RESULTS_HELD);
+    assert_int_equal(tw_results_retry(f->w, INT64_MAX), 1);
+    assert_int_equal(stats(f).failures, 2);
+    assert_int_equal(tw_results_next_retry_us(f->w), INT64_MAX);
+    put_back(f);
+    assert_int_equal(tw_results_retry(f->w, INT64_MAX), 0);
+    expect_file(f, "j.json", "{}");
+}
+
 /* Two results of one id while the first is held: the second waits for
  * it, and they land in order (the first as j.json). */
 static void held_in_order(void **state)
@@ -405,6 +421,7 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(held_retried_with_backoff, fx_setup,
                                         fx_teardown),
+        cmocka_unit_test_setup_teardown(retry_forced, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(held_in_order, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(freed_while_held, fx_setup,
                                         fx_teardown),

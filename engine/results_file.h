@@ -13,13 +13,17 @@
  *  - a name longer than TW_RESULTS_NAME_MAX bytes is cut (never inside an
  *    escape) and ends with "~h" and the 64-bit FNV-1a hash of the whole id
  *    as 16 lower-case hex digits. '~' is always escaped, so it cannot
- *    occur in a name that is not cut;
+ *    occur in a name that is not cut. Two cut ids share a name only if
+ *    both their first ~180 bytes and their hashes agree (odds 2^-64);
+ *    the rule below then keeps both files;
  *  - the results file is <name>.json; a second version of it (see below)
  *    <name>~v<n>.json, n >= 2. The file's "job" key holds the full id.
  *    On a case-insensitive file system two ids differing in case share
  *    a name; the rule below then writes the second as a version.
+ *
  * Writes (tw_results_put). The bytes go to a temporary file in the
- * folder (".<name>.tmp-<pid>": never matched by *.json), fsync'ed, then
+ * folder (".<name>.tmp-<pid>-<n>": never matched by *.json; one left by
+ * a crash can be deleted), fsync'ed, then
  * linked to the results file's name, which fails rather than replace an
  * existing file, then the folder is fsync'ed. Never a silent overwrite:
  * when the file exists with the same bytes the results are already on

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,21 @@ static int tw_held_fail(tw_held *h, const char *what, const char *path)
     return -1;
 }
 
+/* snprintf into a path buffer: -1 (ENAMETOOLONG) when it does not fit. */
+__attribute__((format(printf, 3, 4))) static int tw_path(char *out, size_t len,
+                                                         const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
 static int tw_write_all(int fd, const char *p, size_t len)
 {
     while (len > 0) {
@@ -151,12 +167,13 @@ static int tw_write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
-/* 1: file `path` holds exactly data[0..len); 0: other bytes; -1: error. */
+/* 1: file `path` holds exactly data[0..len); 0: other bytes, or no
+ * regular file (a dangling link, a FIFO: never waited on); -1: error. */
 static int tw_same_bytes(const char *path, const char *data, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return -1;
+        return errno == ENOENT || errno == ELOOP ? 0 : -1;
     struct stat sb;
     int same = -1;
     if (fstat(fd, &sb) == 0) {
@@ -226,8 +243,9 @@ static int tw_held_write(tw_results_writer *w, tw_held *h, char *path_out,
     tw_results_file_name(h->id, name);
     int fd = -1;
     for (int tries = 0; fd < 0 && tries < 100; tries++) {
-        snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld-%u", w->dir, name,
-                 (long)getpid(), w->tmp_seq++);
+        if (tw_path(tmp, sizeof(tmp), "%s/.%s.tmp-%ld-%u", w->dir, name,
+                    (long)getpid(), w->tmp_seq++) != 0)
+            return tw_held_fail(h, "name a file in", w->dir);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             break;
@@ -248,10 +266,14 @@ static int tw_held_write(tw_results_writer *w, tw_held *h, char *path_out,
     int placed = 0;
     unsigned v;
     for (v = 1; !placed && v < TW_RESULTS_VERSIONS_MAX; v++) {
-        if (v == 1)
-            snprintf(path_out, path_len, "%s/%s.json", w->dir, name);
-        else
-            snprintf(path_out, path_len, "%s/%s~v%u.json", w->dir, name, v);
+        int bad = v == 1
+                      ? tw_path(path_out, path_len, "%s/%s.json", w->dir, name)
+                      : tw_path(path_out, path_len, "%s/%s~v%u.json", w->dir,
+                                name, v);
+        if (bad) {
+            tw_held_fail(h, "name a file in", w->dir);
+            break;
+        }
         if (tw_place(tmp, path_out) == 0) {
             placed = 1;
             break;

@@ -2,7 +2,9 @@
  * (results_file.h): the name mapping (examples, decoding back to the id,
  * long ids cut with a hash, never inside an escape), writes (bytes, no
  * temporary file left), the same results again (no new file), other
- * results of the same id (a ~v<n> file, the first untouched), a write
+ * results of the same id (a ~v<n> file, the first untouched), a folder,
+ * FIFO or dangling link under the name (a version, never waited on), a
+ * path too long for the names (an error, not a truncated path), a write
  * into a folder that is gone (held, one failure counted, backoff doubling
  * to its cap, landed by a retry once the folder is back, a retry forced
  * at INT64_MAX), results of one id kept in order while held, and a
@@ -16,6 +18,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,15 +284,54 @@ static void other_bytes_versioned(void **state)
     assert_int_equal(stats(f).versions, 3);
 }
 
-/* Something that is not a regular file under the name: never replaced. */
-static void name_taken_by_folder(void **state)
+/* Something that is not a regular file under the name (a folder, a FIFO,
+ * a dangling link): never replaced, never waited on. */
+static void name_taken(void **state)
 {
     fx *f = *state;
     char path[256];
-    snprintf(path, sizeof(path), "%s/j.json", f->dir);
+    snprintf(path, sizeof(path), "%s/d.json", f->dir);
     assert_int_equal(mkdir(path, 0755), 0);
-    assert_int_equal(put(f, "j", "{}", 0), TW_OK);
-    expect_file(f, "j~v2.json", "{}");
+    snprintf(path, sizeof(path), "%s/p.json", f->dir);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    snprintf(path, sizeof(path), "%s/l.json", f->dir);
+    assert_int_equal(symlink("/nonexistent/x", path), 0);
+    assert_int_equal(put(f, "d", "{}", 0), TW_OK);
+    assert_int_equal(put(f, "p", "{}", 0), TW_OK);
+    assert_int_equal(put(f, "l", "{}", 0), TW_OK);
+    expect_file(f, "d~v2.json", "{}");
+    expect_file(f, "p~v2.json", "{}");
+    expect_file(f, "l~v2.json", "{}");
+    assert_int_equal(stats(f).versions, 3);
+}
+
+/* A folder whose path leaves no room for the names: an error naming it,
+ * not a file written under a truncated path. */
+static void path_too_long(void **state)
+{
+    (void)state;
+    tw_results_writer *w = NULL;
+    char dir[PATH_MAX], err[64];
+    memset(dir, 'd', sizeof(dir) - 1);
+    dir[0] = '/';
+    dir[sizeof(dir) - 1] = '\0';
+    assert_int_equal(tw_results_writer_new(dir, &w, err, sizeof(err)), TW_OK);
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    tw_log_set_stream(log);
+    assert_int_equal(tw_results_put(w, "j", "{}", 2, 0), TW_RESULTS_HELD);
+    tw_results_stats s;
+    tw_results_get_stats(w, &s);
+    assert_int_equal(s.failures, 1);
+    tw_results_writer_free(w); /* its ERROR: lost */
+    tw_log_set_stream(NULL);
+    rewind(log);
+    char line[8192] = "";
+    assert_non_null(fgets(line, sizeof(line), log));
+    fclose(log);
+    assert_non_null(strstr(line, "WARN"));
+    /* (the errno text is past the 2048 bytes a log line keeps) */
+    assert_non_null(strstr(line, "results not written (name a file in /ddd"));
 }
 
 static void replace_by_file(const fx *f)
@@ -417,8 +459,8 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(other_bytes_versioned, fx_setup,
                                         fx_teardown),
-        cmocka_unit_test_setup_teardown(name_taken_by_folder, fx_setup,
-                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(name_taken, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(path_too_long, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(held_retried_with_backoff, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(retry_forced, fx_setup, fx_teardown),

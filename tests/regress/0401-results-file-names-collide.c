@@ -21,9 +21,7 @@
 
 static void two_ids_two_files(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/tw_0401_XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    const char *dir = *state;
     rr x;
     rr_open(&x, dir);
     rr_job(&x, "col/x");
@@ -32,13 +30,11 @@ static void two_ids_two_files(void **state)
     assert_int_equal(rr_json_files(dir, NULL, 0), 2);
     assert_true(rr_results_of(dir, "col/x"));
     assert_true(rr_results_of(dir, "col_x"));
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(two_ids_two_files)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test_setup_teardown(
+        two_ids_two_files, rr_dir_setup, rr_dir_teardown)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

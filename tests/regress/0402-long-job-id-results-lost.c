@@ -23,9 +23,7 @@
 
 static void long_id_written_with_hash(void **state)
 {
-    (void)state;
-    char dir[] = "/tmp/tw_0402_XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    const char *dir = *state;
     char id[301], id2[301];
     for (size_t i = 0; i < 300; i++)
         id[i] = (char)('a' + i % 26);
@@ -52,14 +50,11 @@ static void long_id_written_with_hash(void **state)
     rr_close(&x);
     assert_int_equal(rr_json_files(dir, NULL, 0), 2);
     assert_true(rr_results_of(dir, id2));
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(long_id_written_with_hash)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test_setup_teardown(
+        long_id_written_with_hash, rr_dir_setup, rr_dir_teardown)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -155,4 +155,25 @@ static int rr_results_of(const char *dir, const char *id)
     return found;
 }
 
+/* Fixture: a fresh results folder in *state, removed even when a check
+ * failed. */
+static inline int rr_dir_setup(void **state)
+{
+    char *dir = strdup("/tmp/tw_results_regress_XXXXXX");
+    assert_non_null(dir);
+    assert_non_null(mkdtemp(dir));
+    *state = dir;
+    return 0;
+}
+
+static inline int rr_dir_teardown(void **state)
+{
+    char *dir = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    int rc = system(cmd);
+    free(dir);
+    return rc == 0 ? 0 : -1;
+}
+
 #endif /* TW_RESULTS_ROUTER_UTIL_H */

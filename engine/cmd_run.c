@@ -101,7 +101,9 @@ static void tw_run_usage(FILE *out)
         "offsets only once the jobs they belong to no longer need them.\n"
         "A job ends with its JOB_END marker, or after engine.job_idle of\n"
         "wall time without a message; its results then go to\n"
-        "engine.results_dir/<job>.json (same rule results as `eval --json`).\n"
+        "engine.results_dir/<name>.json (same rule results as `eval --json`;\n"
+        "<name>: the job id, bytes outside [A-Za-z0-9._-] as %%XX, see\n"
+        "README \"Results files\"; a failed write is retried with backoff).\n"
         "\n"
         "options:\n"
         "  --config FILE   configuration (YAML or JSON, see\n"
@@ -133,7 +135,9 @@ static void tw_run_usage(FILE *out)
         "  run: batches=N dead_letters=N duplicates=N late=N jobs_active=N\n"
         "       jobs_started=N jobs_finished=N jobs_partial=N\n"
         "       jobs_data_loss=N offset_gaps=N offsets_lost=N\n"
-        "       alerts_sent=N ... and, when rules have actions:,\n"
+        "       alerts_sent=N ... results_written=N results_versions=N\n"
+        "       results_failures=N results_retries=N results_pending=N\n"
+        "       and, when rules have actions:,\n"
         "       actions_fired=N actions_sent=N actions_failed=N ...\n"
         "A rule's actions (stop_training, webhook, signal, stop_file,\n"
         "email, sms) fire on its findings (a ProfilerReport's: any\n"
@@ -459,7 +463,10 @@ static void tw_run_stats_line(const tw_router *router,
             " offsets_lost=%" PRIu64 " key_mismatches=%" PRIu64
             " scans=%" PRIu64 " alerts_sent=%" PRIu64
             " alerts_deduped=%" PRIu64 " jobs_restored=%" PRIu64
-            " checkpoints=%" PRIu64 "%s\n",
+            " checkpoints=%" PRIu64 " results_written=%" PRIu64
+            " results_versions=%" PRIu64 " results_failures=%" PRIu64
+            " results_retries=%" PRIu64 " results_pending=%" PRIu64
+            " checkpoints_held=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
@@ -467,7 +474,9 @@ static void tw_run_stats_line(const tw_router *router,
             st.jobs_skipped_partial, st.skipped_messages, st.after_end,
             st.offset_gaps, st.offsets_lost, st.key_mismatches, st.scans,
             st.alerts_sent, st.alerts_deduped, st.jobs_restored,
-            st.checkpoints, act);
+            st.checkpoints, st.results_written, st.results_versions,
+            st.results_failures, st.results_retries, st.results_pending,
+            st.checkpoints_held, act);
     fflush(out);
 }
 
@@ -770,8 +779,17 @@ int tw_cmd_run(int argc, char **argv)
     }
     if (r.failed)
         goto out;
-    /* Graceful stop: commit, leave the group (the revoke commits again),
-     * deliver everything. */
+    /* Graceful stop: results held for a retry get one last try (what is
+     * still held keeps its checkpoint, so the next run re-evaluates it),
+     * commit, leave the group (the revoke commits again), deliver
+     * everything. */
+    size_t held = tw_router_retry_results(r.router);
+    if (held > 0)
+        tw_log(TW_LOG_ERROR,
+               "run: %zu job(s)' results could not be written; their "
+               "partitions keep the previous checkpoint and the next run "
+               "evaluates them again",
+               held);
     tw_run_commit_all(&r);
     tw_source_close(r.source);
     if (tw_producer_flush(r.producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=

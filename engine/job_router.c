@@ -18,6 +18,7 @@
 #include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
+#include "results_file.h"
 #include "strmap.h"
 
 /* What a partition remembers of a job that is not being evaluated. */
@@ -91,6 +92,7 @@ struct tw_rpart {
 struct tw_router {
     tw_router_config cfg;
     char *results_dir;
+    tw_results_writer *results; /* NULL = no results files */
     tw_router_alert_fn alert;
     void *alert_ud;
     tw_rpart **parts;
@@ -141,6 +143,12 @@ int tw_router_new(const tw_router_config *cfg, tw_router_alert_fn alert,
             free(r);
             return TW_ERR;
         }
+        if (tw_results_writer_new(r->results_dir, &r->results, err, errlen) !=
+            TW_OK) {
+            free(r->results_dir);
+            free(r);
+            return TW_ERR;
+        }
     }
     r->cfg.results_dir = r->results_dir;
     if (r->cfg.topic == NULL || r->cfg.topic[0] == 0)
@@ -148,6 +156,7 @@ int tw_router_new(const tw_router_config *cfg, tw_router_alert_fn alert,
     /* No store given: a private volatile one, so there is one protocol */
     if (r->cfg.store == NULL) {
         if (tw_store_open(NULL, &r->own_store, err, errlen) != TW_OK) {
+            tw_results_writer_free(r->results);
             free(r->results_dir);
             free(r);
             return TW_ERR;
@@ -158,6 +167,7 @@ int tw_router_new(const tw_router_config *cfg, tw_router_alert_fn alert,
     if ((r->scratch = tw_buf_new()) == NULL) {
         snprintf(err, errlen, "out of memory");
         tw_store_close(r->own_store);
+        tw_results_writer_free(r->results);
         free(r->results_dir);
         free(r);
         return TW_ERR;
@@ -231,6 +241,7 @@ void tw_router_free(tw_router *r)
     free(r->outbox);
     tw_buf_free(r->scratch);
     tw_store_close(r->own_store);
+    tw_results_writer_free(r->results);
     free(r->results_dir);
     free(r);
 }
@@ -353,6 +364,15 @@ size_t tw_router_partitions(const tw_router *r, int32_t *parts, size_t max)
 void tw_router_get_stats(const tw_router *r, tw_router_stats *out)
 {
     *out = r->stats;
+    if (r->results != NULL) {
+        tw_results_stats rs;
+        tw_results_get_stats(r->results, &rs);
+        out->results_written = rs.written;
+        out->results_versions = rs.versions;
+        out->results_failures = rs.failures;
+        out->results_retries = rs.retries;
+        out->results_pending = rs.pending;
+    }
 }
 
 /* ---- jobs ---------------------------------------------------------------- */
@@ -447,26 +467,11 @@ static void tw_router_account(tw_router *r, tw_rjob *j)
     j->seen = s;
 }
 
-/* A job id as a file name: anything but [A-Za-z0-9._-] becomes '_'. */
-static void tw_router_file_name(const char *id, char *out, size_t len)
-{
-    size_t o = 0;
-    for (const char *c = id; *c != '\0' && o + 1 < len; c++) {
-        int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                 (*c >= '0' && *c <= '9') || *c == '.' || *c == '-' ||
-                 *c == '_';
-        out[o++] = ok ? *c : '_';
-    }
-    out[o] = '\0';
-    if (o == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0)
-        snprintf(out, len, "_");
-}
-
-/* Writes <results_dir>/<job>.json through a temporary file, so a reader
- * never sees half of it. */
+/* Hands the job's results to the results writer (results_file.h), which
+ * writes <results_dir>/<name>.json or keeps them and retries. */
 static void tw_router_write_results(tw_router *r, tw_job *job)
 {
-    if (r->results_dir == NULL)
+    if (r->results == NULL)
         return;
     tw_json *j = tw_json_new();
     if (j == NULL || tw_job_results_write(j, job) != TW_OK) {
@@ -475,22 +480,10 @@ static void tw_router_write_results(tw_router *r, tw_job *job)
         tw_json_free(j);
         return;
     }
-    char name[256], path[PATH_MAX], tmp[PATH_MAX + 8];
-    tw_router_file_name(tw_job_id(job), name, sizeof(name));
-    snprintf(path, sizeof(path), "%s/%s.json", r->results_dir, name);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int bad = f == NULL;
-    if (!bad) {
-        bad |= fwrite(tw_json_str(j), 1, tw_json_len(j), f) != tw_json_len(j);
-        bad |= fputc('\n', f) == EOF;
-        bad |= fclose(f) != 0;
-    }
-    if (bad || rename(tmp, path) != 0) {
-        tw_log(TW_LOG_ERROR, "job %s: cannot write %s: %s", tw_job_id(job),
-               path, strerror(errno));
-        unlink(tmp);
-    }
+    /* held results are retried by tw_router_expire; out of memory is
+     * logged by the writer */
+    (void)tw_results_put(r->results, tw_job_id(job), tw_json_str(j),
+                         tw_json_len(j), tw_router_mono_us());
     tw_json_free(j);
 }
 
@@ -836,6 +829,8 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
 
 int tw_router_expire(tw_router *r, int64_t now_us)
 {
+    if (r->results != NULL) /* its clock: the one tw_results_put was given */
+        tw_results_retry(r->results, tw_router_mono_us());
     for (size_t pi = 0; pi < r->nparts; pi++) {
         tw_rpart *p = r->parts[pi];
         for (size_t i = 0; i < p->njobs;) {
@@ -1064,6 +1059,11 @@ int64_t tw_router_position(const tw_router *r, int32_t partition)
     return p->next_offset >= 0 ? p->next_offset : p->start_offset;
 }
 
+size_t tw_router_retry_results(tw_router *r)
+{
+    return r->results != NULL ? tw_results_retry(r->results, INT64_MAX) : 0;
+}
+
 int tw_router_checkpoint_due(const tw_router *r, int32_t partition)
 {
     const tw_rpart *p = tw_router_part(r, partition);
@@ -1125,6 +1125,14 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
     tw_rpart *p = tw_router_part(r, partition);
     if (p == NULL || p->need_load)
         return TW_OK;
+    /* A finished job whose results are not on disk yet (held for a retry)
+     * keeps the partition's last checkpoint: no tombstone, no commit past
+     * its messages, so a crash now re-evaluates it instead of losing it. */
+    for (size_t i = 0; r->results != NULL && i < p->nfin; i++)
+        if (tw_results_pending_job(r->results, p->fin[i])) {
+            r->stats.checkpoints_held++;
+            return TW_OK;
+        }
     for (size_t i = 0; i < r->nout; i++)
         if (r->outbox[i].partition == partition) {
             snprintf(err, errlen,

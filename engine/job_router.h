@@ -2,9 +2,10 @@
  * job_router.h - the daemon's jobs: routes each decoded batch to its job's
  * evaluation context (job.h) by job id, creates contexts, finalizes them
  * (job-end marker, or no message for `job_idle` of wall time), writes
- * results files and feeds the alert tracker (alert.h). Jobs are grouped
- * by the Kafka partition they arrive on, because a partition is the unit
- * a consumer group moves between instances.
+ * results files (results_file.h: held and retried when a write fails,
+ * retried by tw_router_expire) and feeds the alert tracker (alert.h).
+ * Jobs are grouped by the Kafka partition they arrive on, because a
+ * partition is the unit a consumer group moves between instances.
  *
  * Exactness: one protocol for every state store (state_store.h; given
  * none, the router makes a private volatile memory store).
@@ -107,6 +108,14 @@ typedef struct tw_router_stats {
     uint64_t checkpoints;      /* partition checkpoints written        */
     uint64_t checkpoint_bytes; /* bytes of parts they wrote            */
     uint64_t scans;
+    /* results files (results_file.h) */
+    uint64_t results_written;  /* on disk                              */
+    uint64_t results_versions; /* of those, as <name>~v<n>.json        */
+    uint64_t results_failures; /* write attempts that failed           */
+    uint64_t results_retries;  /* attempts after a failure             */
+    uint64_t results_pending;  /* held in memory, not on disk yet      */
+    uint64_t checkpoints_held; /* not written: a finished job's results
+                                  were still held (see checkpoint)     */
 } tw_router_stats;
 
 /* An alert to publish (key = job). partition/offset: the metrics message
@@ -147,9 +156,16 @@ int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen);
 
 /* Writes the partition's checkpoint (TW_OK with nothing new). Alerts must
  * have been flushed and delivered first: TW_UNAVAILABLE while some are
- * still queued. */
+ * still queued. While a job finished on the partition has its results
+ * held (the write failed and is retried), nothing is written (TW_OK,
+ * counted in checkpoints_held): the previous checkpoint and commit stay,
+ * so a crash re-evaluates that job. */
 int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
                          size_t errlen);
+
+/* Tries every held results file once more, now (at a graceful stop);
+ * returns how many are still held. */
+size_t tw_router_retry_results(tw_router *r);
 
 /* Nonzero when a checkpoint of `partition` should not wait for the
  * interval: jobs finished since the last one. */

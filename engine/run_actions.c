@@ -12,6 +12,7 @@
 #include "checkpoint.h"
 #include "log.h"
 #include "plugin_host.h"
+#include "results_file.h"
 #include "state_store.h"
 
 /* A rule name seen in alerts and the configured rule it belongs to. */
@@ -167,21 +168,6 @@ static int tw_ra_rule_of(const tw_run_actions *ra, const char *rule,
            tw_ra_lookup(ra->sub, ra->nsub, name, out);
 }
 
-/* A job id as a file name, the mapping job_router.c uses for results. */
-static void tw_ra_file_name(const char *id, char *out, size_t len)
-{
-    size_t o = 0;
-    for (const char *c = id; *c != '\0' && o + 1 < len; c++) {
-        int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                 (*c >= '0' && *c <= '9') || *c == '.' || *c == '-' ||
-                 *c == '_';
-        out[o++] = ok ? *c : '_';
-    }
-    out[o] = '\0';
-    if (o == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0)
-        snprintf(out, len, "_");
-}
-
 void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
                           const char *json, size_t len)
 {
@@ -228,7 +214,7 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
         json_decref(doc);
         return;
     }
-    char finding[512], report[PATH_MAX], fname[256];
+    char finding[512], report[PATH_MAX], fname[TW_RESULTS_NAME_LEN];
     snprintf(finding, sizeof(finding),
              "%s%s%s%s: %s at scan %" JSON_INTEGER_FORMAT
              " (violations %" JSON_INTEGER_FORMAT
@@ -236,7 +222,7 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
              rule, parent ? " (in " : "", parent ? parent : "",
              parent ? ")" : "", status, scan, violations, datapoints);
     if (ra->results_dir != NULL) {
-        tw_ra_file_name(job, fname, sizeof(fname));
+        tw_results_file_name(job, fname);
         snprintf(report, sizeof(report), "%s/%s.json", ra->results_dir,
                  fname);
     }

@@ -24,7 +24,9 @@
  *    Kafka offset metadata, the ids of the jobs finished here whose first
  *    message lies at or after the committed offset (a JSON array of
  *    strings, at most TW_ROUTER_META_MAX bytes); the next owner skips
- *    them (counted as after_end).
+ *    them (counted as after_end). The array's first element is the
+ *    object {"next_offset": N}, the offset after the last message
+ *    processed, which replay's flow control (replay_flow.h) reads.
  * With a persistent state store (tw_router_config.store: Redis, or the
  * memory store with a snapshot file) the store is the truth instead:
  *  - tw_router_checkpoint() writes, per partition and in one transaction

@@ -379,13 +379,17 @@ void tw_replay_flow_report(tw_replay_flow *f, int waiting, int64_t now_us)
         f->next_stall_us = now_us + TW_FLOW_STALL_US;
         f->next_progress_us = now_us + TW_FLOW_PROGRESS_US;
     } else if (now_us >= f->next_progress_us) {
+        char at[64];
+        if (p->read_to >= 0)
+            snprintf(at, sizeof(at), "read to offset %" PRId64, p->read_to);
+        else
+            snprintf(at, sizeof(at), "no offset committed yet");
         tw_log(TW_LOG_INFO,
                "replay: waiting for consumer group '%s' to read '%s' "
-               "partition %" PRId32 " (read to offset %" PRId64
-               "; %" PRIu64 " message(s), %.2f MB of this replay ahead; "
-               "bound %.2f MB)",
-               f->group, f->topic, p->id, p->read_to, msgs,
-               (double)bytes / 1e6, (double)f->max_bytes / 1e6);
+               "partition %" PRId32 " (%s; %" PRIu64 " message(s), %.2f MB "
+               "of this replay ahead; bound %.2f MB)",
+               f->group, f->topic, p->id, at, msgs, (double)bytes / 1e6,
+               (double)f->max_bytes / 1e6);
         f->next_progress_us = now_us + TW_FLOW_PROGRESS_US;
     }
 }

@@ -72,8 +72,8 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "kafka_producer.h"
 #include "kafka_broker.h"
+#include "kafka_producer.h"
 #include "log.h"
 #include "reader.h"
 #include "replay_flow.h"
@@ -418,8 +418,8 @@ static int tw_replay_publish(tw_replay *r, uint8_t *buf, size_t len)
         }
         if (r->flow != NULL)
             tw_replay_flow_queued(r->flow, len);
-        rc = tw_producer_send(r->producer, r->topic, r->job, buf, len, NULL,
-                              0, err, sizeof(err));
+        rc = tw_producer_send(r->producer, r->topic, r->job, buf, len, NULL, 0,
+                              err, sizeof(err));
     }
     free(buf);
     if (rc != 0) {
@@ -1226,8 +1226,7 @@ int tw_cmd_replay(int argc, char **argv)
                                     .group = group,
                                     .topic = r.topic,
                                     .max_bytes = max_lag,
-                                    .max_messages =
-                                        TW_REPLAY_MAX_LAG_MESSAGES};
+                                    .max_messages = TW_REPLAY_MAX_LAG_MESSAGES};
         if (tw_replay_flow_new(&fc, &r.flow, err, sizeof(err)) != 0) {
             tw_log(TW_LOG_ERROR, "replay: %s", err);
             goto out;

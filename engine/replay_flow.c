@@ -14,8 +14,8 @@
 #include "log.h"
 
 #define TW_FLOW_COMMITTED_TIMEOUT_MS 5000
-#define TW_FLOW_PROGRESS_US 5000000   /* INFO while waiting   */
-#define TW_FLOW_STALL_US 10000000     /* WARN without reading */
+#define TW_FLOW_PROGRESS_US 5000000 /* INFO while waiting   */
+#define TW_FLOW_STALL_US 10000000   /* WARN without reading */
 #define TW_FLOW_REFRESH_WARN_US 10000000
 
 /* One delivered message of this producer. */
@@ -60,7 +60,9 @@ static void tw_flow_on_log(const rd_kafka_t *rk, int level, const char *fac,
                            const char *buf)
 {
     (void)rk;
-    tw_log(level <= 3 ? TW_LOG_ERROR : level == 4 ? TW_LOG_WARN : TW_LOG_DEBUG,
+    tw_log(level <= 3   ? TW_LOG_ERROR
+           : level == 4 ? TW_LOG_WARN
+                        : TW_LOG_DEBUG,
            "replay flow control: librdkafka %s: %s", fac, buf);
 }
 
@@ -101,8 +103,7 @@ int tw_replay_flow_new(const tw_replay_flow_config *cfg, tw_replay_flow **out,
         tw_flow_conf_set(conf, "group.id", cfg->group, err, errlen) != 0 ||
         tw_flow_conf_set(conf, "client.id", "trainwatch-replay-flow", err,
                          errlen) != 0 ||
-        tw_flow_conf_set(conf, "enable.auto.commit", "false", err, errlen) !=
-            0)
+        tw_flow_conf_set(conf, "enable.auto.commit", "false", err, errlen) != 0)
         goto fail;
     for (size_t i = 0; i < cfg->nprops; i++) {
         const char *eq = strchr(cfg->props[i], '=');
@@ -131,8 +132,9 @@ int tw_replay_flow_new(const tw_replay_flow_config *cfg, tw_replay_flow **out,
     char why[512];
     f->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
     if (f->rk == NULL) {
-        snprintf(err, errlen, "replay flow control: consumer for group '%s': %s",
-                 cfg->group, why);
+        snprintf(err, errlen,
+                 "replay flow control: consumer for group '%s': %s", cfg->group,
+                 why);
         goto fail;
     }
     *out = f;
@@ -263,8 +265,8 @@ static int64_t tw_flow_meta_next(const void *meta, size_t len)
     json_t *a = json_loadb(meta, len, 0, &je);
     int64_t next = -1;
     json_t *first = json_is_array(a) ? json_array_get(a, 0) : NULL;
-    json_t *n = json_is_object(first) ? json_object_get(first, "next_offset")
-                                      : NULL;
+    json_t *n =
+        json_is_object(first) ? json_object_get(first, "next_offset") : NULL;
     if (json_is_integer(n))
         next = (int64_t)json_integer_value(n);
     json_decref(a);

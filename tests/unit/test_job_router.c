@@ -868,8 +868,7 @@ static void test_commit_points(void **state)
     assert_int_equal(stats(&x).dead_letters, 2);
     assert_int_equal(commit_of(&x, 0, meta, sizeof(meta)), 100);
     assert_string_equal(meta, meta_of(want, sizeof(want),
-                                      l.base + (int64_t)l.n - 1,
-                                      ",\"job-a\""));
+                                      l.base + (int64_t)l.n - 1, ",\"job-a\""));
     feed(&x, 0, &l, l.n - 1, l.n); /* b ends: everything is processed */
     assert_int_equal(commit_of(&x, 0, meta, sizeof(meta)),
                      l.base + (int64_t)l.n);

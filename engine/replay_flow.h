@@ -9,7 +9,9 @@
  * when larger, the next_offset the engine puts first in its commit
  * metadata (job_router.h): without a state store the engine commits the
  * first offset of its oldest unfinished job, which does not move while a
- * job is being replayed.
+ * job is being replayed. The position only moves forward here: a group
+ * that goes back (an engine restarted without a store re-reads its
+ * unfinished jobs) is not followed back.
  *
  * What is ahead of the group: this producer's own messages, placed
  * (partition, offset, bytes) by their delivery reports, plus those queued

@@ -42,6 +42,17 @@ static void tw_broker_cmd_usage(FILE *out)
         "line per created topic. It runs until SIGINT or SIGTERM, then\n"
         "stops cleanly and exits 0.\n"
         "\n"
+        "Retention: per partition the mock keeps at most 5 MiB of\n"
+        "messages (as produced, batched) and 100000 produce batches; past\n"
+        "either it deletes the oldest at once, whether a consumer has\n"
+        "read them or not (a consumer further behind gets \"offset out of\n"
+        "range\" and loses them). librdkafka fixes both (2.0.2 and later\n"
+        "alike: no API, property or topic setting), so this command\n"
+        "cannot raise them. `trainwatch replay` waits for the engine's\n"
+        "consumer group to keep within them (its --group, --max-lag);\n"
+        "other producers must keep their consumers less than 5 MiB\n"
+        "behind. Messages up to 100 MB are accepted.\n"
+        "\n"
         "options:\n"
         "  --port P            also accept bootstrap connections on\n"
         "                      127.0.0.1:P (1..65535) and print that as\n"
@@ -252,9 +263,11 @@ int tw_cmd_broker(int argc, char **argv)
             0)
         goto out;
     tw_log(TW_LOG_INFO,
-           "broker: listening at %s (%d broker(s)); stop with SIGINT or "
-           "SIGTERM",
-           tw_broker_bootstrap(broker), opts.brokers);
+           "broker: listening at %s (%d broker(s)); keeps %u MiB and %u "
+           "batches per partition (librdkafka's fixed limits: older "
+           "messages are deleted, read or not); stop with SIGINT or SIGTERM",
+           tw_broker_bootstrap(broker), opts.brokers,
+           TW_BROKER_RETENTION_BYTES >> 20, TW_BROKER_RETENTION_BATCHES);
 
     int sig = 0;
     while (sig == 0)

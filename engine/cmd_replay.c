@@ -7,7 +7,19 @@
  * batches in the reader's order. Sequence numbers count 1, 2, ... per
  * (job, node). A batch whose encoding exceeds TW_REPLAY_MAX_MESSAGE is
  * split in halves (samples and events) until each part fits; every part
- * is a batch of its own with its own sequence number.
+ * is a batch of its own with its own sequence number, and its series
+ * dictionary holds only the series its samples use (a part of one record
+ * never carries the whole file's dictionary). A single record that alone
+ * encodes to more than TW_REPLAY_MAX_MESSAGE (a huge name or argument,
+ * which eval accepts) goes in a message of its own, up to
+ * TW_REPLAY_MAX_RECORD_MESSAGE, with a warning: the broker must accept
+ * it (the embedded broker does; Kafka's default limit is 1 MB).
+ *
+ * Flow control (--group, replay_flow.h): before each message, replay
+ * waits while the consumer group (default the engine's, "trainwatch")
+ * has not read more than --max-lag bytes of what this replay published,
+ * so a broker that keeps little (the embedded broker: 5 MiB per
+ * partition) never deletes a message the engine has not read yet.
  *
  * Markers: JOB_START goes first and JOB_END last, each in a batch of its
  * own from node "replay" (the replaying process, not a training node), so
@@ -43,6 +55,7 @@
  * Exit status: 0 every batch delivered (also when stopped by a signal),
  * 1 a failure (folder, Kafka), 2 usage error.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -59,16 +72,29 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "kafka_broker.h"
 #include "kafka_producer.h"
 #include "log.h"
 #include "reader.h"
+#include "replay_flow.h"
 #include "signals.h"
 #include "strmap.h"
 #include "wire.h"
 
 /* Largest message value: below librdkafka's and Kafka's 1 MB defaults. */
 #define TW_REPLAY_MAX_MESSAGE 900000u
+/* Largest message of one record that cannot be split: the readers take
+ * records up to 64 MiB (TW_READER_MAX_RECORD), plus the encoding's
+ * overhead; below the engine's consumer limit (librdkafka's
+ * receive.message.max.bytes, 100 MB). */
+#define TW_REPLAY_MAX_RECORD_MESSAGE (65u << 20)
 #define TW_REPLAY_MAX_PROPS 64
+/* Flow control: the engine's default group, the defaults' share of the
+ * embedded broker's retention, and how often a wait asks the group. */
+#define TW_REPLAY_DEFAULT_GROUP "trainwatch"
+#define TW_REPLAY_DEFAULT_MAX_LAG (TW_BROKER_RETENTION_BYTES / 5 * 3)
+#define TW_REPLAY_MAX_LAG_MESSAGES (TW_BROKER_RETENTION_BATCHES / 2)
+#define TW_REPLAY_FLOW_POLL_MS 100
 #define TW_REPLAY_FLUSH_MS 30000
 #define TW_REPLAY_POLL_MS 1000
 #define TW_REPLAY_MARKER_NODE "replay"
@@ -94,6 +120,7 @@ typedef struct tw_replay {
     const char *job;
     const char *topic;
     tw_producer *producer;
+    tw_replay_flow *flow; /* NULL: --group none */
     tw_trace_state *trace;
     sigset_t sigs;
     int follow;
@@ -144,6 +171,7 @@ typedef struct tw_replay {
     int key_set;
 
     uint64_t batches, markers, samples, events, bytes, files_read;
+    uint64_t oversized; /* single records sent alone past MAX_MESSAGE */
     uint64_t bad_reported;
     tw_reader_stats rstats;
     uint64_t unreadable_dirs, skipped_dirs; /* of the latest listing */
@@ -162,7 +190,19 @@ static void tw_replay_usage(FILE *out)
         "the job id, in the order the engine reads files: a JOB_START\n"
         "marker, every batch, a JOB_END marker. Sequence numbers start at\n"
         "1 per (job, node); markers come from node \"replay\".\n"
-        "Batches larger than 900000 bytes are split.\n"
+        "Batches larger than 900000 bytes are split; a single record\n"
+        "larger than that (eval accepts it) goes alone in a message of\n"
+        "its own, up to 64 MiB, with a warning: the broker must accept\n"
+        "it (the embedded broker does; Kafka's default limit is 1 MB).\n"
+        "\n"
+        "Flow control: before each message replay waits while the\n"
+        "consumer group (--group) has not yet read more than --max-lag\n"
+        "bytes of what this replay published (its committed offsets, or\n"
+        "the position `trainwatch run` commits with them), so a broker\n"
+        "that keeps little loses nothing: the embedded broker (`trainwatch\n"
+        "broker`) keeps 5 MiB per partition and deletes older messages\n"
+        "whether read or not. While waiting it logs progress every 5 s,\n"
+        "and a warning every 10 s during which the group read nothing.\n"
         "\n"
         "options:\n"
         "  --brokers B         bootstrap servers, host:port[,host:port]\n"
@@ -182,6 +222,17 @@ static void tw_replay_usage(FILE *out)
         "                      multiple of the data's own time (1x = as\n"
         "                      fast as it was recorded, 60x = an hour in a\n"
         "                      minute). Default: as fast as possible\n"
+        "  --group G           the consumer group to wait for (default\n"
+        "                      trainwatch, the engine's kafka.group\n"
+        "                      default); none: no flow control (a broker\n"
+        "                      with little retention may then delete\n"
+        "                      messages before they are read)\n"
+        "  --max-lag SIZE      most bytes of this replay the group may\n"
+        "                      have left unread, with an optional k, M or\n"
+        "                      G (x1024) suffix (default 3M: 60%% of the\n"
+        "                      embedded broker's 5 MiB per partition; with\n"
+        "                      a Kafka cluster keeping more, raise it for\n"
+        "                      speed). Also at most 50000 messages\n"
         "  --end-marker        send JOB_END at the end (default)\n"
         "  --no-end-marker     do not send JOB_END\n"
         "  --reorder N         testing: publish data messages in blocks of\n"
@@ -206,13 +257,17 @@ static void tw_replay_usage(FILE *out)
         "At the end one summary line goes to stdout:\n"
         "  replay: job=J batches=N markers=M samples=S events=E files=F\n"
         "          bad_lines=L mb=X seconds=T delivered=D failed=F\n"
-        "          duplicates=U dropped=V unreadable_dirs=R skipped_dirs=K\n"
+        "          duplicates=U dropped=V oversized=O flow_waits=W\n"
+        "          flow_wait_s=S unreadable_dirs=R skipped_dirs=K\n"
         "          [interrupted]\n"
         "(on one line) where batches counts every message published,\n"
         "markers included; mb the encoded megabytes (10^6 bytes);\n"
         "delivered/failed what the brokers acknowledged or not;\n"
         "unreadable_dirs/skipped_dirs the folders not walked (each named\n"
         "in a warning: unreadable, symbolic link loop, reached twice).\n"
+        "oversized the single records sent alone past 900000 bytes;\n"
+        "flow_waits/flow_wait_s how often and how long flow control\n"
+        "waited for the group.\n"
         "\n"
         "Exit status: 0 when every batch was delivered (also after a\n"
         "signal), 1 on a failure, 2 on bad usage.\n");
@@ -324,8 +379,44 @@ static uint64_t *tw_replay_seq(tw_replay *r, const char *node)
     return &r->seqs[r->nseqs++];
 }
 
-/* Encodes and sends b (a view: nothing is freed), splitting it when its
- * encoding is too large. 0, or -1 (logged). */
+/* Waits while flow control says the group has too much of this replay
+ * unread to publish len more bytes. 0, or -1 on a signal (r->interrupted)
+ * or a failed delivery (logged). */
+static int tw_replay_throttle(tw_replay *r, size_t len)
+{
+    if (r->flow == NULL)
+        return 0;
+    tw_producer_poll(r->producer, 0);
+    if (!tw_replay_flow_blocked(r->flow, len))
+        return 0;
+    int rc = 0;
+    for (;;) {
+        tw_replay_flow_refresh(r->flow);
+        if (!tw_replay_flow_blocked(r->flow, len))
+            break;
+        tw_replay_flow_report(r->flow, 1, tw_replay_mono_us());
+        tw_producer_stats ps;
+        tw_producer_get_stats(r->producer, &ps);
+        if (ps.failed > 0) {
+            tw_log(TW_LOG_ERROR, "replay: a delivery failed while waiting for "
+                                 "the consumer group; stopping");
+            rc = -1;
+            break;
+        }
+        int sig = tw_signals_wait(&r->sigs, TW_REPLAY_FLOW_POLL_MS);
+        if (sig != 0) {
+            tw_log(TW_LOG_INFO, "replay: %s received, stopping",
+                   tw_signals_name(sig));
+            r->interrupted = 1;
+            rc = -1;
+            break;
+        }
+        tw_producer_poll(r->producer, 0);
+    }
+    tw_replay_flow_report(r->flow, 0, tw_replay_mono_us());
+    return rc;
+}
+
 /* Publishes one encoded message (and its duplicate when due); frees buf. */
 static int tw_replay_publish(tw_replay *r, uint8_t *buf, size_t len)
 {
@@ -335,12 +426,19 @@ static int tw_replay_publish(tw_replay *r, uint8_t *buf, size_t len)
     if (r->duplicate_every > 0 && r->published % r->duplicate_every == 0)
         copies = 2;
     int rc = 0;
-    for (int i = 0; i < copies && rc == 0; i++)
+    for (int i = 0; i < copies && rc == 0; i++) {
+        if (tw_replay_throttle(r, len) != 0) {
+            free(buf);
+            return -1;
+        }
+        if (r->flow != NULL)
+            tw_replay_flow_queued(r->flow, len);
         rc = tw_producer_send(r->producer, r->topic,
                               !r->key_set         ? r->job
                               : r->key[0] == '\0' ? NULL
                                                   : r->key,
                               buf, len, NULL, 0, err, sizeof(err));
+    }
     free(buf);
     if (rc != 0) {
         tw_log(TW_LOG_ERROR, "replay: %s", err);
@@ -387,6 +485,63 @@ static int tw_replay_emit(tw_replay *r, uint8_t *buf, size_t len,
     return r->nheld == r->reorder ? tw_replay_flush_held(r) : 0;
 }
 
+static int tw_replay_send(tw_replay *r, tw_batch *b);
+
+/* Sends samples [s0, s0 + ns) and events [e0, e0 + ne) of b as a batch of
+ * their own (markers only with `markers`), whose series dictionary holds
+ * only the series those samples use. 0, or -1 (logged). */
+static int tw_replay_send_part(tw_replay *r, const tw_batch *b, size_t s0,
+                               size_t ns, size_t e0, size_t ne, int markers)
+{
+    tw_batch part = *b; /* a view: nothing of it is freed */
+    part.samples = b->samples + s0;
+    part.nsamples = ns;
+    part.events = b->events + e0;
+    part.nevents = ne;
+    if (!markers) {
+        part.markers = NULL;
+        part.nmarkers = 0;
+    }
+    part.series = NULL;
+    part.nseries = 0;
+    uint32_t *map = NULL;
+    tw_batch_series *series = NULL;
+    tw_sample *samples = NULL;
+    if (ns > 0) {
+        map = malloc(b->nseries * sizeof(*map));
+        series = malloc((ns < b->nseries ? ns : b->nseries) * sizeof(*series));
+        samples = malloc(ns * sizeof(*samples));
+        if (map == NULL || series == NULL || samples == NULL) {
+            free(map);
+            free(series);
+            free(samples);
+            tw_log(TW_LOG_ERROR, "replay: out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < b->nseries; i++)
+            map[i] = UINT32_MAX;
+        for (size_t i = 0; i < ns; i++) {
+            const tw_sample *in = &b->samples[s0 + i];
+            assert(in->series < b->nseries);
+            if (map[in->series] == UINT32_MAX) {
+                map[in->series] = (uint32_t)part.nseries;
+                series[part.nseries++] = b->series[in->series];
+            }
+            samples[i] = *in;
+            samples[i].series = map[in->series];
+        }
+        part.series = series;
+        part.samples = samples;
+    }
+    int rc = tw_replay_send(r, &part);
+    free(map);
+    free(series);
+    free(samples);
+    return rc;
+}
+
+/* Encodes and sends b (a view: nothing is freed), splitting it when its
+ * encoding is too large. 0, or -1 (logged). */
 static int tw_replay_send(tw_replay *r, tw_batch *b)
 {
     const char *node = b->node != NULL ? b->node : "";
@@ -399,34 +554,46 @@ static int tw_replay_send(tw_replay *r, tw_batch *b)
     uint8_t *buf = NULL;
     size_t len = 0;
     tw_wire_status st = tw_wire_encode(b, &buf, &len);
-    if ((st == TW_WIRE_OK && len > TW_REPLAY_MAX_MESSAGE) ||
-        (st == TW_WIRE_NO_MEMORY && b->nsamples + b->nevents > 1)) {
+    size_t records = b->nsamples + b->nevents;
+    int too_big = (st == TW_WIRE_OK && len > TW_REPLAY_MAX_MESSAGE) ||
+                  st == TW_WIRE_NO_MEMORY;
+    if (too_big && records > 1) {
         free(buf);
-        if (b->nsamples + b->nevents <= 1) {
+        size_t fs = b->nsamples / 2, fe = b->nevents / 2;
+        if (fs + fe == 0) {
+            /* one sample and no event, or the reverse: split that way */
+            fs = b->nsamples;
+            fe = 0;
+        }
+        if (tw_replay_send_part(r, b, 0, fs, 0, fe, 1) != 0)
+            return -1;
+        return tw_replay_send_part(r, b, fs, b->nsamples - fs, fe,
+                                   b->nevents - fe, 0);
+    }
+    if (too_big && b->nseries > 1) {
+        /* one record: perhaps only the dictionary is large */
+        free(buf);
+        return tw_replay_send_part(r, b, 0, b->nsamples, 0, b->nevents, 1);
+    }
+    if (st == TW_WIRE_OK && len > TW_REPLAY_MAX_MESSAGE) {
+        if (len > TW_REPLAY_MAX_RECORD_MESSAGE) {
+            free(buf);
             tw_log(TW_LOG_ERROR,
                    "replay: one record of node '%s' from %s encodes to %zu "
                    "bytes, more than a message may hold (%u)",
                    node, b->file_path != NULL ? b->file_path : "?", len,
-                   TW_REPLAY_MAX_MESSAGE);
+                   TW_REPLAY_MAX_RECORD_MESSAGE);
             return -1;
         }
-        tw_batch first = *b, second = *b;
-        first.nsamples = b->nsamples / 2;
-        first.nevents = b->nevents / 2;
-        if (first.nsamples + first.nevents == 0) {
-            /* one sample and no event, or the reverse: split that way */
-            first.nsamples = b->nsamples;
-            first.nevents = 0;
-        }
-        second.samples = b->samples + first.nsamples;
-        second.nsamples = b->nsamples - first.nsamples;
-        second.events = b->events + first.nevents;
-        second.nevents = b->nevents - first.nevents;
-        second.markers = NULL;
-        second.nmarkers = 0;
-        if (tw_replay_send(r, &first) != 0)
-            return -1;
-        return tw_replay_send(r, &second);
+        tw_log(TW_LOG_WARN,
+               "replay: one record of node '%s' from %s encodes to %zu "
+               "bytes, more than the %u a message normally holds: sent "
+               "alone in a message of its own (the broker must accept "
+               "messages this large: the embedded broker does, Kafka's "
+               "default limit is 1 MB)",
+               node, b->file_path != NULL ? b->file_path : "?", len,
+               TW_REPLAY_MAX_MESSAGE);
+        r->oversized++;
     }
     if (st != TW_WIRE_OK) {
         tw_log(TW_LOG_ERROR,
@@ -512,7 +679,7 @@ static int tw_replay_sink(void *ud, tw_batch *b)
     }
     if (!r->start_sent &&
         tw_replay_send_start(r, b->nsamples > 0 ? b : NULL) != 0) {
-        r->failed = 1;
+        r->failed = !r->interrupted;
         goto out;
     }
     double lo = 0, hi = 0;
@@ -520,7 +687,7 @@ static int tw_replay_sink(void *ud, tw_batch *b)
     if (tw_replay_pace(r, has_time, hi) != 0)
         goto out;
     if (tw_replay_send(r, b) != 0) {
-        r->failed = 1;
+        r->failed = !r->interrupted;
         goto out;
     }
     if (has_time && (int64_t)(hi * 1e6) > r->newest_event_us)
@@ -880,6 +1047,29 @@ static void tw_replay_rmtmp(tw_replay *r)
     r->tmpdir = NULL;
 }
 
+/* "N", "Nk", "NM", "NG" (x1024) bytes, >= 1. */
+static int tw_replay_parse_size(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || s[0] == '-')
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30;
+    if (shift != 0)
+        end++;
+    if (*end != '\0' || v < 1 || v > (UINT64_MAX >> 30))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
 static int tw_replay_parse_rate(const char *s, tw_replay *r)
 {
     char *end = NULL;
@@ -910,8 +1100,10 @@ int tw_cmd_replay(int argc, char **argv)
         {"no-end-marker", no_argument, NULL, 'E'},
         {"reorder", required_argument, NULL, 'R'},
         {"duplicate-every", required_argument, NULL, 'D'},
-        {"drop-every", required_argument, NULL, 'L'},
+        {"drop-every", required_argument, NULL, 'P'},
         {"key", required_argument, NULL, 'K'},
+        {"group", required_argument, NULL, 'g'},
+        {"max-lag", required_argument, NULL, 'L'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -920,8 +1112,14 @@ int tw_cmd_replay(int argc, char **argv)
     r.topic = "trainwatch.metrics";
     r.end_marker = 1;
     const char *brokers = NULL;
-    const char *props[TW_REPLAY_MAX_PROPS];
-    size_t nprops = 0;
+    const char *group = TW_REPLAY_DEFAULT_GROUP;
+    uint64_t max_lag = TW_REPLAY_DEFAULT_MAX_LAG;
+    /* props[0]: room for single records past 900000 bytes; -X after it */
+    char max_bytes_prop[64];
+    snprintf(max_bytes_prop, sizeof(max_bytes_prop), "message.max.bytes=%u",
+             TW_REPLAY_MAX_RECORD_MESSAGE + 65536u);
+    const char *props[TW_REPLAY_MAX_PROPS + 1] = {max_bytes_prop};
+    size_t nprops = 1;
 
     optind = 1;
     int c;
@@ -959,7 +1157,7 @@ int tw_cmd_replay(int argc, char **argv)
             r.key = optarg;
             r.key_set = 1;
             break;
-        case 'L':
+        case 'P':
         case 'R':
         case 'D': {
             char *end;
@@ -971,21 +1169,38 @@ int tw_cmd_replay(int argc, char **argv)
                         "trainwatch replay: --%s '%s': expected a whole "
                         "number from 1%s\n",
                         c == 'R'   ? "reorder"
-                        : c == 'L' ? "drop-every"
+                        : c == 'P' ? "drop-every"
                                    : "duplicate-every",
                         optarg, c == 'R' ? " to 1000" : "");
                 return 2;
             }
             if (c == 'R')
                 r.reorder = (size_t)v;
-            else if (c == 'L')
+            else if (c == 'P')
                 r.drop_every = v;
             else
                 r.duplicate_every = v;
             break;
         }
+        case 'g':
+            if (optarg[0] == '\0') {
+                fprintf(stderr, "trainwatch replay: --group '': expected a "
+                                "consumer group, or none\n");
+                return 2;
+            }
+            group = strcmp(optarg, "none") == 0 ? NULL : optarg;
+            break;
+        case 'L':
+            if (tw_replay_parse_size(optarg, &max_lag) != 0) {
+                fprintf(stderr,
+                        "trainwatch replay: --max-lag '%s': expected bytes "
+                        "(at least 1), optionally with k, M or G\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'X':
-            if (nprops == TW_REPLAY_MAX_PROPS) {
+            if (nprops == TW_REPLAY_MAX_PROPS + 1) {
                 fprintf(stderr, "trainwatch replay: at most %d -X options\n",
                         TW_REPLAY_MAX_PROPS);
                 return 2;
@@ -1053,18 +1268,41 @@ int tw_cmd_replay(int argc, char **argv)
         tw_log(TW_LOG_ERROR, "replay: out of memory");
         goto out;
     }
+    if (group != NULL) {
+        tw_replay_flow_config fc = {.brokers = brokers,
+                                    .props = props + 1,
+                                    .nprops = nprops - 1,
+                                    .group = group,
+                                    .topic = r.topic,
+                                    .max_bytes = max_lag,
+                                    .max_messages = TW_REPLAY_MAX_LAG_MESSAGES};
+        if (tw_replay_flow_new(&fc, &r.flow, err, sizeof(err)) != 0) {
+            tw_log(TW_LOG_ERROR, "replay: %s", err);
+            goto out;
+        }
+        tw_producer_set_delivery_cb(r.producer, tw_replay_flow_on_delivery,
+                                    r.flow);
+        if (!r.quiet)
+            tw_log(TW_LOG_INFO,
+                   "replay: flow control: waiting whenever consumer group "
+                   "'%s' has more than %.2f MB of this replay unread "
+                   "(--group none: no flow control)",
+                   group, (double)max_lag / 1e6);
+    }
     if (tw_replay_run(&r) != 0)
         goto out;
     if (tw_replay_flush_held(&r) != 0)
         goto out;
     if (!r.interrupted) {
-        if (!r.start_sent && tw_replay_send_start(&r, NULL) != 0)
+        if (!r.start_sent && tw_replay_send_start(&r, NULL) != 0 &&
+            !r.interrupted)
             goto out;
-        if (r.end_marker &&
+        if (!r.interrupted && r.end_marker &&
             tw_replay_marker(&r, TW_MARKER_JOB_END,
                              r.newest_event_us != 0 ? r.newest_event_us
                                                     : tw_replay_wall_us(),
-                             0, r.latest_ts_us) != 0)
+                             0, r.latest_ts_us) != 0 &&
+            !r.interrupted)
             goto out;
     }
     if (tw_producer_flush(r.producer, TW_REPLAY_FLUSH_MS, err, sizeof(err)) !=
@@ -1077,22 +1315,29 @@ out:;
     double secs = (double)(tw_replay_mono_us() - r.start_mono_us) / 1e6;
     tw_producer_stats ps;
     tw_producer_get_stats(r.producer, &ps);
+    tw_replay_flow_stats fs;
+    memset(&fs, 0, sizeof(fs));
+    if (r.flow != NULL)
+        tw_replay_flow_get_stats(r.flow, &fs);
     printf("replay: job=%s batches=%" PRIu64 " markers=%" PRIu64
            " samples=%" PRIu64 " events=%" PRIu64 " files=%" PRIu64
            " bad_lines=%" PRIu64 " mb=%.3f seconds=%.2f delivered=%" PRIu64
            " failed=%" PRIu64 " duplicates=%" PRIu64 " dropped=%" PRIu64
+           " oversized=%" PRIu64 " flow_waits=%" PRIu64 " flow_wait_s=%.2f"
            " unreadable_dirs=%" PRIu64 " skipped_dirs=%" PRIu64 "%s\n",
            r.job, r.batches, r.markers, r.samples, r.events, r.files_read,
            r.rstats.bad_lines, (double)r.bytes / 1e6, secs, ps.delivered,
-           ps.failed, r.duplicates, r.dropped, r.unreadable_dirs,
-           r.skipped_dirs,
+           ps.failed, r.duplicates, r.dropped, r.oversized, fs.waits,
+           (double)fs.waited_us / 1e6, r.unreadable_dirs, r.skipped_dirs,
            r.interrupted ? " interrupted" : "");
     fflush(stdout);
     tw_replay_rmtmp(&r);
     for (size_t i = 0; i < r.nheld; i++)
         free(r.held[i].buf);
     free(r.held);
+    /* its purge reports into the flow, freed after it */
     tw_producer_free(r.producer);
+    tw_replay_flow_free(r.flow);
     tw_trace_state_free(r.trace);
     tw_strmap_free(&r.seq_index);
     tw_strmap_free(&r.file_index);

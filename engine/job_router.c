@@ -873,24 +873,29 @@ int tw_router_commit_point(tw_router *r, int32_t partition,
     p->ndone = kept;
     free(p->meta);
     p->meta = NULL;
-    if (p->ndone > 0) {
-        json_t *a = json_array();
-        size_t bytes = 2;
-        for (size_t i = 0; a != NULL && i < p->ndone; i++) {
-            bytes += strlen(p->done[i].id) + 3;
-            if (bytes > TW_ROUTER_META_MAX) {
-                tw_log(TW_LOG_WARN,
-                       "partition %" PRId32 ": %zu finished jobs past the "
-                       "commit offset do not fit the offset metadata; a "
-                       "next owner may evaluate some again",
-                       p->id, p->ndone);
-                break;
-            }
-            json_array_append_new(a, json_string(p->done[i].id));
+    /* First element {"next_offset":N}: how far this consumer has read,
+     * which the committed offset (held at the oldest unfinished job)
+     * does not say; replay's flow control reads it. Readers of the
+     * finished-job list skip what is not a string. */
+    json_t *a = json_array();
+    size_t bytes = 48;
+    if (a != NULL)
+        json_array_append_new(
+            a, json_pack("{sI}", "next_offset", (json_int_t)p->next_offset));
+    for (size_t i = 0; a != NULL && i < p->ndone; i++) {
+        bytes += strlen(p->done[i].id) + 3;
+        if (bytes > TW_ROUTER_META_MAX) {
+            tw_log(TW_LOG_WARN,
+                   "partition %" PRId32 ": %zu finished jobs past the "
+                   "commit offset do not fit the offset metadata; a "
+                   "next owner may evaluate some again",
+                   p->id, p->ndone);
+            break;
         }
-        p->meta = a != NULL ? json_dumps(a, JSON_COMPACT) : NULL;
-        json_decref(a);
+        json_array_append_new(a, json_string(p->done[i].id));
     }
+    p->meta = a != NULL ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
     out->partition = p->id;
     out->offset = off;
     out->metadata = p->meta;

@@ -18,7 +18,10 @@
  *    gives the Kafka commit: the checkpoint's offset, but never past the
  *    first message of a job still unfinished, with the ids of the jobs
  *    finished here whose first message lies at or after it as the offset
- *    metadata (a JSON array, at most TW_ROUTER_META_MAX bytes).
+ *    metadata (a JSON array, at most TW_ROUTER_META_MAX bytes, whose
+ *    first element is {"next_offset": N}: the offset after the last
+ *    message processed, which replay's flow control (replay_flow.h)
+ *    reads).
  *  - On assignment the partition's checkpoint is loaded: its jobs are
  *    restored and reading starts at its offset; without one (a volatile
  *    store, or a durable one emptied while the engine was down) reading

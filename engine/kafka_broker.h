@@ -15,6 +15,19 @@
  * Topics: those in opts are created at start; others are created by the
  * mock on first use (produce or metadata request) with its own defaults.
  *
+ * Retention. The mock keeps, per partition, at most
+ * TW_BROKER_RETENTION_BYTES of message sets (the record batches of the
+ * produce requests, as sent) and TW_BROKER_RETENTION_BATCHES of them;
+ * when an append passes either, the oldest are deleted at once, read or
+ * not (rd_kafka_mock_partition_init() and rd_kafka_mock_msgset_new() in
+ * librdkafka 2.0.2's src/rdkafka_mock.c, and still in 2.8). Both are
+ * constants there, with no API, configuration property or topic config
+ * to raise them, so this module cannot. A consumer that falls further
+ * behind loses messages (its fetch is answered "offset out of range");
+ * `trainwatch replay` keeps within them by flow control
+ * (replay_flow.h). Requests up to the hosting handle's
+ * receive.message.max.bytes (librdkafka's default, 100 MB) are accepted.
+ *
  * Ownership: tw_broker_start() copies what it needs from opts. The strings
  * returned by tw_broker_bootstrap()/tw_broker_direct_bootstrap() are owned
  * by the broker and live until tw_broker_stop().
@@ -25,6 +38,10 @@
 #include <stddef.h>
 
 typedef struct tw_broker tw_broker;
+
+/* The mock's retention per partition (see above). */
+#define TW_BROKER_RETENTION_BYTES (5u * 1024u * 1024u)
+#define TW_BROKER_RETENTION_BATCHES 100000u
 
 typedef struct tw_broker_topic {
     const char *name;

@@ -21,6 +21,8 @@ struct tw_producer {
     tw_producer_stats stats;
     char first_failure[512]; /* "" until a delivery fails */
     char fatal[512];         /* "" until librdkafka reports a fatal error */
+    tw_producer_delivery_fn on_delivery; /* NULL: none */
+    void *on_delivery_ud;
 };
 
 static void tw_producer_on_delivery(rd_kafka_t *rk,
@@ -28,6 +30,13 @@ static void tw_producer_on_delivery(rd_kafka_t *rk,
 {
     (void)rk;
     tw_producer *p = opaque;
+    if (p->on_delivery != NULL)
+        p->on_delivery(p->on_delivery_ud,
+                       msg->rkt != NULL ? rd_kafka_topic_name(msg->rkt) : "",
+                       msg->partition,
+                       msg->err == RD_KAFKA_RESP_ERR_NO_ERROR ? msg->offset
+                                                              : -1,
+                       msg->len, msg->err == RD_KAFKA_RESP_ERR_NO_ERROR);
     if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         p->stats.delivered++;
         p->stats.bytes_delivered += msg->len;
@@ -264,6 +273,13 @@ int tw_producer_prepare_topic(tw_producer *p, const char *topic,
 void tw_producer_poll(tw_producer *p, int timeout_ms)
 {
     rd_kafka_poll(p->rk, timeout_ms);
+}
+
+void tw_producer_set_delivery_cb(tw_producer *p, tw_producer_delivery_fn fn,
+                                 void *ud)
+{
+    p->on_delivery = fn;
+    p->on_delivery_ud = ud;
 }
 
 uint64_t tw_producer_pending(const tw_producer *p)

@@ -85,6 +85,18 @@ void tw_producer_poll(tw_producer *p, int timeout_ms);
  * the producer was created. */
 int tw_producer_flush(tw_producer *p, int timeout_ms, char *err, size_t errlen);
 
+/* Called for each delivery report, from tw_producer_poll(), _send() and
+ * _flush(): the message's topic, partition and offset (the offset is -1
+ * when it failed) and its value's length. For callers that follow where
+ * their messages landed (replay's flow control). */
+typedef void (*tw_producer_delivery_fn)(void *ud, const char *topic,
+                                        int32_t partition, int64_t offset,
+                                        size_t len, int delivered);
+
+/* Sets (or with fn NULL clears) the delivery callback. */
+void tw_producer_set_delivery_cb(tw_producer *p, tw_producer_delivery_fn fn,
+                                 void *ud);
+
 /* Messages queued but not yet reported. */
 uint64_t tw_producer_pending(const tw_producer *p);
 

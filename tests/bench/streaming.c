@@ -324,8 +324,9 @@ int main(int argc, char **argv)
        tw, work, preset);
     fprintf(stderr, "producing %d jobs ...\n", njobs);
     for (int i = 0; i < njobs; i++)
+        /* before run starts: no group to wait for */
         sh("'%s' replay %s/big --brokers %s --topic bench.metrics --job %s "
-           "-q >/dev/null",
+           "--group none -q >/dev/null",
            tw, work, bs, ids[i]);
     char cfg[1024], log[1024], res[1024];
     snprintf(res, sizeof(res), "%s/res", work);
@@ -452,7 +453,7 @@ int main(int argc, char **argv)
         char dir[1100];
         snprintf(dir, sizeof(dir), "%s/cpu", work);
         execl(tw, tw, "replay", dir, "--brokers", bs, "--topic", "bench.live",
-              "--rate", "30x", "-q", (char *)NULL);
+              "--group", "bench-lat", "--rate", "30x", "-q", (char *)NULL);
         _exit(127);
     }
     size_t cap = 4096, n = 0;

@@ -84,7 +84,8 @@ wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no partition ass
 
 replay() {
     local out
-    out=$(timeout 120 "$TW" replay "$WORK/$1" --brokers "$BOOTSTRAP" -q) || fail "replay $1"
+    out=$(timeout 120 "$TW" replay "$WORK/$1" --brokers "$BOOTSTRAP" --group stream-test \
+        -q) || fail "replay $1"
     awk -v m="$(field mb "$out")" 'BEGIN { exit !(m < 4.5) }' ||
         fail "replay $1: $(field mb "$out") MB, more than the mock broker keeps"
 }

@@ -17,11 +17,11 @@ tw_broker_start || fail "broker start"
 run_config A
 tw_run_start A "$WORK/A.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no assignment"
-OUT=$(timeout 120 "$TW" replay "$WORK/lossy" --brokers "$BOOTSTRAP" -q \
+OUT=$(timeout 120 "$TW" replay "$WORK/lossy" --brokers "$BOOTSTRAP" --group "$GROUP" -q \
     --job lossy --drop-every 7) || fail "replay lossy"
 DROPPED=$(field dropped "$OUT")
 [ "$DROPPED" -gt 0 ] || fail "replay dropped nothing: $OUT"
-timeout 120 "$TW" replay "$WORK/lossy" --brokers "$BOOTSTRAP" -q --job whole \
+timeout 120 "$TW" replay "$WORK/lossy" --brokers "$BOOTSTRAP" --group "$GROUP" -q --job whole \
     >/dev/null || fail "replay whole"
 wait_for 120 test -e "$WORK/resA/lossy.json" -a -e "$WORK/resA/whole.json" ||
     fail "results: $(ls "$WORK/resA")"

@@ -18,11 +18,11 @@ tw_broker_start || fail "broker start"
 run_config A
 tw_run_start A "$WORK/A.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no assignment"
-K1=$(timeout 120 "$TW" replay "$WORK/good" --brokers "$BOOTSTRAP" -q --job keyless --key '') ||
+K1=$(timeout 120 "$TW" replay "$WORK/good" --brokers "$BOOTSTRAP" --group "$GROUP" -q --job keyless --key '') ||
     fail "replay keyless"
-K2=$(timeout 120 "$TW" replay "$WORK/good" --brokers "$BOOTSTRAP" -q --job miskeyed --key other) ||
+K2=$(timeout 120 "$TW" replay "$WORK/good" --brokers "$BOOTSTRAP" --group "$GROUP" -q --job miskeyed --key other) ||
     fail "replay miskeyed"
-timeout 120 "$TW" replay "$WORK/good" --brokers "$BOOTSTRAP" -q >/dev/null ||
+timeout 120 "$TW" replay "$WORK/good" --brokers "$BOOTSTRAP" --group "$GROUP" -q >/dev/null ||
     fail "replay good"
 N=$(( $(field batches "$K1") + $(field batches "$K2") ))
 wait_for 120 test -e "$WORK/resA/good.json" || fail "good job not evaluated"

@@ -20,13 +20,14 @@ timeout 120 "$TW" synth "$WORK/lost" --preset cpu_bottleneck --nodes 2 \
     --duration 10m --no-framework >/dev/null 2>&1 || fail "synth"
 timeout 120 "$TW" eval "$WORK/lost" --json --quiet >"$WORK/lost.eval.json" || fail "eval"
 STATE_REDIS_ARGS=""
+GROUP=lost-group
 tw_redis_start || fail "redis start"
 tw_broker_start || fail "broker start"
 state_config A lost-group "$WORK/res"
 state_config B lost-group "$WORK/res"
 tw_run_start A "$WORK/A.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "A: no assignment"
-timeout 120 "$TW" replay "$WORK/lost" --brokers "$BOOTSTRAP" -q --no-end-marker \
+timeout 120 "$TW" replay "$WORK/lost" --brokers "$BOOTSTRAP" --group "$GROUP" -q --no-end-marker \
     >/dev/null || fail "replay (no end)"
 checkpointed() { [ -n "$(tw_redis_cli --raw keys 't:v1:job:*:core')" ]; }
 wait_for 60 checkpointed || fail "A never checkpointed the job"
@@ -37,7 +38,7 @@ state_redis_restart # empty: no AOF, no RDB
 [ -z "$(tw_redis_cli --raw keys '*')" ] || fail "redis is not empty"
 tw_run_start B "$WORK/B.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/B.err" || fail "B: no assignment"
-timeout 120 "$TW" replay "$WORK/lost" --brokers "$BOOTSTRAP" -q >/dev/null ||
+timeout 120 "$TW" replay "$WORK/lost" --brokers "$BOOTSTRAP" --group "$GROUP" -q >/dev/null ||
     fail "replay (whole, with end)"
 wait_for 120 test -f "$WORK/res/lost.json" || fail "the job was never evaluated"
 tw_run_stop B || fail "B: exit status"

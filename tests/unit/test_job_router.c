@@ -968,6 +968,15 @@ static int64_t commit_of(run *x, int32_t part, char *meta, size_t metalen)
     return c.offset;
 }
 
+/* The metadata a commit carries: {"next_offset":N} first, then the
+ * finished jobs' ids (jobs: "" or ",\"id\"..."). */
+static const char *meta_of(char *buf, size_t len, int64_t next,
+                           const char *jobs)
+{
+    snprintf(buf, len, "[{\"next_offset\":%" PRId64 "}%s]", next, jobs);
+    return buf;
+}
+
 /* commit = min(first offset of each unfinished job, last processed + 1);
  * dead letters are processed messages; a job finished past the commit
  * offset rides along in the metadata, and a next owner given that
@@ -990,12 +999,14 @@ static void test_commit_points(void **state)
     char meta[TW_ROUTER_META_MAX + 1];
     feed(&x, 0, &l, 0, 2); /* b's start, a dead letter */
     assert_int_equal(stats(&x).dead_letters, 1);
+    char want[256];
     assert_int_equal(commit_of(&x, 0, meta, sizeof(meta)), 100); /* b open */
-    assert_string_equal(meta, "");
+    assert_string_equal(meta, meta_of(want, sizeof(want), l.base + 2, ""));
     feed(&x, 0, &l, 2, a_to); /* all of a: finished */
     assert_int_equal(stats(&x).jobs_finished, 1);
     assert_int_equal(commit_of(&x, 0, meta, sizeof(meta)), 100);
-    assert_string_equal(meta, "[\"job-a\"]");
+    assert_string_equal(meta, meta_of(want, sizeof(want),
+                                      l.base + (int64_t)a_to, ",\"job-a\""));
     int64_t committed = 100;
     char committed_meta[sizeof(meta)];
     snprintf(committed_meta, sizeof(committed_meta), "%s", meta);
@@ -1003,11 +1014,14 @@ static void test_commit_points(void **state)
     feed(&x, 0, &l, a_to, l.n - 1); /* all but b's end marker */
     assert_int_equal(stats(&x).dead_letters, 2);
     assert_int_equal(commit_of(&x, 0, meta, sizeof(meta)), 100);
-    assert_string_equal(meta, "[\"job-a\"]");
+    assert_string_equal(meta, meta_of(want, sizeof(want),
+                                      l.base + (int64_t)l.n - 1, ",\"job-a\""));
     feed(&x, 0, &l, l.n - 1, l.n); /* b ends: everything is processed */
     assert_int_equal(commit_of(&x, 0, meta, sizeof(meta)),
                      l.base + (int64_t)l.n);
-    assert_string_equal(meta, ""); /* both started before the commit */
+    /* both started before the commit */
+    assert_string_equal(meta,
+                        meta_of(want, sizeof(want), l.base + (int64_t)l.n, ""));
     assert_results(&x, "job-a", &fx->ref_a);
     assert_results(&x, "job-b", &fx->ref_b);
 
@@ -1015,6 +1029,7 @@ static void test_commit_points(void **state)
     tw_router_dead_letter(x.r, 3, 50);
     assert_int_equal(stats(&x).dead_letters, 3);
     assert_int_equal(commit_of(&x, 3, meta, sizeof(meta)), 51);
+    assert_string_equal(meta, meta_of(want, sizeof(want), 51, ""));
     tw_router_dead_letter(x.r, 3, 40); /* older: no step back */
     assert_int_equal(commit_of(&x, 3, meta, sizeof(meta)), 51);
     run_close(&x);
@@ -1037,7 +1052,8 @@ static void test_commit_points(void **state)
     /* a seen again: it leaves the metadata once the commit passes it */
     assert_int_equal(commit_of(&y, 0, meta, sizeof(meta)),
                      l.base + (int64_t)l.n);
-    assert_string_equal(meta, "");
+    assert_string_equal(meta,
+                        meta_of(want, sizeof(want), l.base + (int64_t)l.n, ""));
     run_close(&y);
 
     /* Without the metadata the next owner would evaluate a again: the
@@ -1086,7 +1102,7 @@ static void test_commit_metadata_limit(void **state)
     assert_int_equal(commit_of(&x, 0, meta, sizeof(meta)), 0);
     assert_true(strlen(meta) <= TW_ROUTER_META_MAX);
     assert_true(strlen(meta) > TW_ROUTER_META_MAX / 2);
-    assert_int_equal(meta[0], '[');
+    assert_int_equal(strncmp(meta, "[{\"next_offset\":", 16), 0);
     assert_non_null(strstr(meta, "\"job-0000-xxxx\""));
     assert_null(strstr(meta, "\"job-0299-xxxx\""));
     run_close(&x);
@@ -1294,7 +1310,9 @@ static void resume_case(void **state, int revoke)
     /* the commit stays at the open jobs' first message (the checkpoint is
      * at k): a next owner without this store re-reads them whole */
     assert_int_equal(c.offset, l.base);
-    assert_null(c.metadata);
+    char want_meta[64];
+    snprintf(want_meta, sizeof(want_meta), "[{\"next_offset\":%zu}]", k);
+    assert_string_equal(c.metadata, want_meta); /* read up to k, none done */
     assert_int_equal(stats(&x).checkpoints, 1);
     /* go on until some alert was sent after the checkpoint */
     size_t m = k;

@@ -8,6 +8,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 LIB=$SRC/tests/integration/lib
 export TRAINWATCH_RULES_DIR=${TRAINWATCH_RULES_DIR:-$BUILD/rules}
+GROUP=regress-$(basename "$0" .sh)
 WORK=$(mktemp -d "/tmp/tw-regress-$(basename "$0" .sh).XXXXXX")
 BROKER_PID=
 REDIS_PID=
@@ -43,7 +44,7 @@ run_config() {
     mkdir -p "$WORK/res$1"
     cat >"$WORK/$1.yaml" <<YAML
 kafka:
-  group: regress-$(basename "$0" .sh)
+  group: $GROUP
 engine:
   results_dir: $WORK/res$1
   commit_interval: 200ms

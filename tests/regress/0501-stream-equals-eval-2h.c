@@ -94,9 +94,8 @@ typedef struct stream {
     uint64_t messages;
 } stream;
 
-static int no_alert(void *ud, const char *job, const char *id,
-                    const char *json, size_t len, int32_t partition,
-                    int64_t offset)
+static int no_alert(void *ud, const char *job, const char *id, const char *json,
+                    size_t len, int32_t partition, int64_t offset)
 {
     (void)job, (void)id, (void)json, (void)len, (void)partition;
     (void)offset;
@@ -229,7 +228,8 @@ static char *run_results(const char *dir, const char *res_dir)
     return text;
 }
 
-/* ---- the offline side: the eval command ----------------------------------- */
+/* ---- the offline side: the eval command -----------------------------------
+ */
 
 static char *eval_results(const char *dir)
 {
@@ -237,8 +237,9 @@ static char *eval_results(const char *dir)
     if (build == NULL)
         fail_msg("TW_BUILD_DIR is not set (ctest sets it)");
     char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "'%s/trainwatch' eval '%s' --json --quiet "
-                               "--job " JOB_ID,
+    snprintf(cmd, sizeof(cmd),
+             "'%s/trainwatch' eval '%s' --json --quiet "
+             "--job " JOB_ID,
              build, dir);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);

@@ -1,11 +1,13 @@
 /*
  * cmd_eval.c - `trainwatch eval DIR`: offline evaluation of a
  * profiler-output folder with the in-memory store. Files are fed in time
- * order through the same job pipeline the daemon uses; the watermark is the
- * next file's timestamp, so memory stays bounded however long the job.
+ * order through the same job pipeline the daemon uses; the watermark follows
+ * the listing (listing_horizons), so memory stays bounded however long the
+ * job.
  */
 #include <getopt.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,41 @@ static void on_bad_input(void *ud, const char *path, uint64_t line,
                 reason);
     else
         fprintf(stderr, "%s: %s\n", path, reason);
+}
+
+/* The reference reads a scan's events from every trace file whose name's
+ * timestamp lies within 3 minutes of the scan (RULES.md §1.3): a trace file
+ * is named after the end of its newest event, and an event is written when
+ * it ends, so a file holds events that started before the previous file's
+ * timestamp (those spanning a scan's end among them). */
+#define TW_EVAL_TRACE_WINDOW_US (180 * 1000000LL)
+
+/* The clock of offline evaluation: h[i] = the oldest event time that
+ * files[i], files[i+1], ... may still hold, offered as the watermark before
+ * files[i] is read. A system file holds the minute it is named after (its
+ * feed key); a trace file may hold events from TW_EVAL_TRACE_WINDOW_US
+ * before its timestamp. A file's own timestamp is no such bound: a scan
+ * whose end + lateness fell just before a trace file's timestamp would
+ * close without that file's events overlapping it, which the reference and
+ * `run` both deliver to it. NULL on out-of-memory; the caller frees. */
+static int64_t *listing_horizons(const tw_folder *folder)
+{
+    int64_t *h = malloc((folder->nfiles > 0 ? folder->nfiles : 1) * sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    int64_t oldest = INT64_MAX;
+    for (size_t i = folder->nfiles; i-- > 0;) {
+        const tw_agent_file *f = &folder->files[i];
+        int64_t t = f->feed_key_us;
+        if (f->kind == TW_FILE_FRAMEWORK)
+            t = t > INT64_MIN + TW_EVAL_TRACE_WINDOW_US
+                    ? t - TW_EVAL_TRACE_WINDOW_US
+                    : INT64_MIN;
+        if (t < oldest)
+            oldest = t;
+        h[i] = oldest;
+    }
+    return h;
 }
 
 static double now_s(void)
@@ -312,6 +349,7 @@ int tw_cmd_eval(int argc, char **argv)
     tw_registry *reg = tw_registry_new();
     tw_job *job = NULL;
     tw_trace_state *ts = tw_trace_state_new();
+    int64_t *horizons = NULL;
     if (reg == NULL || ts == NULL) {
         fprintf(stderr, "trainwatch eval: out of memory\n");
         goto out;
@@ -376,6 +414,11 @@ int tw_cmd_eval(int argc, char **argv)
         L = folder->latest_framework_ts_us;
     tw_job_set_first_timestamp(job, F);
     tw_job_set_scan_limit(job, L);
+    horizons = listing_horizons(folder);
+    if (horizons == NULL) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        goto out;
+    }
 
     eval_ctx ec = {.job = job, .quiet = quiet};
     tw_reader_stats rs;
@@ -383,7 +426,7 @@ int tw_cmd_eval(int argc, char **argv)
     double t0 = now_s(), last_progress = t0;
     for (size_t i = 0; i < folder->nfiles; i++) {
         const tw_agent_file *f = &folder->files[i];
-        if (tw_job_advance(job, f->feed_key_us) != TW_OK) {
+        if (tw_job_advance(job, horizons[i]) != TW_OK) {
             fprintf(stderr, "trainwatch eval: out of memory\n");
             goto out;
         }
@@ -412,6 +455,7 @@ int tw_cmd_eval(int argc, char **argv)
         print_table(job, folder, &rs, seconds);
     status = 0;
 out:
+    free(horizons);
     tw_job_free(job);
     tw_config_free(cfg);
     tw_trace_state_free(ts);

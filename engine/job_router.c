@@ -632,7 +632,7 @@ static int tw_router_offsets_lost(tw_router *r, tw_rpart *p, int64_t from,
            "flight marked partial",
            p->id, from, to, p->njobs);
     char where[48];
-    snprintf(where, sizeof(where), "partition %" PRId32, p->id);
+    snprintf(where, sizeof(where), "%" PRId32, p->id);
     for (size_t i = 0; i < p->njobs; i++)
         if (tw_job_note_loss(p->jobs[i]->job, TW_LOSS_OFFSETS, where,
                              (uint64_t)from, (uint64_t)to) != TW_OK)
@@ -801,7 +801,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
         }
         ji = p->njobs - 1;
         char where[48];
-        snprintf(where, sizeof(where), "partition %" PRId32, p->id);
+        snprintf(where, sizeof(where), "%" PRId32, p->id);
         if (joined_lost &&
             tw_job_note_loss(j->job, TW_LOSS_JOINED, where, (uint64_t)offset,
                              (uint64_t)offset) != TW_OK) {

@@ -39,6 +39,11 @@ typedef struct producer {
      * replaces the hash lookup (owned by the job). */
     uint32_t *dict_ids;
     size_t ndict, dict_cap;
+    /* Clock skew (job.h), kept on the node's "sys" (else "fw") entry and
+     * not checkpointed: whole batches beyond the bound in a row, and
+     * whether the node's first refused time was logged. */
+    uint32_t skew_run;
+    int skew_warned;
 } producer;
 
 struct tw_job {

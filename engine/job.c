@@ -438,14 +438,17 @@ static int skew_bounded(const tw_job *j)
     return !j->cfg.external_watermark && j->cfg.clock_skew_us > 0;
 }
 
-/* The job's newest accepted time, else its JOB_START time; 0 = none. */
-static int64_t skew_reference_us(const tw_job *j)
+/* The job's newest accepted time, else its JOB_START time; 0 = none.
+ * Producers' times only grow, so the maximum is cached (after a restore
+ * it is recomputed once). */
+static int64_t skew_reference_us(tw_job *j)
 {
+    if (j->newest_us == 0)
+        for (size_t i = 0; i < j->nproducers; i++)
+            if (j->producers[i].newest_us > j->newest_us)
+                j->newest_us = j->producers[i].newest_us;
     int64_t ref = j->first_fixed ? j->first_us : 0;
-    for (size_t i = 0; i < j->nproducers; i++)
-        if (j->producers[i].newest_us > ref)
-            ref = j->producers[i].newest_us;
-    return ref;
+    return j->newest_us > ref ? j->newest_us : ref;
 }
 
 /* One WARN per node: the first time it refuses, with what and why. */
@@ -649,6 +652,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             (void)tw_time_s_to_us(max_ts, &newest); /* checked above */
             if (newest > p->newest_us)
                 p->newest_us = newest;
+            if (j->newest_us != 0 && newest > j->newest_us)
+                j->newest_us = newest; /* 0: skew_reference_us computes it */
         }
         has_samples = kept > 0;
     }
@@ -698,6 +703,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
                 goto oom;
             if (max_end > p->newest_us)
                 p->newest_us = max_end;
+            if (j->newest_us != 0 && max_end > j->newest_us)
+                j->newest_us = max_end; /* 0: skew_reference_us computes it */
         }
         has_events = kept > 0;
     }
@@ -960,7 +967,9 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
         return TW_OK;
     j->core_changes++;
     j->rules_changes++;
-    if (latest_us != 0 && skew_bounded(j)) {
+    if (j->finish_begun) {
+        latest_us = j->finish_latest_us; /* a stopped finish goes on */
+    } else if (latest_us != 0 && skew_bounded(j)) {
         int64_t ref = skew_reference_us(j);
         if (tw_job_latest_timestamp(j) > ref)
             ref = tw_job_latest_timestamp(j);
@@ -978,6 +987,8 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
             latest_us = 0;
         }
     }
+    j->finish_begun = 1;
+    j->finish_latest_us = latest_us;
     int64_t L = latest_us != 0 ? latest_us : tw_job_latest_timestamp(j);
     if (j->first_fixed || j->first_candidate_us != 0) {
         freeze_first(j);

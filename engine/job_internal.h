@@ -80,6 +80,10 @@ struct tw_job {
     int started;           /* a scan has closed (F frozen) */
     int finished;
     int end_marker;
+    int64_t newest_us;     /* max producer newest_us; 0 = recompute
+                              (fresh or restored job), see job.c     */
+    int finish_begun;      /* tw_job_finish ran (maybe stopped): its */
+    int64_t finish_latest_us; /* L, skew-checked once                 */
 
     /* buffered input */
     chunk *chunks;

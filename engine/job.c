@@ -183,7 +183,10 @@ void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud)
 
 void tw_job_set_first_timestamp(tw_job *j, int64_t first_us)
 {
-    if (j->started)
+    /* scans work in ns: a time past that range (a JOB_START or file name
+     * beyond year 2262) cannot be F; F then comes from the data */
+    if (j->started || first_us > INT64_MAX / 1000 ||
+        first_us < INT64_MIN / 1000)
         return;
     j->first_us = first_us;
     j->first_fixed = 1;

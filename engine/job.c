@@ -429,7 +429,7 @@ static int every_start_ended(const tw_job *j)
     return 1;
 }
 
-/* ---- clock skew (job.h) ---------------------------------------------------- */
+/* ---- clock skew (job.h) ------------------------------------------------ */
 
 static int skew_bounded(const tw_job *j)
 {
@@ -615,7 +615,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             if (s.series >= b->nseries)
                 continue; /* decoders validate; readers never produce it */
             int64_t ns = 0, us = 0;
-            int valid = tw_time_s_to_ns(s.ts, &ns) && tw_time_s_to_us(s.ts, &us);
+            int valid =
+                tw_time_s_to_ns(s.ts, &ns) && tw_time_s_to_us(s.ts, &us);
             if (!valid || us > limit) {
                 j->stats.skewed_samples++;
                 skew_warn(j, &j->producers[clock_i], node, "sample", s.ts,

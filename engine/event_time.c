@@ -3,32 +3,10 @@
 
 #include <math.h>
 
-/* 2^63 is exact in a double; a value v converts to int64 iff
- * -2^63 <= trunc(v) < 2^63 (NaN fails both comparisons). */
-#define TW_TWO_63 9223372036854775808.0
-
-static int tw_time_to_i64(double v, int64_t *out)
-{
-    if (!(v >= -TW_TWO_63 && v < TW_TWO_63))
-        return 0;
-    *out = (int64_t)v;
-    return 1;
-}
-
-int tw_time_s_to_ns(double ts, int64_t *out)
-{
-    return tw_time_to_i64(((ts * 1000.0) * 1000.0) * 1000.0, out);
-}
-
-int tw_time_s_to_us(double ts, int64_t *out)
-{
-    return tw_time_to_i64(ts * 1e6, out);
-}
-
 int tw_time_minute_floor_us(double ts, int64_t *out)
 {
     int64_t minutes;
-    if (!tw_time_to_i64(floor(ts / 60.0), &minutes) ||
+    if (!tw_time_to_i64_(floor(ts / 60.0), &minutes) ||
         __builtin_mul_overflow(minutes, 60 * 1000000LL, out))
         return 0;
     return 1;

@@ -13,12 +13,28 @@
 
 #include <stdint.h>
 
+/* 2^63 is exact in a double; v converts to int64 iff -2^63 <= v < 2^63
+ * (NaN fails both comparisons). Inline: it runs once per sample. */
+static inline int tw_time_to_i64_(double v, int64_t *out)
+{
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+        return 0;
+    *out = (int64_t)v;
+    return 1;
+}
+
 /* The reference's selection time: ((ts * 1000) * 1000) * 1000 truncated
  * toward zero, in ns. 1 when representable, else 0. */
-int tw_time_s_to_ns(double ts, int64_t *out);
+static inline int tw_time_s_to_ns(double ts, int64_t *out)
+{
+    return tw_time_to_i64_(((ts * 1000.0) * 1000.0) * 1000.0, out);
+}
 
 /* ts * 1e6 truncated toward zero, in µs. 1 when representable, else 0. */
-int tw_time_s_to_us(double ts, int64_t *out);
+static inline int tw_time_s_to_us(double ts, int64_t *out)
+{
+    return tw_time_to_i64_(ts * 1e6, out);
+}
 
 /* floor(ts / 60) minutes, in µs (the minute a sample falls in). 1 when
  * representable, else 0. */

@@ -474,6 +474,15 @@ static void skew_warn(tw_job *j, producer *p, const char *node,
                (double)j->cfg.clock_skew_us / 1e6);
 }
 
+/* µs -> ns, saturated (limits only). */
+static int64_t limit_ns_of(int64_t us)
+{
+    int64_t ns;
+    if (!__builtin_mul_overflow(us, (int64_t)1000, &ns))
+        return ns;
+    return us > 0 ? INT64_MAX : INT64_MIN;
+}
+
 /* The newest time a batch may carry (INT64_MAX = no bound), after the
  * TW_JOB_SKEW_CONFIRM rule for batches wholly beyond it. */
 static int64_t skew_limit_us(tw_job *j, const tw_batch *b, producer *p,
@@ -482,13 +491,12 @@ static int64_t skew_limit_us(tw_job *j, const tw_batch *b, producer *p,
     if (!skew_bounded(j))
         return INT64_MAX;
     int64_t ref = skew_reference_us(j);
-    size_t valid = 0, beyond = 0;
     if (ref == 0) {
         /* No time seen yet: the batch's earliest one. */
         ref = INT64_MAX;
         for (size_t i = 0; i < b->nsamples; i++) {
             int64_t us;
-            if (tw_time_s_to_ns(b->samples[i].ts, &us) &&
+            if (tw_time_s_valid(b->samples[i].ts) &&
                 tw_time_s_to_us(b->samples[i].ts, &us) && us < ref)
                 ref = us;
         }
@@ -499,22 +507,24 @@ static int64_t skew_limit_us(tw_job *j, const tw_batch *b, producer *p,
             return INT64_MAX;
     }
     int64_t limit = tw_time_add_sat(ref, j->cfg.clock_skew_us);
+    int64_t limit_ns = limit_ns_of(limit);
+    /* Is the whole batch beyond? (stops at the first time that is not) */
+    size_t valid = 0;
     for (size_t i = 0; i < b->nsamples; i++) {
-        int64_t us;
-        if (!tw_time_s_to_ns(b->samples[i].ts, &us) ||
-            !tw_time_s_to_us(b->samples[i].ts, &us))
+        int64_t ns;
+        if (!tw_time_s_to_ns(b->samples[i].ts, &ns))
             continue;
         valid++;
-        beyond += us > limit;
+        if (ns <= limit_ns)
+            goto within;
     }
     for (size_t i = 0; i < b->nevents; i++) {
         valid++;
-        beyond += b->events[i].end_us > limit;
+        if (b->events[i].end_us <= limit)
+            goto within;
     }
-    if (valid == 0 || beyond < valid) {
-        p->skew_run = 0;
-        return limit;
-    }
+    if (valid == 0)
+        goto within;
     if (++p->skew_run < TW_JOB_SKEW_CONFIRM)
         return limit;
     p->skew_run = 0;
@@ -525,6 +535,9 @@ static int64_t skew_limit_us(tw_job *j, const tw_batch *b, producer *p,
            j->id, node, TW_JOB_SKEW_CONFIRM,
            (double)j->cfg.clock_skew_us / 1e6, (double)ref / 1e6);
     return INT64_MAX;
+within:
+    p->skew_run = 0;
+    return limit;
 }
 
 int tw_job_ingest(tw_job *j, tw_batch *b)
@@ -585,6 +598,7 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
     c.batch = b;
     c.arrival = j->arrivals++;
     c.order_name = node;
+    int64_t limit_ns = limit_ns_of(limit);
     int64_t open_from = open_from_us(j);
     int64_t open_from_ns = open_from == INT64_MIN ? INT64_MIN : open_from * 1000;
 
@@ -614,10 +628,9 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             tw_sample s = b->samples[i];
             if (s.series >= b->nseries)
                 continue; /* decoders validate; readers never produce it */
-            int64_t ns = 0, us = 0;
-            int valid =
-                tw_time_s_to_ns(s.ts, &ns) && tw_time_s_to_us(s.ts, &us);
-            if (!valid || us > limit) {
+            int64_t ns = 0;
+            int valid = tw_time_s_to_ns(s.ts, &ns); /* then µs fit too */
+            if (!valid || ns > limit_ns) {
                 j->stats.skewed_samples++;
                 skew_warn(j, &j->producers[clock_i], node, "sample", s.ts,
                           valid ? limit : INT64_MAX);

@@ -73,6 +73,7 @@
 
 #include "commands.h"
 #include "kafka_broker.h"
+#include "event_time.h"
 #include "kafka_producer.h"
 #include "log.h"
 #include "reader.h"
@@ -690,8 +691,9 @@ static int tw_replay_sink(void *ud, tw_batch *b)
         r->failed = !r->interrupted;
         goto out;
     }
-    if (has_time && (int64_t)(hi * 1e6) > r->newest_event_us)
-        r->newest_event_us = (int64_t)(hi * 1e6);
+    int64_t hi_us;
+    if (has_time && tw_time_s_to_us(hi, &hi_us) && hi_us > r->newest_event_us)
+        r->newest_event_us = hi_us;
     /* Stop promptly on a signal even when no pacing sleeps. */
     int sig = tw_signals_wait(&r->sigs, 0);
     if (sig != 0) {

@@ -85,7 +85,10 @@ static int tw_synth_parse_u64(const char *s, uint64_t max, uint64_t *out)
     return 0;
 }
 
-/* "900", "900s", "30m", "2h", "1.5h" -> seconds (> 0). */
+/* The longest job synth generates: one year of event time. */
+#define TW_SYNTH_MAX_DURATION_S (365.0 * 86400.0)
+
+/* "900", "900s", "30m", "2h", "1.5h" -> seconds (> 0, at most a year). */
 static int tw_synth_parse_duration(const char *s, double *out)
 {
     if (s == NULL || *s == '\0')
@@ -103,6 +106,9 @@ static int tw_synth_parse_duration(const char *s, double *out)
     else if (*end == 'h')
         mul = 3600, end++;
     if (*end != '\0')
+        return -1;
+    /* event times stay int64 µs (a longer job would not fit on disk) */
+    if (v * mul > TW_SYNTH_MAX_DURATION_S)
         return -1;
     *out = v * mul;
     return 0;
@@ -258,7 +264,8 @@ int tw_cmd_synth(int argc, char **argv)
                     : strcmp(name, "--cores") == 0 ? "an integer 1..1024"
                     : strcmp(name, "--gpus") == 0  ? "an integer 0..64"
                     : strcmp(name, "--duration") == 0
-                        ? "a positive duration: seconds or N[s|m|h]"
+                        ? "a positive duration up to a year: seconds or "
+                          "N[s|m|h]"
                     : strcmp(name, "--interval-ms") == 0
                         ? "one of 100, 200, 500, 1000, 5000, 60000"
                     : strcmp(name, "--seed") == 0

@@ -699,6 +699,18 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
         } else if (strcmp(key, "semantics") == 0) {
             if (parse_semantics(l, v, &c->job.semantics) != TW_OK)
                 return TW_ERR;
+        } else if (strcmp(key, "clock_skew") == 0) {
+            int64_t us;
+            if (v->kind != NODE_SCALAR)
+                return bad(l, v, "key '%s' must be a duration or 'off'", key);
+            if (strcmp(v->text, "off") == 0)
+                us = 0;
+            else if (tw_parse_duration_us(v->text, &us) != TW_OK || us < 0)
+                return bad(l, v,
+                           "clock_skew: '%s' is not a duration (examples: 5m, "
+                           "10m) or 'off'",
+                           v->text);
+            c->job.clock_skew_us = us;
         } else if (strcmp(key, "tick") == 0 || strcmp(key, "lateness") == 0 ||
                    strcmp(key, "idle_node") == 0) {
             if (v->kind != NODE_SCALAR)
@@ -728,7 +740,8 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
         } else {
             return bad(l, k,
                        "unknown top-level key '%s' (known: semantics, tick, "
-                       "lateness, idle_node, rules, kafka, state, engine)",
+                       "lateness, idle_node, clock_skew, rules, kafka, state, "
+                       "engine)",
                        key);
         }
     }

@@ -464,6 +464,10 @@ static void tw_router_account(tw_router *r, tw_rjob *j)
     r->stats.events += s.events - j->seen.events;
     r->stats.late_samples += s.late_samples - j->seen.late_samples;
     r->stats.late_events += s.late_events - j->seen.late_events;
+    r->stats.skewed += (s.skewed_samples - j->seen.skewed_samples) +
+                       (s.skewed_events - j->seen.skewed_events) +
+                       (s.skewed_markers - j->seen.skewed_markers);
+    r->stats.scan_cap_hits += s.scan_cap_hits - j->seen.scan_cap_hits;
     j->seen = s;
 }
 
@@ -521,6 +525,10 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
 {
     tw_rjob *j = p->jobs[i];
     int rc = tw_job_finish(j->job, latest_us);
+    if (rc == TW_JOB_STOPPED && !j->failed) {
+        tw_router_account(r, j);
+        return rc; /* not finished: finish it again later */
+    }
     if (rc == TW_OK && !j->failed)
         rc = tw_alert_tracker_finish(j->alerts, j->job);
     if (rc != TW_OK || j->failed) {
@@ -538,9 +546,10 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
     tw_log(TW_LOG_INFO,
            "job %s finished (%s): samples=%" PRIu64 " events=%" PRIu64
            " scans=%" PRIu64 " duplicates=%" PRIu64 " late=%" PRIu64
-           " alerts=%" PRIu64 " seconds=%.3f",
+           " skewed=%" PRIu64 " alerts=%" PRIu64 " seconds=%.3f",
            tw_job_id(j->job), why, s.samples, s.events, s.scans,
            s.duplicate_batches, s.late_samples + s.late_events,
+           s.skewed_samples + s.skewed_events + s.skewed_markers,
            tw_alert_tracker_sent(j->alerts), secs);
     /* The next checkpoint writes its tombstone, and commits carry it while
      * its first message lies past the committed offset (the results file
@@ -814,6 +823,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
     j->last_active_us = now_us;
     r->cur_partition = partition;
     r->cur_offset = offset;
+    uint64_t skewed = r->stats.skewed;
     int rc = tw_job_ingest(j->job, b);
     tw_router_account(r, j);
     if (rc == TW_OK && j->failed)
@@ -822,6 +832,10 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
      * with the last of the nodes that sent JOB_START (tw_job_ingest). */
     if (rc == TW_OK && has_end && tw_job_end_marker_seen(j->job))
         rc = tw_router_finish(r, p, ji, latest_us, "end marker");
+    if (r->stats.skewed != skewed)
+        r->stats.skewed_batches++;
+    if (rc == TW_JOB_STOPPED)
+        p->next_offset = offset; /* read it again */
     r->cur_partition = -1;
     r->cur_offset = -1;
     return rc;
@@ -839,9 +853,10 @@ int tw_router_expire(tw_router *r, int64_t now_us)
                 i++;
                 continue;
             }
+            int rc = tw_router_finish(r, p, i, 0, "idle");
+            if (rc != TW_OK)
+                return rc;
             r->stats.jobs_idle++;
-            if (tw_router_finish(r, p, i, 0, "idle") != TW_OK)
-                return TW_ERR;
         }
     }
     return TW_OK;

@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "config.h"
 #include "dead_letter.h"
@@ -160,13 +161,6 @@ static void tw_run_usage(FILE *out)
         "evaluation is interrupted between scans and the message read\n"
         "again), committing what is safe. Exit status: 0 after a signal,\n"
         "1 on a failure, 2 on bad usage or configuration.\n");
-}
-
-static int64_t tw_run_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void tw_run_settings_free(tw_run_settings *s)
@@ -571,7 +565,7 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
         tw_router_stats pre;
         tw_router_get_stats(r->router, &pre);
         int rc = tw_router_batch(r->router, m->partition, m->offset, b,
-                                 tw_run_mono_us());
+                                 tw_mono_us());
         tw_router_stats post;
         tw_router_get_stats(r->router, &post);
         if (post.skewed_batches != pre.skewed_batches &&
@@ -788,7 +782,7 @@ int tw_cmd_run(int argc, char **argv)
            tw_store_durable(store) ? " (durable checkpoints)"
                                    : " (volatile: offsets only)");
 
-    int64_t now = tw_run_mono_us();
+    int64_t now = tw_mono_us();
     int64_t next_commit = now + commit_every;
     int64_t next_progress = now + r.s.progress_interval_us;
     unsigned since_signal_check = 0;
@@ -826,7 +820,7 @@ int tw_cmd_run(int argc, char **argv)
                        tw_signals_name(sig));
                 stop = 1;
             }
-            now = tw_run_mono_us();
+            now = tw_mono_us();
             if (!stop && now >= next_commit) {
                 int erc = tw_router_expire(r.router, now);
                 if (erc == TW_JOB_STOPPED) {

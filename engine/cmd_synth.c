@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "synth.h"
 
@@ -143,13 +144,6 @@ static int tw_synth_cmd_dir_unusable(const char *dir, char *err, size_t n)
     return used;
 }
 
-static double tw_synth_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 typedef struct tw_synth_cmd_progress {
     double t0, last;
 } tw_synth_cmd_progress;
@@ -158,7 +152,7 @@ static void tw_synth_cmd_on_progress(void *ctx, double frac,
                                      const tw_synth_stats *s)
 {
     tw_synth_cmd_progress *p = ctx;
-    double now = tw_synth_now();
+    double now = (tw_mono_us() / 1e6);
     if (now - p->last < 5.0)
         return;
     p->last = now;
@@ -315,7 +309,7 @@ int tw_cmd_synth(int argc, char **argv)
     }
 
     tw_synth_cmd_progress prog;
-    prog.t0 = prog.last = tw_synth_now();
+    prog.t0 = prog.last = (tw_mono_us() / 1e6);
     resolved.progress = tw_synth_cmd_on_progress;
     resolved.progress_ctx = &prog;
     tw_synth_stats st;
@@ -323,7 +317,7 @@ int tw_cmd_synth(int argc, char **argv)
         fprintf(stderr, "trainwatch synth: %s\n", err);
         return 1;
     }
-    double secs = tw_synth_now() - prog.t0;
+    double secs = (tw_mono_us() / 1e6) - prog.t0;
     fprintf(stderr,
             "synth: %s: preset %s, %u node(s) x %u cores x %u GPUs, %.0f s at "
             "%u ms, seed %" PRIu64 ": %" PRIu64 " files, %" PRIu64

@@ -15,6 +15,7 @@
 
 #include "alert.h"
 #include "checkpoint.h"
+#include "clock.h"
 #include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
@@ -107,13 +108,6 @@ struct tw_router {
     size_t nout, out_cap;
     tw_buf *scratch; /* alert tracker blobs */
 };
-
-static int64_t tw_router_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 int tw_router_new(const tw_router_config *cfg, tw_router_alert_fn alert,
                   void *ud, tw_router **out, char *err, size_t errlen)
@@ -487,7 +481,7 @@ static void tw_router_write_results(tw_router *r, tw_job *job)
     /* held results are retried by tw_router_expire; out of memory is
      * logged by the writer */
     (void)tw_results_put(r->results, tw_job_id(job), tw_json_str(j),
-                         tw_json_len(j), tw_router_mono_us());
+                         tw_json_len(j), tw_mono_us());
     tw_json_free(j);
 }
 
@@ -542,7 +536,7 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
     tw_router_write_results(r, j->job);
     tw_job_stats s;
     tw_job_get_stats(j->job, &s);
-    double secs = (double)(tw_router_mono_us() - j->started_us) / 1e6;
+    double secs = (double)(tw_mono_us() - j->started_us) / 1e6;
     tw_log(TW_LOG_INFO,
            "job %s finished (%s): samples=%" PRIu64 " events=%" PRIu64
            " scans=%" PRIu64 " duplicates=%" PRIu64 " late=%" PRIu64
@@ -576,7 +570,7 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
     j->router = r;
     j->partition = p->id;
     j->first_offset = offset;
-    j->started_us = tw_router_mono_us();
+    j->started_us = tw_mono_us();
     /* the idle clock starts now (a restored job has no message yet) */
     j->last_active_us = j->started_us;
     j->alerts = tw_alert_tracker_new(tw_router_emit, j);
@@ -844,7 +838,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
 int tw_router_expire(tw_router *r, int64_t now_us)
 {
     if (r->results != NULL) /* its clock: the one tw_results_put was given */
-        tw_results_retry(r->results, tw_router_mono_us());
+        tw_results_retry(r->results, tw_mono_us());
     for (size_t pi = 0; pi < r->nparts; pi++) {
         tw_rpart *p = r->parts[pi];
         for (size_t i = 0; i < p->njobs;) {

@@ -45,6 +45,7 @@
 #include "kafka_producer.h"
 #include "kafka_source.h"
 #include "log.h"
+#include "quarantine.h"
 #include "run_actions.h"
 #include "signals.h"
 #include "state_store.h"
@@ -70,6 +71,9 @@ typedef struct tw_run_settings {
     const char *results_dir;
     int64_t commit_interval_us;
     int64_t progress_interval_us;
+    int64_t quarantine_after;   /* failures at one offset: quarantined */
+    const char *failure_ledger; /* quarantine.h; NULL = in memory */
+    char *default_ledger;       /* <results_dir>/.trainwatch-failures */
 } tw_run_settings;
 
 typedef struct tw_run {
@@ -81,6 +85,7 @@ typedef struct tw_run {
     tw_store *store; /* persistent store, or NULL */
     int paused;      /* store unavailable: consumption stopped */
     int failed; /* a commit or flush failed inside a rebalance */
+    tw_quarantine *quarantine;
 } tw_run;
 
 static void tw_run_usage(FILE *out)
@@ -112,7 +117,9 @@ static void tw_run_usage(FILE *out)
         "                            property: value, ...}\n"
         "                    engine: job_idle (10m), results_dir (none),\n"
         "                            commit_interval (1s),\n"
-        "                            progress_interval (10s; 0 = off)\n"
+        "                            progress_interval (10s; 0 = off),\n"
+        "                            quarantine_after (3), failure_ledger\n"
+        "                            (results_dir/.trainwatch-failures)\n"
         "  --brokers B     bootstrap servers; overrides kafka.brokers\n"
         "  -q, --quiet     warnings and errors only\n"
         "  -v, --verbose   debug log lines too\n"
@@ -128,6 +135,13 @@ static void tw_run_usage(FILE *out)
         "email, sms) fire on its findings (a ProfilerReport's: any\n"
         "sub-rule's); with state.store: redis each action id is claimed\n"
         "there first, so a restart never sends it again.\n"
+        "\n"
+        "Alerts and dead letters never exceed the producer's\n"
+        "message.max.bytes (kafka.properties): longer alerts are sent\n"
+        "without their report and with fewer nodes, marked truncated.\n"
+        "A message that fails quarantine_after times at the same offset\n"
+        "(restarts included, counted in failure_ledger) is quarantined:\n"
+        "dead-lettered, its job's results marked quarantined.\n"
         "\n"
         "Stops on SIGINT/SIGTERM after the message in hand, committing\n"
         "what is safe. Exit status: 0 after a signal, 1 on a failure,\n"
@@ -148,6 +162,8 @@ static void tw_run_settings_free(tw_run_settings *s)
         free(s->prop_kv[i]);
     }
     s->nprops = 0;
+    free(s->default_ledger);
+    s->default_ledger = NULL;
 }
 
 /* Interprets the kafka: and engine: sections. */
@@ -159,8 +175,8 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
         "deadletter_topic", "client_id",   NULL};
     static const char *const kafka_prefixes[] = {"properties.", NULL};
     static const char *const engine_keys[] = {
-        "job_idle", "results_dir", "commit_interval", "progress_interval",
-        NULL};
+        "job_idle",         "results_dir",    "commit_interval",
+        "progress_interval", "quarantine_after", "failure_ledger", NULL};
     const tw_settings *k = &cfg->kafka, *e = &cfg->engine;
     s->group = "trainwatch";
     s->metrics_topic = "trainwatch.metrics";
@@ -169,6 +185,7 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
     s->job_idle_us = 600 * 1000000LL;
     s->commit_interval_us = 1000000;
     s->progress_interval_us = 10 * 1000000LL;
+    s->quarantine_after = TW_QUARANTINE_DEFAULT_ATTEMPTS;
     if (tw_settings_check_keys(k, kafka_keys, kafka_prefixes, err, errlen) !=
             TW_OK ||
         tw_settings_check_keys(e, engine_keys, NULL, err, errlen) != TW_OK)
@@ -228,7 +245,20 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
     if (s->commit_interval_us <= 0)
         return tw_settings_error(e, tw_settings_find(e, "commit_interval"),
                                  err, errlen, "must be longer than 0");
+    if (tw_settings_get_int(e, "quarantine_after", 1, 1000000,
+                            &s->quarantine_after, err, errlen) != TW_OK)
+        return TW_ERR;
+    tw_settings_get_str(e, "failure_ledger", &s->failure_ledger);
     tw_settings_get_str(e, "results_dir", &s->results_dir);
+    if (s->failure_ledger == NULL && s->results_dir != NULL) {
+        if (asprintf(&s->default_ledger, "%s/.trainwatch-failures",
+                     s->results_dir) < 0) {
+            s->default_ledger = NULL;
+            snprintf(err, errlen, "out of memory");
+            return TW_ERR;
+        }
+        s->failure_ledger = s->default_ledger;
+    }
     if (s->results_dir != NULL) {
         struct stat sb;
         if (stat(s->results_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
@@ -241,6 +271,20 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
 }
 
 /* ---- outputs and commits ------------------------------------------------- */
+
+/* What the key (a job id, at most TW_WIRE_ID_MAX bytes), tw_run_alert's
+ * three headers and the record's framing may take of a message. */
+#define TW_RUN_ALERT_HEADROOM 1024
+
+/* The longest alert JSON the producer will accept (message.max.bytes in
+ * kafka.properties, else librdkafka's 1000000), less the headroom. */
+static size_t tw_run_alert_room(const tw_run_settings *s)
+{
+    size_t max = tw_producer_props_max_message_bytes(
+        (const char *const *)s->prop_kv, s->nprops);
+    return max > 2 * TW_RUN_ALERT_HEADROOM ? max - TW_RUN_ALERT_HEADROOM
+                                           : TW_RUN_ALERT_HEADROOM;
+}
 
 static int tw_run_alert(void *ud, const char *job, const char *id,
                         const char *json, size_t len, int32_t partition,
@@ -442,13 +486,16 @@ static void tw_run_stats_line(const tw_router *router,
             " skipped_messages=%" PRIu64 " after_end=%" PRIu64
             " scans=%" PRIu64 " alerts_sent=%" PRIu64
             " alerts_deduped=%" PRIu64 " jobs_restored=%" PRIu64
-            " checkpoints=%" PRIu64 "%s\n",
+            " checkpoints=%" PRIu64 " alerts_truncated=%" PRIu64
+            " jobs_quarantined=%" PRIu64 " messages_quarantined=%" PRIu64
+            "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
             st.jobs_skipped_partial, st.skipped_messages, st.after_end,
             st.scans, st.alerts_sent, st.alerts_deduped, st.jobs_restored,
-            st.checkpoints, act);
+            st.checkpoints, st.alerts_truncated, st.jobs_quarantined,
+            st.messages_quarantined, act);
     fflush(out);
 }
 
@@ -510,6 +557,52 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
     }
     tw_router_dead_letter(r->router, m->partition, m->offset);
     return TW_OK;
+}
+
+/* The message failed for the last time (quarantine.h): to the
+ * dead-letter topic with reason "quarantined", and its job finished as
+ * quarantined. TW_ERR = cannot go on (the dead letter cannot be queued). */
+static int tw_run_quarantine(tw_run *r, const tw_source_msg *m,
+                             unsigned attempts)
+{
+    char why[512], err[512];
+    snprintf(why, sizeof(why),
+             "processing failed %u time(s) at this offset (see the ERROR "
+             "lines before)",
+             attempts);
+    tw_batch *b = NULL;
+    char derr[256];
+    /* the job it belongs to: the batch's, else the key (undecodable) */
+    char *job = NULL;
+    if (tw_wire_decode(m->value, m->len, &b, derr, sizeof(derr)) ==
+        TW_WIRE_OK)
+        job = strdup(b->job);
+    else if (m->key != NULL)
+        job = strndup(m->key, m->key_len);
+    tw_batch_free(b);
+    tw_dead_letter dl = {.topic = m->topic,
+                         .partition = m->partition,
+                         .offset = m->offset,
+                         .key = m->key,
+                         .key_len = m->key_len,
+                         .value = m->value,
+                         .len = m->len,
+                         .reason = "quarantined",
+                         .error = why};
+    int rc = TW_OK;
+    if (tw_dead_letter_send(r->producer, r->s.deadletter_topic, &dl, err,
+                            sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "dead letter: %s", err);
+        rc = TW_ERR;
+    } else if (tw_router_quarantine(r->router, m->partition, m->offset, job,
+                                    why, attempts) != TW_OK) {
+        tw_log(TW_LOG_ERROR, "quarantine: out of memory");
+        rc = TW_ERR;
+    }
+    free(job);
+    if (rc == TW_OK)
+        tw_quarantine_forget(r->quarantine, m->partition, m->offset);
+    return rc;
 }
 
 int tw_cmd_run(int argc, char **argv)
@@ -610,7 +703,13 @@ int tw_cmd_run(int argc, char **argv)
                                .job_idle_us = r.s.job_idle_us,
                                .results_dir = r.s.results_dir,
                                .store = r.store,
-                               .topic = r.s.metrics_topic};
+                               .topic = r.s.metrics_topic,
+                               .max_alert_bytes = tw_run_alert_room(&r.s)};
+    if (tw_quarantine_new(r.s.failure_ledger, (unsigned)r.s.quarantine_after,
+                          &r.quarantine, err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        goto out;
+    }
     if (tw_router_new(&rc_cfg, tw_run_alert, &r, &r.router, err,
                       sizeof(err)) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
@@ -683,6 +782,21 @@ int tw_cmd_run(int argc, char **argv)
             tw_source_release(r.source, &m);
         } else if (got == 1) {
             int mrc = tw_run_message(&r, &m);
+            if (mrc != TW_OK) {
+                /* Counted across restarts: the last allowed failure at
+                 * this offset quarantines the message (quarantine.h). */
+                unsigned n = tw_quarantine_failed(r.quarantine, m.partition,
+                                                  m.offset);
+                if (n >= tw_quarantine_max_attempts(r.quarantine))
+                    mrc = tw_run_quarantine(&r, &m, n);
+                else
+                    tw_log(TW_LOG_ERROR,
+                           "run: partition %" PRId32 " offset %" PRId64
+                           " failed (attempt %u of %u before it is "
+                           "quarantined)",
+                           m.partition, m.offset, n,
+                           tw_quarantine_max_attempts(r.quarantine));
+            }
             tw_source_release(r.source, &m);
             if (mrc != TW_OK) {
                 tw_log(TW_LOG_ERROR, "run: stopping without committing "
@@ -737,6 +851,7 @@ out:
     tw_source_free(r.source);
     tw_producer_free(r.producer);
     tw_router_free(r.router);
+    tw_quarantine_free(r.quarantine);
     tw_run_actions_free(r.actions);
     tw_store_close(store);
     tw_run_settings_free(&r.s);

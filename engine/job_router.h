@@ -76,6 +76,7 @@ typedef struct tw_router_config {
     const char *results_dir; /* NULL = no results files */
     tw_store *store;         /* persistent store, or NULL (borrowed) */
     const char *topic;       /* the metrics topic: checkpoint keys */
+    size_t max_alert_bytes;  /* 0 = unbounded; see tw_alert_tracker_set_max_bytes */
 } tw_router_config;
 
 typedef struct tw_router_stats {
@@ -98,6 +99,9 @@ typedef struct tw_router_stats {
     uint64_t checkpoints;      /* partition checkpoints written        */
     uint64_t checkpoint_bytes; /* bytes of parts they wrote            */
     uint64_t scans;
+    uint64_t alerts_truncated;     /* cut to max_alert_bytes               */
+    uint64_t jobs_quarantined;     /* tw_router_quarantine                 */
+    uint64_t messages_quarantined; /* tw_router_quarantine                 */
 } tw_router_stats;
 
 /* An alert to publish (key = job). partition/offset: the metrics message
@@ -161,6 +165,17 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
 
 /* A message that was sent to the dead-letter topic: counted, processed. */
 void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset);
+
+/* The message at (partition, offset) of job `job` (NULL when it does not
+ * decode) failed for good (quarantine.h) and went to the dead-letter
+ * topic: it counts as processed (messages_quarantined), and the job, when
+ * unfinished here, is finished as quarantined: its results file gets
+ * "quarantined": {reason, partition, offset, attempts}, no final alerts
+ * are sent, and its later messages are skipped like a finished job's
+ * (jobs_quarantined, one ERROR line). TW_ERR: out of memory. */
+int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
+                         const char *job, const char *reason,
+                         unsigned attempts);
 
 /* Finalizes the jobs without a message for job_idle. TW_ERR as above. */
 int tw_router_expire(tw_router *r, int64_t now_us);

@@ -156,13 +156,12 @@ typedef struct tw_alert_event {
 /* What a size-bounded alert leaves out (tw_alert_build). */
 typedef struct tw_alert_cut {
     size_t nodes;       /* nodes listed: the first `nodes` of t->nodes */
-    int report;         /* 1: the report is left out */
-    size_t report_len;  /* its length when left out */
+    size_t report_len;  /* the report left out (always); 0 = none */
     size_t full_len;    /* the alert's length with nothing left out */
 } tw_alert_cut;
 
-/* Writes the alert into t->out; cut NULL = all of it. The report, when
- * written, is in t->scratch (the caller fills it). */
+/* Writes the alert into t->out; cut NULL = all of it, with the report the
+ * caller put in t->scratch (empty: none); with a cut, never the report. */
 static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                            const char *parent, const tw_alert_event *ev,
                            const char *id, const tw_alert_cut *cut)
@@ -240,7 +239,7 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
         tw_json_key(j, "error");
         tw_json_string(j, tw_rule_error(rule));
     }
-    if (tw_json_len(t->scratch) > 0 && (cut == NULL || !cut->report)) {
+    if (cut == NULL && tw_json_len(t->scratch) > 0) {
         tw_json_key(j, "report");
         tw_json_raw(j, tw_json_str(t->scratch));
     }
@@ -259,7 +258,7 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
         tw_json_key(j, "nodes_listed");
         tw_json_int(j, (int64_t)cut->nodes);
         tw_json_key(j, "report_bytes_omitted");
-        tw_json_int(j, (int64_t)(cut->report ? cut->report_len : 0));
+        tw_json_int(j, (int64_t)cut->report_len);
         tw_json_object_end(j);
     }
     tw_json_object_end(j);
@@ -276,7 +275,6 @@ static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                         const char *id)
 {
     tw_alert_cut cut = {.nodes = t->nnodes,
-                        .report = tw_json_len(t->scratch) > 0,
                         .report_len = tw_json_len(t->scratch),
                         .full_len = tw_json_len(t->out)};
     tw_alert_build(t, job, rule, parent, ev, id, &cut);

@@ -276,14 +276,23 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
  * three headers and the record's framing may take of a message. */
 #define TW_RUN_ALERT_HEADROOM 1024
 
+/* Below this no alert fits (its fixed fields alone). */
+#define TW_RUN_ALERT_MIN 512
+
 /* The longest alert JSON the producer will accept (message.max.bytes in
  * kafka.properties, else librdkafka's 1000000), less the headroom. */
 static size_t tw_run_alert_room(const tw_run_settings *s)
 {
     size_t max = tw_producer_props_max_message_bytes(
         (const char *const *)s->prop_kv, s->nprops);
-    return max > 2 * TW_RUN_ALERT_HEADROOM ? max - TW_RUN_ALERT_HEADROOM
-                                           : TW_RUN_ALERT_HEADROOM;
+    if (max >= TW_RUN_ALERT_HEADROOM + TW_RUN_ALERT_MIN)
+        return max - TW_RUN_ALERT_HEADROOM;
+    /* Every alert will fail to fit, and its job be quarantined. */
+    tw_log(TW_LOG_WARN,
+           "run: kafka.properties message.max.bytes %zu leaves no room for "
+           "alerts (at least %d needed): every job will be quarantined",
+           max, TW_RUN_ALERT_HEADROOM + TW_RUN_ALERT_MIN);
+    return TW_RUN_ALERT_MIN;
 }
 
 static int tw_run_alert(void *ud, const char *job, const char *id,

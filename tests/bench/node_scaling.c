@@ -12,7 +12,8 @@
  * minute one batch per node (one per agent file), then a JOB_END batch;
  * a CPU bottleneck on odd nodes, imbalanced GPUs on every third.
  * The default rule set (ProfilerReport). Prints per count:
- * messages, mean µs per data message (first minute apart: it creates the
+ * messages, the whole job's time per message (job_us_per_message), mean
+ * µs per data message (first minute apart: it creates the
  * series), the JOB_END message (the job's finish: final alerts, results),
  * alerts and the largest alert's bytes, and the results file's size when
  * --results is given.
@@ -199,11 +200,13 @@ static int run_one(const bench_opts *o, const tw_config *cfg,
         if (stat(path, &sb) == 0)
             results_bytes = (long long)sb.st_size;
     }
-    printf("nodes=%u messages=%lld us_per_message=%.1f "
+    printf("nodes=%u messages=%lld job_us_per_message=%.1f "
+           "us_per_message=%.1f "
            "first_minute_us_per_message=%.1f job_end_ms=%.1f scans=%llu "
            "alerts=%llu max_alert_bytes=%zu jobs_finished=%llu "
            "results_bytes=%lld\n",
            nodes, (long long)off,
+           (first_minute + rest + end_s) * 1e6 / (double)off,
            rest_msgs ? rest * 1e6 / (double)rest_msgs : 0.0,
            first_minute * 1e6 / nodes, end_s * 1e3,
            (unsigned long long)st.scans, (unsigned long long)tally.n,

@@ -157,6 +157,7 @@ typedef struct tw_alert_event {
 typedef struct tw_alert_cut {
     size_t nodes;       /* nodes listed: the first `nodes` of t->nodes */
     size_t report_len;  /* the report left out (always); 0 = none */
+    size_t params_omitted; /* parameters left out (all or none) */
     size_t full_len;    /* the alert's length with nothing left out */
 } tw_alert_cut;
 
@@ -214,8 +215,10 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_object_begin(j);
     const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
     const tw_params *p = tw_rule_params(rule);
-    for (size_t i = 0;
-         d != NULL && p != NULL && i < p->nvalues && i < d->nparams; i++) {
+    for (size_t i = 0; (cut == NULL || cut->params_omitted == 0) &&
+                       d != NULL && p != NULL && i < p->nvalues &&
+                       i < d->nparams;
+         i++) {
         tw_json_key(j, d->params[i].name);
         tw_json_string(j,
                        p->values[i].text != NULL ? p->values[i].text : "None");
@@ -259,6 +262,8 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
         tw_json_int(j, (int64_t)cut->nodes);
         tw_json_key(j, "report_bytes_omitted");
         tw_json_int(j, (int64_t)cut->report_len);
+        tw_json_key(j, "parameters_omitted");
+        tw_json_int(j, (int64_t)cut->params_omitted);
         tw_json_object_end(j);
     }
     tw_json_object_end(j);
@@ -267,9 +272,21 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
 /* Room the truncation marker needs: its keys and six 20-digit numbers. */
 #define TW_ALERT_CUT_RESERVE 256
 
+/* The rule's parameters as the alert lists them. */
+static size_t tw_alert_nparams(tw_rule *rule)
+{
+    const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
+    const tw_params *p = tw_rule_params(rule);
+    if (d == NULL || p == NULL)
+        return 0;
+    return p->nvalues < d->nparams ? p->nvalues : d->nparams;
+}
+
 /* The alert in t->out cut to t->max_bytes: first the report goes (the
  * results file keeps it), then the node list is shortened (the nodes
- * listed are the first ones seen). TW_ERR when even that does not fit. */
+ * listed are the first ones seen), after the parameters (the
+ * configuration has them) when even no node leaves room. TW_ERR when
+ * that does not fit either. */
 static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                         const char *parent, const tw_alert_event *ev,
                         const char *id)
@@ -286,6 +303,11 @@ static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
         cut.nodes = 0;
         tw_alert_build(t, job, rule, parent, ev, id, &cut);
         size_t used = tw_json_len(t->out) + TW_ALERT_CUT_RESERVE;
+        if (!tw_json_failed(t->out) && used > t->max_bytes) {
+            cut.params_omitted = tw_alert_nparams(rule);
+            tw_alert_build(t, job, rule, parent, ev, id, &cut);
+            used = tw_json_len(t->out) + TW_ALERT_CUT_RESERVE;
+        }
         if (tw_json_failed(t->out) || used > t->max_bytes)
             return TW_ERR;
         size_t room = t->max_bytes - used;
@@ -325,7 +347,7 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
         tw_alert_fit(t, job, rule, parent, ev, id) != TW_OK) {
         tw_log(TW_LOG_ERROR,
                "alert %s of job %.200s rule %s: cannot fit %zu bytes even "
-               "without its report and node list",
+               "without its report, nodes and parameters",
                id, tw_job_id(job), tw_rule_name(rule), t->max_bytes);
         return TW_ERR;
     }

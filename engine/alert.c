@@ -155,10 +155,10 @@ typedef struct tw_alert_event {
 
 /* What a size-bounded alert leaves out (tw_alert_build). */
 typedef struct tw_alert_cut {
-    size_t nodes;       /* nodes listed: the first `nodes` of t->nodes */
-    size_t report_len;  /* the report left out (always); 0 = none */
+    size_t nodes;          /* nodes listed: the first `nodes` of t->nodes */
+    size_t report_len;     /* the report left out (always); 0 = none */
     size_t params_omitted; /* parameters left out (all or none) */
-    size_t full_len;    /* the alert's length with nothing left out */
+    size_t full_len;       /* the alert's length with nothing left out */
 } tw_alert_cut;
 
 /* Writes the alert into t->out; cut NULL = all of it, with the report the
@@ -215,9 +215,8 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_object_begin(j);
     const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
     const tw_params *p = tw_rule_params(rule);
-    for (size_t i = 0; (cut == NULL || cut->params_omitted == 0) &&
-                       d != NULL && p != NULL && i < p->nvalues &&
-                       i < d->nparams;
+    for (size_t i = 0; (cut == NULL || cut->params_omitted == 0) && d != NULL &&
+                       p != NULL && i < p->nvalues && i < d->nparams;
          i++) {
         tw_json_key(j, d->params[i].name);
         tw_json_string(j,
@@ -337,8 +336,7 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     /* The rule's own report; a composite's would repeat its sub-rules'. */
     tw_json_reset(t->scratch);
     if (tw_rule_nchildren(rule) != 0 ||
-        tw_rule_report(rule, t->scratch) != TW_OK ||
-        tw_json_failed(t->scratch))
+        tw_rule_report(rule, t->scratch) != TW_OK || tw_json_failed(t->scratch))
         tw_json_reset(t->scratch);
     tw_alert_build(t, job, rule, parent, ev, id, NULL);
     if (tw_json_failed(t->out))

@@ -583,8 +583,7 @@ static int tw_run_quarantine(tw_run *r, const tw_source_msg *m,
     char derr[256];
     /* the job it belongs to: the batch's, else the key (undecodable) */
     char *job = NULL;
-    if (tw_wire_decode(m->value, m->len, &b, derr, sizeof(derr)) ==
-        TW_WIRE_OK)
+    if (tw_wire_decode(m->value, m->len, &b, derr, sizeof(derr)) == TW_WIRE_OK)
         job = strdup(b->job);
     else if (m->key != NULL)
         job = strndup(m->key, m->key_len);
@@ -794,8 +793,8 @@ int tw_cmd_run(int argc, char **argv)
             if (mrc != TW_OK) {
                 /* Counted across restarts: the last allowed failure at
                  * this offset quarantines the message (quarantine.h). */
-                unsigned n = tw_quarantine_failed(r.quarantine, m.partition,
-                                                  m.offset);
+                unsigned n =
+                    tw_quarantine_failed(r.quarantine, m.partition, m.offset);
                 if (n >= tw_quarantine_max_attempts(r.quarantine))
                     mrc = tw_run_quarantine(&r, &m, n);
                 else

@@ -34,8 +34,8 @@ int tw_dead_letter_send(tw_producer *p, const char *dl_topic,
     if (klen > TW_DEAD_LETTER_MAX_KEY) {
         /* a key as absurd as the id inside (id_too_long) */
         snprintf(kfull, sizeof(kfull), "%zu", klen);
-        all[nh++] = (tw_kafka_header){"trainwatch.key_truncated", kfull,
-                                      strlen(kfull)};
+        all[nh++] =
+            (tw_kafka_header){"trainwatch.key_truncated", kfull, strlen(kfull)};
         klen = TW_DEAD_LETTER_MAX_KEY;
     }
     snprintf(full, sizeof(full), "%zu", m->len);

@@ -455,9 +455,8 @@ static void tw_router_write_results(tw_router *r, tw_job *job,
     if (r->results_dir == NULL)
         return;
     tw_json *j = tw_json_new();
-    if (j == NULL ||
-        (mark != NULL ? tw_quarantine_results_write(j, job, mark)
-                      : tw_job_results_write(j, job)) != TW_OK) {
+    if (j == NULL || (mark != NULL ? tw_quarantine_results_write(j, job, mark)
+                                   : tw_job_results_write(j, job)) != TW_OK) {
         tw_log(TW_LOG_ERROR, "job %s: out of memory writing its results",
                tw_job_id(job));
         tw_json_free(j);
@@ -619,8 +618,7 @@ void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset)
 }
 
 int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
-                         const char *job, const char *reason,
-                         unsigned attempts)
+                         const char *job, const char *reason, unsigned attempts)
 {
     r->stats.messages_quarantined++;
     tw_rpart *p = tw_router_part_or_assign(r, partition);
@@ -648,9 +646,8 @@ int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
            job, partition, offset, attempts, reason);
     /* Like a finished job from here on (tw_router_finish's bookkeeping),
      * so a restart does not evaluate it again either. */
-    int rc = r->cfg.store != NULL
-                 ? tw_rpart_add_fin(p, job)
-                 : tw_rpart_add_done(p, job, j->first_offset);
+    int rc = r->cfg.store != NULL ? tw_rpart_add_fin(p, job)
+                                  : tw_rpart_add_done(p, job, j->first_offset);
     r->stats.jobs_quarantined++;
     r->stats.jobs_active--;
     tw_rjob_free(j);

@@ -315,8 +315,9 @@ static size_t tw_producer_conf_max_message(const rd_kafka_conf_t *conf)
         return TW_PRODUCER_DEFAULT_MAX_MESSAGE;
     char *end;
     unsigned long long v = strtoull(buf, &end, 10);
-    return end != buf && *end == '\0' && v > 0 ? (size_t)v
-                                                 : TW_PRODUCER_DEFAULT_MAX_MESSAGE;
+    return end != buf && *end == '\0' && v > 0
+               ? (size_t)v
+               : TW_PRODUCER_DEFAULT_MAX_MESSAGE;
 }
 
 size_t tw_producer_max_message_bytes(const tw_producer *p)

@@ -25,8 +25,8 @@ struct tw_quarantine {
     size_t n, cap;
 };
 
-static tw_failure *tw_quarantine_find(const tw_quarantine *q,
-                                      int32_t partition, int64_t offset)
+static tw_failure *tw_quarantine_find(const tw_quarantine *q, int32_t partition,
+                                      int64_t offset)
 {
     for (size_t i = 0; i < q->n; i++)
         if (q->f[i].partition == partition && q->f[i].offset == offset)
@@ -67,8 +67,8 @@ static int tw_quarantine_load(tw_quarantine *q, char *err, size_t errlen)
         int64_t o;
         unsigned a;
         char extra;
-        if (sscanf(line, "%" SCNd32 " %" SCNd64 " %u %c", &p, &o, &a,
-                   &extra) != 3 ||
+        if (sscanf(line, "%" SCNd32 " %" SCNd64 " %u %c", &p, &o, &a, &extra) !=
+                3 ||
             p < 0 || o < 0 || a == 0) {
             snprintf(err, errlen,
                      "failure ledger '%s':%d: expected 'partition offset "

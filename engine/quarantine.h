@@ -55,8 +55,7 @@ unsigned tw_quarantine_failed(tw_quarantine *q, int32_t partition,
                               int64_t offset);
 
 /* The message was quarantined (or got through): its count is dropped. */
-void tw_quarantine_forget(tw_quarantine *q, int32_t partition,
-                          int64_t offset);
+void tw_quarantine_forget(tw_quarantine *q, int32_t partition, int64_t offset);
 
 unsigned tw_quarantine_max_attempts(const tw_quarantine *q);
 

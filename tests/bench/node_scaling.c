@@ -46,9 +46,8 @@ typedef struct alert_tally {
     size_t max_len;
 } alert_tally;
 
-static int on_alert(void *ud, const char *job, const char *id,
-                    const char *json, size_t len, int32_t partition,
-                    int64_t offset)
+static int on_alert(void *ud, const char *job, const char *id, const char *json,
+                    size_t len, int32_t partition, int64_t offset)
 {
     (void)job;
     (void)id;
@@ -79,8 +78,8 @@ static tw_batch *marker_batch(const char *job, tw_marker_kind kind,
         tw_batch_free(b);
         return NULL;
     }
-    b->markers[0] = (tw_marker){
-        .kind = kind, .time_us = t_us, .latest_us = latest_us};
+    b->markers[0] =
+        (tw_marker){.kind = kind, .time_us = t_us, .latest_us = latest_us};
     b->nmarkers = 1;
     return b;
 }
@@ -102,7 +101,8 @@ static tw_batch *data_batch(const bench_opts *o, const char *job, unsigned n,
     size_t nseries = (size_t)o->gpus * 2 + o->cores;
     size_t rounds = 60000 / o->interval_ms;
     b->series = tw_arena_alloc(&b->arena, nseries * sizeof(tw_batch_series));
-    b->samples = tw_arena_alloc(&b->arena, nseries * rounds * sizeof(tw_sample));
+    b->samples =
+        tw_arena_alloc(&b->arena, nseries * rounds * sizeof(tw_sample));
     if (b->node == NULL || b->series == NULL || b->samples == NULL) {
         tw_batch_free(b);
         return NULL;
@@ -112,14 +112,14 @@ static tw_batch *data_batch(const bench_opts *o, const char *job, unsigned n,
     static const char *cpu_names[] = {"cpu0", "cpu1", "cpu2", "cpu3",
                                       "cpu4", "cpu5", "cpu6", "cpu7"};
     for (unsigned g = 0; g < o->gpus; g++) {
-        b->series[2 * g] = (tw_batch_series){"gpu", gpu_names[g],
-                                             "GPUUtilization"};
-        b->series[2 * g + 1] = (tw_batch_series){"gpu", gpu_names[g],
-                                                 "GPUMemoryUtilization"};
+        b->series[2 * g] =
+            (tw_batch_series){"gpu", gpu_names[g], "GPUUtilization"};
+        b->series[2 * g + 1] =
+            (tw_batch_series){"gpu", gpu_names[g], "GPUMemoryUtilization"};
     }
     for (unsigned c = 0; c < o->cores; c++)
-        b->series[2 * o->gpus + c] = (tw_batch_series){"cpu", cpu_names[c],
-                                                       "CPUUtilization"};
+        b->series[2 * o->gpus + c] =
+            (tw_batch_series){"cpu", cpu_names[c], "CPUUtilization"};
     b->nseries = nseries;
     size_t k = 0;
     for (size_t r = 0; r < rounds; r++) {
@@ -139,8 +139,8 @@ static tw_batch *data_batch(const bench_opts *o, const char *job, unsigned n,
     return b;
 }
 
-static int run_one(const bench_opts *o, const tw_config *cfg,
-                   tw_registry *reg, unsigned nodes)
+static int run_one(const bench_opts *o, const tw_config *cfg, tw_registry *reg,
+                   unsigned nodes)
 {
     char job[64], err[1024];
     snprintf(job, sizeof(job), "nodes-%u", nodes);
@@ -160,7 +160,8 @@ static int run_one(const bench_opts *o, const tw_config *cfg,
     }
     int64_t off = 0;
     uint64_t replay_seq = 1;
-    tw_batch *b = marker_batch(job, TW_MARKER_JOB_START, replay_seq++, T0_US, 0);
+    tw_batch *b =
+        marker_batch(job, TW_MARKER_JOB_START, replay_seq++, T0_US, 0);
     if (b == NULL || tw_router_batch(r, 0, off++, b, 0) != TW_OK)
         goto fail;
     double first_minute = 0, rest = 0, end_s = 0;
@@ -215,8 +216,9 @@ static int run_one(const bench_opts *o, const tw_config *cfg,
     tw_router_free(r);
     return 0;
 fail:
-    fprintf(stderr, "bench_node_scaling: %u nodes: routing failed at offset "
-                    "%lld\n",
+    fprintf(stderr,
+            "bench_node_scaling: %u nodes: routing failed at offset "
+            "%lld\n",
             nodes, (long long)off - 1);
     tw_router_free(r);
     return 1;

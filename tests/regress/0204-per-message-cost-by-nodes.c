@@ -42,9 +42,8 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int on_alert(void *ud, const char *job, const char *id,
-                    const char *json, size_t len, int32_t partition,
-                    int64_t offset)
+static int on_alert(void *ud, const char *job, const char *id, const char *json,
+                    size_t len, int32_t partition, int64_t offset)
 {
     (void)job;
     (void)id;
@@ -99,11 +98,11 @@ static tw_batch *minute(unsigned n, unsigned m)
     b->nseries = ns;
     for (size_t r = 0; r < ROUNDS; r++)
         for (size_t s = 0; s < ns; s++)
-            b->samples[b->nsamples++] = (tw_sample){
-                .ts = (double)T0_S + 60.0 * m + 5.0 * (double)r,
-                .value = (n % 2 ? (s >= 4 ? 95.0 : 10.0) : 50.0) +
-                         (double)((r * 7 + s * 3 + n) % 10),
-                .series = (uint32_t)s};
+            b->samples[b->nsamples++] =
+                (tw_sample){.ts = (double)T0_S + 60.0 * m + 5.0 * (double)r,
+                            .value = (n % 2 ? (s >= 4 ? 95.0 : 10.0) : 50.0) +
+                                     (double)((r * 7 + s * 3 + n) % 10),
+                            .series = (uint32_t)s};
     return b;
 }
 
@@ -120,9 +119,8 @@ static double job_cost(const tw_config *cfg, tw_registry *reg, unsigned nodes)
                            .job_idle_us = 3600LL * 1000000};
     tw_router *r = NULL;
     char err[512];
-    assert_int_equal(tw_router_new(&rc, on_alert, &alerts, &r, err,
-                                   sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_router_new(&rc, on_alert, &alerts, &r, err, sizeof(err)), TW_OK);
     int64_t off = 0;
     double spent = 0;
     tw_batch *b = marker(TW_MARKER_JOB_START, 1, T0_S * 1000000);

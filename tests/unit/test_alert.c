@@ -265,7 +265,7 @@ enum { KEEP, RESTORE_EVERY_BATCH, FRESH_AT_MIDDLE };
 typedef struct runctx {
     tw_alert_tracker *t;
     sink alerts;
-    model *m; /* NULL: no model */
+    model *m;         /* NULL: no model */
     size_t max_bytes; /* tw_alert_tracker_set_max_bytes; 0 = none */
 } runctx;
 

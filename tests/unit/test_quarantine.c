@@ -89,9 +89,8 @@ static void test_ledger_damaged(void **st)
     rmdir(dir);
 }
 
-static int on_alert(void *ud, const char *job, const char *id,
-                    const char *json, size_t len, int32_t partition,
-                    int64_t offset)
+static int on_alert(void *ud, const char *job, const char *id, const char *json,
+                    size_t len, int32_t partition, int64_t offset)
 {
     (void)ud;
     (void)job;
@@ -116,8 +115,8 @@ static tw_batch *batch(const char *job, const char *node, uint64_t seq,
     if (start) {
         b->markers = tw_arena_alloc(&b->arena, sizeof(tw_marker));
         assert_non_null(b->markers);
-        b->markers[0] = (tw_marker){.kind = TW_MARKER_JOB_START,
-                                    .time_us = b->file_ts_us};
+        b->markers[0] =
+            (tw_marker){.kind = TW_MARKER_JOB_START, .time_us = b->file_ts_us};
         b->nmarkers = 1;
         return b;
     }

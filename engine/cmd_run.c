@@ -804,6 +804,9 @@ int tw_cmd_run(int argc, char **argv)
                            "quarantined)",
                            m.partition, m.offset, n,
                            tw_quarantine_max_attempts(r.quarantine));
+            } else {
+                /* one that failed before got through (transient) */
+                tw_quarantine_forget(r.quarantine, m.partition, m.offset);
             }
             tw_source_release(r.source, &m);
             if (mrc != TW_OK) {

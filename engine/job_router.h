@@ -76,8 +76,7 @@ typedef struct tw_router_config {
     const char *results_dir; /* NULL = no results files */
     tw_store *store;         /* persistent store, or NULL (borrowed) */
     const char *topic;       /* the metrics topic: checkpoint keys */
-    size_t
-        max_alert_bytes; /* 0 = unbounded; see tw_alert_tracker_set_max_bytes */
+    size_t max_alert_bytes;  /* 0 = none (tw_alert_tracker_set_max_bytes) */
 } tw_router_config;
 
 typedef struct tw_router_stats {

@@ -44,7 +44,9 @@ int tw_quarantine_new(const char *path, unsigned max_attempts,
 void tw_quarantine_free(tw_quarantine *q);
 
 /* 1 when the message at (partition, offset) has failed max_attempts - 1
- * times before, so this attempt is its last: quarantine it if it fails. */
+ * times before, so this attempt is its last: quarantine it if it fails
+ * (for callers that must decide before processing, e.g. to run a rule
+ * plugin isolated; `run` decides after a failure). */
 int tw_quarantine_last_attempt(const tw_quarantine *q, int32_t partition,
                                int64_t offset);
 
@@ -54,7 +56,8 @@ int tw_quarantine_last_attempt(const tw_quarantine *q, int32_t partition,
 unsigned tw_quarantine_failed(tw_quarantine *q, int32_t partition,
                               int64_t offset);
 
-/* The message was quarantined (or got through): its count is dropped. */
+/* The message was quarantined (or got through): its count is dropped
+ * (nothing written when it had none). */
 void tw_quarantine_forget(tw_quarantine *q, int32_t partition, int64_t offset);
 
 unsigned tw_quarantine_max_attempts(const tw_quarantine *q);

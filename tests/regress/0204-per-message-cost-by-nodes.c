@@ -3,10 +3,11 @@
  *
  * Defect: the cost of a job's messages grew faster than its node count
  * (0.68 / 4.3 / 12.7 ms per message at 1 500 / 3 000 / 6 000 nodes through
- * `run`). The cause was LoadBalancing's report, built for every alert and
- * the results file: O(nodes x series) per node, i.e. cubic in the nodes
- * (31 s for the finish of a 3 000-node job), plus O(nodes x series) per
- * scan.
+ * `run`). The main cause was LoadBalancing's report, built for every
+ * alert and the results file: O(nodes x series) per node, i.e. cubic in
+ * the nodes (31 s for the finish of a 3 000-node job); also O(nodes x
+ * series) per scan in two rules and the watermark recomputed from every
+ * producer per message.
  *
  * Asserts: a job fed in process to the router (default rules, as `run`
  * evaluates it, finish included) costs per message at 4x the nodes less

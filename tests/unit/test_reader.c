@@ -1,5 +1,5 @@
 /*
- * test_reader.c - the agent-file reader (engine/reader.h) on the real
+ * test_reader.c - the agent-file reader (engine/io/reader.h) on the real
  * sample files of ../shared/data/smdebug and on fixture folders made in a
  * temporary directory.
  *

@@ -1,4 +1,4 @@
-/* test_wire.c - the FlatBuffers wire codec (engine/wire.h). */
+/* test_wire.c - the FlatBuffers wire codec (engine/io/wire.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * wire_codec.cc - engine/wire.h over the official FlatBuffers runtime.
+ * wire_codec.cc - engine/io/wire.h over the official FlatBuffers runtime.
  *
  * Decoding: the generated verifier (VerifyBatchBuffer) is the only gate a
  * buffer passes before anything reads it. When it refuses, a second walk

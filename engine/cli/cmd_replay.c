@@ -55,7 +55,6 @@
  * Exit status: 0 every batch delivered (also when stopped by a signal),
  * 1 a failure (folder, Kafka), 2 usage error.
  */
-#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +78,7 @@
 #include "log.h"
 #include "reader.h"
 #include "replay_flow.h"
+#include "tw_assert.h"
 #include "signals.h"
 #include "strmap.h"
 #include "wire.h"
@@ -510,7 +510,7 @@ static int tw_replay_send_part(tw_replay *r, const tw_batch *b, size_t s0,
             map[i] = UINT32_MAX;
         for (size_t i = 0; i < ns; i++) {
             const tw_sample *in = &b->samples[s0 + i];
-            assert(in->series < b->nseries);
+            TW_ASSERT(in->series < b->nseries);
             if (map[in->series] == UINT32_MAX) {
                 map[in->series] = (uint32_t)part.nseries;
                 series[part.nseries++] = b->series[in->series];

@@ -5,7 +5,6 @@
 #include "job.h"
 #include "job_internal.h"
 
-#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include "event_time.h"
 #include "log.h"
 #include "strmap.h"
+#include "tw_assert.h"
 
 void tw_job_config_default(tw_job_config *c)
 {
@@ -392,7 +392,7 @@ static int seq_report_unseen(tw_job *j, const producer *p, uint64_t lo,
     int in_run = 0;
     for (uint64_t s = lo; s <= hi && s != 0; s++) {
         uint64_t back = p->max_seq - s;
-        assert(back < SEQ_WINDOW);
+        TW_ASSERT(back < SEQ_WINDOW);
         int seen = (p->seen[back / 64] >> (back % 64)) & 1u;
         if (!seen && !in_run) {
             run_from = s;

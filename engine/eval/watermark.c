@@ -1,11 +1,11 @@
 /* watermark.c - incremental watermark over a min-heap (watermark.h). */
 #include "watermark.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trainwatch/plugin.h"
+#include "tw_assert.h"
 
 void tw_watermark_init(tw_watermark *w, int64_t idle_us)
 {
@@ -86,7 +86,7 @@ static void tw_watermark_down(tw_watermark *w, size_t at)
 
 int tw_watermark_set(tw_watermark *w, size_t idx, int64_t t)
 {
-    assert(t > 0);
+    TW_ASSERT(t > 0);
     if (idx >= UINT32_MAX || tw_watermark_grow(w, idx + 1) != TW_OK)
         return TW_ERR;
     if (idx >= w->n)

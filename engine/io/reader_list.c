@@ -1,8 +1,8 @@
 /* reader_list.c - finds and orders the agent files of a profiler-output
  * folder (tw_folder_list, reader.h). */
 #include "reader.h"
+#include "tw_assert.h"
 
-#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -405,7 +405,7 @@ static void tw_list_leave(tw_list_builder *lb, const struct stat *st)
             return;
         }
     }
-    assert(0 && "left a folder that was never entered");
+    TW_ASSERT(!"left a folder that was never entered");
 }
 
 static int tw_cmp_names(const void *a, const void *b)

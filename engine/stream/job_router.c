@@ -2,7 +2,6 @@
  * (job_router.h). */
 #include "job_router.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -22,6 +21,7 @@
 #include "results_file.h"
 #include "quarantine.h"
 #include "strmap.h"
+#include "tw_assert.h"
 
 /* What a partition remembers of a job that is not being evaluated. */
 #define TW_JOB_FINISHED 1u /* finished here or by a previous owner       */
@@ -333,6 +333,7 @@ void tw_router_revoke(tw_router *r, int32_t partition)
                "partition %" PRId32 " revoked: %zu unfinished job(s) left "
                "to its next owner",
                partition, p->njobs);
+        TW_ASSERT(r->stats.jobs_active >= p->njobs);
         r->stats.jobs_dropped += p->njobs;
         r->stats.jobs_active -= p->njobs;
         /* A volatile store's checkpoint holds no jobs: its offset must not
@@ -524,6 +525,7 @@ static int tw_rpart_add_fin(tw_rpart *p, const char *id)
 static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
                             int64_t latest_us, const char *why)
 {
+    TW_ASSERT(i < p->njobs && r->stats.jobs_active >= p->njobs);
     tw_rjob *j = p->jobs[i];
     int rc = tw_job_finish(j->job, latest_us);
     if (rc == TW_JOB_STOPPED && !j->failed) {
@@ -633,7 +635,7 @@ static tw_rpart *tw_router_part_or_assign(tw_router *r, int32_t partition)
 static int tw_router_offsets_lost(tw_router *r, tw_rpart *p, int64_t from,
                                   int64_t to)
 {
-    assert(from <= to);
+    TW_ASSERT(from <= to);
     r->stats.offset_gaps++;
     r->stats.offsets_lost += (uint64_t)(to - from + 1);
     p->gap = 1;
@@ -918,6 +920,7 @@ int tw_router_commit_point(tw_router *r, int32_t partition,
     for (size_t i = 0; i < p->njobs; i++)
         if (p->jobs[i]->first_offset < off)
             off = p->jobs[i]->first_offset;
+    TW_ASSERT(off <= p->ckpt_offset); /* never past the checkpoint */
     /* Finished jobs before the commit offset are never re-read: forget
      * them; the others go into the metadata. */
     size_t kept = 0;

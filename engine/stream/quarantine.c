@@ -1,7 +1,6 @@
 /* quarantine.c - failure ledger and quarantined results (quarantine.h). */
 #include "quarantine.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 
 #include "job_results.h"
 #include "log.h"
+#include "tw_assert.h"
 
 typedef struct tw_failure {
     int32_t partition;
@@ -212,7 +212,7 @@ int tw_quarantine_results_write(tw_json *out, tw_job *job,
     size_t len = tw_json_len(res);
     while (len > 0 && s[len - 1] != '}')
         len--;
-    assert(len > 1); /* tw_job_results_write writes an object */
+    TW_ASSERT(len > 1); /* tw_job_results_write writes an object */
     size_t body = len - 1;
     while (body > 0 && (s[body - 1] == '\n' || s[body - 1] == ' '))
         body--;

@@ -1,6 +1,7 @@
 /* config.c - loading the rule configuration with libyaml (config.h). */
 #include "config.h"
 
+#include "config_schema.h"
 #include "secret_file.h"
 
 #include <errno.h>
@@ -57,6 +58,11 @@ static tw_config *config_new(void)
         return NULL;
     tw_arena_init(&c->arena);
     tw_job_config_default(&c->job);
+    /* The schema's defaults (a test ties them to tw_job_config_default). */
+    c->job.tick_us = tw_schema_duration_us(NULL, TW_SECTION_TOP, "tick");
+    c->job.lateness_us = tw_schema_duration_us(NULL, TW_SECTION_TOP, "lateness");
+    c->job.idle_node_us =
+        tw_schema_duration_us(NULL, TW_SECTION_TOP, "idle_node");
     return c;
 }
 
@@ -473,6 +479,20 @@ static int bad2(loader *l, const ynode *n, const char *fmt, const char *a,
     return TW_ERR;
 }
 
+/* An unknown key of a section handled here, with the closest known one. */
+static int unknown_key(loader *l, const ynode *k, tw_section section,
+                       const char *where)
+{
+    const char *key = k->kind == NODE_SCALAR ? k->text : "(not a scalar)";
+    const char *near = tw_schema_closest(section, key, NULL);
+    char hint[64] = "";
+    if (near != NULL)
+        snprintf(hint, sizeof(hint), " (did you mean '%.30s'?)", near);
+    char msg[200];
+    snprintf(msg, sizeof(msg), "unknown key '%.60s' %s%s", key, where, hint);
+    return bad(l, k, "%s; trainwatch config --describe lists the keys", msg);
+}
+
 static int parse_semantics(loader *l, const ynode *v, tw_semantics *out)
 {
     if (v->kind == NODE_SCALAR && strcmp(v->text, "fixed") == 0)
@@ -646,14 +666,14 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r,
             r->has_semantics = 1;
             continue;
         }
-        if (strcmp(key, "name") != 0 && strcmp(key, "rule") != 0 &&
-            strcmp(key, "source") != 0 && strcmp(key, "rule_to_invoke") != 0)
-            return bad(l, k,
-                       "unknown key '%s' in a rule (known: name, rule, "
-                       "source, rule_to_invoke, parameters, semantics, actions)",
-                       key);
+        const tw_key_spec *spec = tw_schema_find(TW_SECTION_RULE, key);
+        if (spec == NULL)
+            return unknown_key(l, k, TW_SECTION_RULE, "in a rule");
         if (v->kind != NODE_SCALAR)
             return bad(l, v, "key '%s' must be a plain value", key);
+        char msg[256];
+        if (tw_schema_check_value(spec, v->text, msg, sizeof(msg)) != TW_OK)
+            return bad2(l, v, "key '%s': %s", key, msg);
         if (strcmp(key, "name") == 0)
             r->name = v->text;
         else if (strcmp(key, "rule") == 0)
@@ -703,22 +723,15 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
                    strcmp(key, "idle_node") == 0) {
             if (v->kind != NODE_SCALAR)
                 return bad(l, v, "key '%s' must be a duration", key);
-            int64_t us;
-            int continuous =
-                strcmp(key, "tick") == 0 && strcmp(v->text, "continuous") == 0;
-            if (continuous)
-                us = 0;
-            else if (tw_parse_duration_us(v->text, &us) != TW_OK)
-                return bad2(l, v,
-                            "key '%s': '%s' is not a duration from 0 "
-                            "to " TW_DURATION_MAX_TEXT
-                            " (examples: 60s, 500ms, 2m)",
-                            key, v->text);
-            if (strcmp(key, "tick") == 0 && us == 0 && !continuous)
-                return bad(l, v,
-                           "key 'tick': '%s' is 0: give a longer duration "
-                           "or 'continuous'",
-                           v->text);
+            const tw_key_spec *spec = tw_schema_find(TW_SECTION_TOP, key);
+            char msg[256];
+            if (tw_schema_check_value(spec, v->text, msg, sizeof(msg)) !=
+                TW_OK)
+                return bad2(l, v, "key '%s': %s", key, msg);
+            int64_t us = 0; /* tick: continuous */
+            if (strcmp(v->text, "continuous") != 0 &&
+                tw_parse_duration_us(v->text, &us) != TW_OK)
+                return bad(l, v, "key '%s': not a duration", key);
             if (strcmp(key, "tick") == 0)
                 c->job.tick_us = us;
             else if (strcmp(key, "lateness") == 0)
@@ -726,10 +739,7 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
             else
                 c->job.idle_node_us = us;
         } else {
-            return bad(l, k,
-                       "unknown top-level key '%s' (known: semantics, tick, "
-                       "lateness, idle_node, rules, kafka, state, engine)",
-                       key);
+            return unknown_key(l, k, TW_SECTION_TOP, "at the top level");
         }
     }
     if (rules == NULL)

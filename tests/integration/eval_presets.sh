@@ -58,7 +58,7 @@ for sem in fixed reference; do
   expect_only dataloader "Dataloader" $sem
   expect_only straggler "BatchSize LowGPUUtilization" $sem
 done
-# LoadBalancing never triggers in the reference (RULES.md §3.7 quirk 1).
+# LoadBalancing never triggers in the reference (docs/rules.md, LoadBalancing).
 expect_only load_imbalance "BatchSize LoadBalancing LowGPUUtilization" fixed
 expect_only load_imbalance "BatchSize LowGPUUtilization" reference
 # Initialization: the idle GPUs before the first step also look low and

@@ -155,92 +155,12 @@ int tw_settings_error(const tw_settings *s, const tw_setting *at, char *err,
     return TW_ERR;
 }
 
-int tw_settings_check_keys(const tw_settings *s, const char *const *known,
-                           const char *const *prefixes, char *err,
-                           size_t errlen)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        const char *key = s->items[i].key;
-        int ok = 0;
-        for (size_t k = 0; known != NULL && known[k] != NULL && !ok; k++)
-            ok = strcmp(key, known[k]) == 0;
-        for (size_t k = 0; prefixes != NULL && prefixes[k] != NULL && !ok; k++)
-            ok = strncmp(key, prefixes[k], strlen(prefixes[k])) == 0;
-        if (!ok) {
-            char list[256] = "";
-            size_t used = 0;
-            for (size_t k = 0; known != NULL && known[k] != NULL; k++) {
-                int w = snprintf(list + used, sizeof(list) - used, "%s%s",
-                                 k ? ", " : "", known[k]);
-                if (w < 0 || (size_t)w >= sizeof(list) - used)
-                    break;
-                used += (size_t)w;
-            }
-            return tw_settings_error(s, &s->items[i], err, errlen,
-                                     "unknown key (known: %s)", list);
-        }
-    }
-    return TW_OK;
-}
-
 int tw_settings_get_str(const tw_settings *s, const char *key,
                         const char **out)
 {
     const tw_setting *v = tw_settings_find(s, key);
     if (v != NULL)
         *out = v->value;
-    return TW_OK;
-}
-
-int tw_settings_get_int(const tw_settings *s, const char *key, int64_t min,
-                        int64_t max, int64_t *out, char *err, size_t errlen)
-{
-    const tw_setting *v = tw_settings_find(s, key);
-    if (v == NULL)
-        return TW_OK;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v->value, &end, 10);
-    if (end == v->value || *end != '\0' || errno != 0)
-        return tw_settings_error(s, v, err, errlen, "'%s' is not an integer",
-                                 v->value);
-    if (x < min || x > max)
-        return tw_settings_error(s, v, err, errlen,
-                                 "%lld is outside [%lld, %lld]", x,
-                                 (long long)min, (long long)max);
-    *out = x;
-    return TW_OK;
-}
-
-int tw_settings_get_duration(const tw_settings *s, const char *key,
-                             int64_t *out_us, char *err, size_t errlen)
-{
-    const tw_setting *v = tw_settings_find(s, key);
-    if (v == NULL)
-        return TW_OK;
-    if (tw_parse_duration_us(v->value, out_us) != TW_OK)
-        return tw_settings_error(s, v, err, errlen,
-                                 "'%s' is not a duration from 0 to %s "
-                                 "(examples: 60s, 500ms, 2m)",
-                                 v->value, TW_DURATION_MAX_TEXT);
-    return TW_OK;
-}
-
-int tw_settings_get_bool(const tw_settings *s, const char *key, int *out,
-                         char *err, size_t errlen)
-{
-    const tw_setting *v = tw_settings_find(s, key);
-    if (v == NULL)
-        return TW_OK;
-    if (strcmp(v->value, "true") == 0 || strcmp(v->value, "yes") == 0 ||
-        strcmp(v->value, "on") == 0 || strcmp(v->value, "1") == 0)
-        *out = 1;
-    else if (strcmp(v->value, "false") == 0 || strcmp(v->value, "no") == 0 ||
-             strcmp(v->value, "off") == 0 || strcmp(v->value, "0") == 0)
-        *out = 0;
-    else
-        return tw_settings_error(s, v, err, errlen,
-                                 "'%s' is not true or false", v->value);
     return TW_OK;
 }
 

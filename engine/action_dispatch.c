@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "action_internal.h"
+#include "clock.h"
 #include "log.h"
 #include "strmap.h"
 
@@ -71,9 +72,7 @@ struct tw_actions {
 
 int64_t tw_actions_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return tw_mono_us() / 1000;
 }
 
 static void count(tw_actions *a, const tw_action_task *t, int which)

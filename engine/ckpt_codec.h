@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "plugin_host.h"
+#include "buf.h"
 
 typedef struct tw_ckw {
     tw_buf *b;

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "host_sampler.h"
 #include "kafka_producer.h"
@@ -89,20 +90,6 @@ static int tw_agent_interval_ok(uint32_t ms)
     return 0;
 }
 
-static int64_t tw_agent_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t tw_agent_wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static int64_t tw_agent_minute_us(double ts_s)
 {
     return (int64_t)floor(ts_s / 60.0) * 60 * 1000000;
@@ -149,7 +136,7 @@ static int tw_agent_marker(tw_agent *a, tw_marker_kind kind,
                            uint32_t interval_ms)
 {
     tw_marker m = {.kind = kind,
-                   .time_us = tw_agent_wall_us(),
+                   .time_us = tw_wall_us(),
                    .sampling_interval_ms = interval_ms};
     tw_batch b;
     memset(&b, 0, sizeof(b));
@@ -316,7 +303,7 @@ int tw_cmd_agent(int argc, char **argv)
            interval_ms, brokers, topic);
 
     int status = 1;
-    int64_t start_ms = tw_agent_mono_ms();
+    int64_t start_ms = (tw_mono_us() / 1000);
     int64_t stop_ms =
         duration_s > 0 ? start_ms + (int64_t)(duration_s * 1000) : INT64_MAX;
     int64_t batch_ms = interval_ms < 1000 ? 1000 : interval_ms;
@@ -328,7 +315,7 @@ int tw_cmd_agent(int argc, char **argv)
         goto out;
     for (uint64_t round = 1;; round++) {
         int64_t next = start_ms + (int64_t)round * interval_ms;
-        int64_t now = tw_agent_mono_ms();
+        int64_t now = (tw_mono_us() / 1000);
         if (next > stop_ms) {
             /* Wait out the rest of the duration, then stop. */
             int sig = stop_ms > now ? tw_signals_wait(&sigs, stop_ms - now)
@@ -358,7 +345,7 @@ int tw_cmd_agent(int argc, char **argv)
             memmove(vec.v, vec.v + before, fresh * sizeof(*vec.v));
             vec.n = fresh;
         }
-        now = tw_agent_mono_ms();
+        now = (tw_mono_us() / 1000);
         if (now - last_batch_ms >= batch_ms - interval_ms / 2) {
             if (tw_agent_flush_samples(&a, hs, &vec) != 0)
                 goto out;
@@ -380,7 +367,7 @@ int tw_cmd_agent(int argc, char **argv)
 out:;
     tw_producer_stats ps;
     tw_producer_get_stats(a.producer, &ps);
-    double secs = (double)(tw_agent_mono_ms() - start_ms) / 1000.0;
+    double secs = (double)((tw_mono_us() / 1000) - start_ms) / 1000.0;
     printf("agent: job=%s node=%s batches=%" PRIu64 " samples=%" PRIu64
            " delivered=%" PRIu64 " failed=%" PRIu64 " mb=%.3f seconds=%.1f\n",
            job, node, a.batches, a.samples, ps.delivered, ps.failed,

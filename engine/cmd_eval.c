@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "config.h"
 #include "job.h"
@@ -127,13 +128,6 @@ static int64_t *listing_horizons(const tw_folder *folder)
         h[i] = oldest;
     }
     return h;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void print_json(tw_job *job, const char *dir, const tw_folder *folder,
@@ -423,7 +417,7 @@ int tw_cmd_eval(int argc, char **argv)
     eval_ctx ec = {.job = job, .quiet = quiet};
     tw_reader_stats rs;
     memset(&rs, 0, sizeof(rs));
-    double t0 = now_s(), last_progress = t0;
+    double t0 = (tw_mono_us() / 1e6), last_progress = t0;
     for (size_t i = 0; i < folder->nfiles; i++) {
         const tw_agent_file *f = &folder->files[i];
         if (tw_job_advance(job, horizons[i]) != TW_OK) {
@@ -437,7 +431,7 @@ int tw_cmd_eval(int argc, char **argv)
                     f->path);
             goto out;
         }
-        double t = now_s();
+        double t = (tw_mono_us() / 1e6);
         if (!quiet && !as_json && t - last_progress > 5.0) {
             fprintf(stderr, "eval: %zu/%zu files, %.1f MB read\n", i + 1,
                     folder->nfiles, (double)rs.bytes / 1e6);
@@ -448,7 +442,7 @@ int tw_cmd_eval(int argc, char **argv)
         fprintf(stderr, "trainwatch eval: out of memory\n");
         goto out;
     }
-    double seconds = now_s() - t0;
+    double seconds = (tw_mono_us() / 1e6) - t0;
     if (as_json)
         print_json(job, dir, folder, &rs, seconds);
     else

@@ -71,8 +71,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "kafka_broker.h"
+#include "event_time.h"
 #include "kafka_producer.h"
 #include "log.h"
 #include "reader.h"
@@ -273,25 +275,11 @@ static void tw_replay_usage(FILE *out)
         "signal), 1 on a failure, 2 on bad usage.\n");
 }
 
-static int64_t tw_replay_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t tw_replay_wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Sleeps until the monotonic time `until_us`; 0, or -1 on a signal. */
 static int tw_replay_sleep_until(tw_replay *r, int64_t until_us)
 {
     for (;;) {
-        int64_t now = tw_replay_mono_us();
+        int64_t now = tw_mono_us();
         if (now >= until_us)
             return 0;
         int64_t left_ms = (until_us - now + 999) / 1000;
@@ -347,7 +335,7 @@ static int tw_replay_pace(tw_replay *r, int has_time, double hi_s)
         if (!r->have_first_event) {
             r->have_first_event = 1;
             r->first_event_s = hi_s;
-            r->start_mono_us = tw_replay_mono_us();
+            r->start_mono_us = tw_mono_us();
             return 0;
         }
         double ahead = (hi_s - r->first_event_s) / r->rate;
@@ -394,7 +382,7 @@ static int tw_replay_throttle(tw_replay *r, size_t len)
         tw_replay_flow_refresh(r->flow);
         if (!tw_replay_flow_blocked(r->flow, len))
             break;
-        tw_replay_flow_report(r->flow, 1, tw_replay_mono_us());
+        tw_replay_flow_report(r->flow, 1, tw_mono_us());
         tw_producer_stats ps;
         tw_producer_get_stats(r->producer, &ps);
         if (ps.failed > 0) {
@@ -413,7 +401,7 @@ static int tw_replay_throttle(tw_replay *r, size_t len)
         }
         tw_producer_poll(r->producer, 0);
     }
-    tw_replay_flow_report(r->flow, 0, tw_replay_mono_us());
+    tw_replay_flow_report(r->flow, 0, tw_mono_us());
     return rc;
 }
 
@@ -661,7 +649,7 @@ static int tw_replay_send_start(tw_replay *r, const tw_batch *first_data)
 {
     uint32_t interval =
         first_data != NULL ? tw_replay_infer_interval(first_data) : 0;
-    int64_t t = r->first_ts_us != 0 ? r->first_ts_us : tw_replay_wall_us();
+    int64_t t = r->first_ts_us != 0 ? r->first_ts_us : tw_wall_us();
     r->start_sent = 1;
     return tw_replay_marker(r, TW_MARKER_JOB_START, t, interval, 0);
 }
@@ -690,8 +678,9 @@ static int tw_replay_sink(void *ud, tw_batch *b)
         r->failed = !r->interrupted;
         goto out;
     }
-    if (has_time && (int64_t)(hi * 1e6) > r->newest_event_us)
-        r->newest_event_us = (int64_t)(hi * 1e6);
+    int64_t hi_us;
+    if (has_time && tw_time_s_to_us(hi, &hi_us) && hi_us > r->newest_event_us)
+        r->newest_event_us = hi_us;
     /* Stop promptly on a signal even when no pacing sleeps. */
     int sig = tw_signals_wait(&r->sigs, 0);
     if (sig != 0) {
@@ -1030,7 +1019,7 @@ static int tw_replay_run(tw_replay *r)
             return r->interrupted && !r->failed ? 0 : -1;
         if (final)
             return 0;
-        int64_t next = tw_replay_mono_us() + TW_REPLAY_POLL_MS * 1000;
+        int64_t next = tw_mono_us() + TW_REPLAY_POLL_MS * 1000;
         if (tw_replay_sleep_until(r, next) != 0)
             return 0;
     }
@@ -1263,7 +1252,7 @@ int tw_cmd_replay(int argc, char **argv)
     tw_strmap_init(&r.seq_index);
     tw_strmap_init(&r.file_index);
     int status = 1;
-    r.start_mono_us = tw_replay_mono_us();
+    r.start_mono_us = tw_mono_us();
     if (r.trace == NULL || (r.reorder > 1 && r.held == NULL)) {
         tw_log(TW_LOG_ERROR, "replay: out of memory");
         goto out;
@@ -1300,7 +1289,7 @@ int tw_cmd_replay(int argc, char **argv)
         if (!r.interrupted && r.end_marker &&
             tw_replay_marker(&r, TW_MARKER_JOB_END,
                              r.newest_event_us != 0 ? r.newest_event_us
-                                                    : tw_replay_wall_us(),
+                                                    : tw_wall_us(),
                              0, r.latest_ts_us) != 0 &&
             !r.interrupted)
             goto out;
@@ -1312,7 +1301,7 @@ int tw_cmd_replay(int argc, char **argv)
     }
     status = 0;
 out:;
-    double secs = (double)(tw_replay_mono_us() - r.start_mono_us) / 1e6;
+    double secs = (double)(tw_mono_us() - r.start_mono_us) / 1e6;
     tw_producer_stats ps;
     tw_producer_get_stats(r.producer, &ps);
     tw_replay_flow_stats fs;

@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "config.h"
 #include "config_schema.h"
@@ -58,6 +59,10 @@
 #define TW_RUN_FLUSH_MS 30000
 #define TW_RUN_POLL_MS 100
 #define TW_RUN_ACTIONS_DRAIN_MS 10000
+/* Most scans one message may run (tw_job_config.max_scans_per_advance):
+ * with the clock-skew bound a batch moves the watermark by minutes, so
+ * this is a safety net; the rest run with the next messages. */
+#define TW_RUN_MAX_SCANS_PER_MESSAGE 1000
 
 typedef struct tw_run_settings {
     const char *brokers;
@@ -144,6 +149,7 @@ static void tw_run_usage(FILE *out)
         "       jobs_data_loss=N offset_gaps=N offsets_lost=N\n"
         "       alerts_sent=N ... results_written=N results_versions=N\n"
         "       results_failures=N results_retries=N results_pending=N\n"
+        "       skewed=N skewed_batches=N scan_cap_hits=N\n"
         "       and, when rules have actions:,\n"
         "       actions_fired=N actions_sent=N actions_failed=N ...\n"
         "A rule's actions (stop_training, webhook, signal, stop_file,\n"
@@ -151,16 +157,17 @@ static void tw_run_usage(FILE *out)
         "sub-rule's); with state.store: redis each action id is claimed\n"
         "there first, so a restart never sends it again.\n"
         "\n"
-        "Stops on SIGINT/SIGTERM after the message in hand, committing\n"
-        "what is safe. Exit status: 0 after a signal, 1 on a failure,\n"
-        "2 on bad usage or configuration.\n");
-}
-
-static int64_t tw_run_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        "Clock skew: a sample, event or JOB_END latest time more than\n"
+        "clock_skew (top-level key; default 10 ticks, at most idle_node;\n"
+        "'off' disables it) ahead of its job's newest time is refused and\n"
+        "counted (skewed=), never moves the job's clock, and its message\n"
+        "is copied to the dead-letter topic with reason clock_skew (the\n"
+        "rest of the batch is used). One message runs at most 1000 scans.\n"
+        "\n"
+        "Stops on SIGINT/SIGTERM after the message in hand (a long\n"
+        "evaluation is interrupted between scans and the message read\n"
+        "again), committing what is safe. Exit status: 0 after a signal,\n"
+        "1 on a failure, 2 on bad usage or configuration.\n");
 }
 
 static void tw_run_settings_free(tw_run_settings *s)
@@ -438,7 +445,8 @@ static void tw_run_stats_line(const tw_router *router,
             " checkpoints=%" PRIu64 " results_written=%" PRIu64
             " results_versions=%" PRIu64 " results_failures=%" PRIu64
             " results_retries=%" PRIu64 " results_pending=%" PRIu64
-            " checkpoints_held=%" PRIu64 "%s\n",
+            " checkpoints_held=%" PRIu64 " skewed=%" PRIu64
+            " skewed_batches=%" PRIu64 " scan_cap_hits=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
@@ -448,7 +456,8 @@ static void tw_run_stats_line(const tw_router *router,
             st.alerts_sent, st.alerts_deduped, st.jobs_restored,
             st.checkpoints, st.results_written, st.results_versions,
             st.results_failures, st.results_retries, st.results_pending,
-            st.checkpoints_held, act);
+            st.checkpoints_held, st.skewed, st.skewed_batches,
+            st.scan_cap_hits, act);
     fflush(out);
 }
 
@@ -477,7 +486,42 @@ static int tw_run_key_matches(const tw_source_msg *m, const tw_batch *b,
     return 1;
 }
 
-/* One message: decode, route or dead-letter. TW_ERR = cannot go on. */
+/* tw_job_config.stop_requested: SIGINT/SIGTERM pending (not taken: the
+ * main loop takes it and stops). */
+static int tw_run_stop_requested(void *ud)
+{
+    return tw_signals_pending(ud);
+}
+
+/* A copy of a message some of whose items the router refused for clock
+ * skew (the rest was used), to the dead-letter topic. */
+static int tw_run_dead_letter_skewed(tw_run *r, const tw_source_msg *m,
+                                     uint64_t items)
+{
+    char why[160], err[512];
+    snprintf(why, sizeof(why),
+             "%" PRIu64 " sample(s)/event(s)/JOB_END time(s) beyond the "
+             "clock-skew bound were refused; the rest of the batch was used",
+             items);
+    tw_dead_letter dl = {.topic = m->topic,
+                         .partition = m->partition,
+                         .offset = m->offset,
+                         .key = m->key,
+                         .key_len = m->key_len,
+                         .value = m->value,
+                         .len = m->len,
+                         .reason = "clock_skew",
+                         .error = why};
+    if (tw_dead_letter_send(r->producer, r->s.deadletter_topic, &dl, err,
+                            sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "dead letter: %s", err);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+/* One message: decode, route or dead-letter. TW_ERR = cannot go on;
+ * TW_JOB_STOPPED = a stop was requested in the middle of it. */
 static int tw_run_message(tw_run *r, const tw_source_msg *m)
 {
     char why[512] = "";
@@ -490,8 +534,17 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
         reason = "key_mismatch";
         tw_router_key_mismatch(r->router);
     } else if (st == TW_WIRE_OK) {
+        tw_router_stats pre;
+        tw_router_get_stats(r->router, &pre);
         int rc = tw_router_batch(r->router, m->partition, m->offset, b,
-                                 tw_run_mono_us());
+                                 tw_mono_us());
+        tw_router_stats post;
+        tw_router_get_stats(r->router, &post);
+        if (post.skewed_batches != pre.skewed_batches &&
+            tw_run_dead_letter_skewed(r, m, post.skewed - pre.skewed) != TW_OK)
+            return TW_ERR;
+        if (rc == TW_JOB_STOPPED)
+            return rc;
         if (rc == TW_OK) {
             tw_router_stats before, after;
             tw_router_get_stats(r->router, &before);
@@ -638,6 +691,9 @@ int tw_cmd_run(int argc, char **argv)
         commit_every = 1;
     tw_job_config jc = cfg->job;
     jc.external_watermark = 0; /* the data's own clock */
+    jc.max_scans_per_advance = TW_RUN_MAX_SCANS_PER_MESSAGE;
+    jc.stop_requested = tw_run_stop_requested; /* SIGTERM within a scan */
+    jc.stop_ud = &sigs;
     tw_router_config rc_cfg = {.job = jc,
                                .reg = reg,
                                .rules = cfg->rules,
@@ -710,7 +766,7 @@ int tw_cmd_run(int argc, char **argv)
            tw_store_durable(store) ? " (durable checkpoints)"
                                    : " (volatile: offsets only)");
 
-    int64_t now = tw_run_mono_us();
+    int64_t now = tw_mono_us();
     int64_t next_commit = now + commit_every;
     int64_t next_progress = now + r.s.progress_interval_us;
     unsigned since_signal_check = 0;
@@ -729,7 +785,9 @@ int tw_cmd_run(int argc, char **argv)
         } else if (got == 1) {
             int mrc = tw_run_message(&r, &m);
             tw_source_release(r.source, &m);
-            if (mrc != TW_OK) {
+            if (mrc == TW_JOB_STOPPED) {
+                since_signal_check = 64; /* take the signal below */
+            } else if (mrc != TW_OK) {
                 tw_log(TW_LOG_ERROR, "run: stopping without committing "
                                      "past the failed message");
                 goto out;
@@ -746,12 +804,19 @@ int tw_cmd_run(int argc, char **argv)
                        tw_signals_name(sig));
                 stop = 1;
             }
-            now = tw_run_mono_us();
-            if (now >= next_commit) {
-                if (tw_router_expire(r.router, now) != TW_OK)
+            now = tw_mono_us();
+            if (!stop && now >= next_commit) {
+                int erc = tw_router_expire(r.router, now);
+                if (erc == TW_JOB_STOPPED) {
+                    tw_log(TW_LOG_INFO, "run: %s received, stopping",
+                           tw_signals_name(tw_signals_wait(&sigs, 0)));
+                    stop = 1;
+                } else if (erc != TW_OK) {
                     goto out;
-                tw_run_commit_all(&r);
-                next_commit = now + commit_every;
+                } else {
+                    tw_run_commit_all(&r);
+                    next_commit = now + commit_every;
+                }
             }
             if (r.s.progress_interval_us > 0 && now >= next_progress) {
                 tw_run_stats_line(r.router, r.actions, "progress:",

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "synth.h"
 
@@ -85,7 +86,10 @@ static int tw_synth_parse_u64(const char *s, uint64_t max, uint64_t *out)
     return 0;
 }
 
-/* "900", "900s", "30m", "2h", "1.5h" -> seconds (> 0). */
+/* The longest job synth generates: one year of event time. */
+#define TW_SYNTH_MAX_DURATION_S (365.0 * 86400.0)
+
+/* "900", "900s", "30m", "2h", "1.5h" -> seconds (> 0, at most a year). */
 static int tw_synth_parse_duration(const char *s, double *out)
 {
     if (s == NULL || *s == '\0')
@@ -103,6 +107,9 @@ static int tw_synth_parse_duration(const char *s, double *out)
     else if (*end == 'h')
         mul = 3600, end++;
     if (*end != '\0')
+        return -1;
+    /* event times stay int64 µs (a longer job would not fit on disk) */
+    if (v * mul > TW_SYNTH_MAX_DURATION_S)
         return -1;
     *out = v * mul;
     return 0;
@@ -137,13 +144,6 @@ static int tw_synth_cmd_dir_unusable(const char *dir, char *err, size_t n)
     return used;
 }
 
-static double tw_synth_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 typedef struct tw_synth_cmd_progress {
     double t0, last;
 } tw_synth_cmd_progress;
@@ -152,7 +152,7 @@ static void tw_synth_cmd_on_progress(void *ctx, double frac,
                                      const tw_synth_stats *s)
 {
     tw_synth_cmd_progress *p = ctx;
-    double now = tw_synth_now();
+    double now = (tw_mono_us() / 1e6);
     if (now - p->last < 5.0)
         return;
     p->last = now;
@@ -258,7 +258,8 @@ int tw_cmd_synth(int argc, char **argv)
                     : strcmp(name, "--cores") == 0 ? "an integer 1..1024"
                     : strcmp(name, "--gpus") == 0  ? "an integer 0..64"
                     : strcmp(name, "--duration") == 0
-                        ? "a positive duration: seconds or N[s|m|h]"
+                        ? "a positive duration up to a year: seconds or "
+                          "N[s|m|h]"
                     : strcmp(name, "--interval-ms") == 0
                         ? "one of 100, 200, 500, 1000, 5000, 60000"
                     : strcmp(name, "--seed") == 0
@@ -308,7 +309,7 @@ int tw_cmd_synth(int argc, char **argv)
     }
 
     tw_synth_cmd_progress prog;
-    prog.t0 = prog.last = tw_synth_now();
+    prog.t0 = prog.last = (tw_mono_us() / 1e6);
     resolved.progress = tw_synth_cmd_on_progress;
     resolved.progress_ctx = &prog;
     tw_synth_stats st;
@@ -316,7 +317,7 @@ int tw_cmd_synth(int argc, char **argv)
         fprintf(stderr, "trainwatch synth: %s\n", err);
         return 1;
     }
-    double secs = tw_synth_now() - prog.t0;
+    double secs = (tw_mono_us() / 1e6) - prog.t0;
     fprintf(stderr,
             "synth: %s: preset %s, %u node(s) x %u cores x %u GPUs, %.0f s at "
             "%u ms, seed %" PRIu64 ": %" PRIu64 " files, %" PRIu64

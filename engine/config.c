@@ -640,7 +640,8 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
             if (parse_semantics(l, v, &c->job.semantics) != TW_OK)
                 return TW_ERR;
         } else if (strcmp(key, "tick") == 0 || strcmp(key, "lateness") == 0 ||
-                   strcmp(key, "idle_node") == 0) {
+                   strcmp(key, "idle_node") == 0 ||
+                   strcmp(key, "clock_skew") == 0) {
             if (v->kind != NODE_SCALAR)
                 return bad(l, v, "key '%s' must be a duration", key);
             const tw_key_spec *spec = tw_schema_find(TW_SECTION_TOP, key);
@@ -648,16 +649,18 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
             if (tw_schema_check_value(spec, v->text, msg, sizeof(msg)) !=
                 TW_OK)
                 return bad2(l, v, "key '%s': %s", key, msg);
-            int64_t us = 0; /* tick: continuous */
-            if (strcmp(v->text, "continuous") != 0 &&
-                tw_parse_duration_us(v->text, &us) != TW_OK)
-                return bad(l, v, "key '%s': not a duration", key);
+            int64_t us = 0; /* tick: continuous; clock_skew: off */
+            if (spec->word == NULL || strcmp(v->text, spec->word) != 0)
+                if (tw_parse_duration_us(v->text, &us) != TW_OK)
+                    return bad(l, v, "key '%s': not a duration", key);
             if (strcmp(key, "tick") == 0)
                 c->job.tick_us = us;
             else if (strcmp(key, "lateness") == 0)
                 c->job.lateness_us = us;
-            else
+            else if (strcmp(key, "idle_node") == 0)
                 c->job.idle_node_us = us;
+            else
+                c->job.clock_skew_us = us;
         } else {
             return unknown_key(l, k, TW_SECTION_TOP, "at the top level");
         }

@@ -61,6 +61,11 @@ static const tw_key_spec schema[] = {
         "dropped"),
     DUR(TW_SECTION_TOP, "idle_node", "5m", 0,
         "a node this far behind the newest one stops holding the clock back"),
+    {TW_SECTION_TOP, "clock_skew", TW_TYPE_DURATION, NULL, 0, DMAX, "off", NULL,
+     "5m",
+     "run: times further ahead of the job's newest than this are refused "
+     "and dead-lettered (default 10 ticks, at most idle_node); off = no "
+     "bound"},
     {TW_SECTION_TOP, "rules", TW_TYPE_ENTRIES, NULL, 0, 0, NULL, NULL, NULL,
      "the rules to run, in order (absent: ProfilerReport, else every "
      "built-in profiler rule)"},
@@ -673,7 +678,8 @@ void tw_schema_sample(FILE *out)
         if (k->section != TW_SECTION_TOP || k->type == TW_TYPE_SECTION ||
             k->type == TW_TYPE_ENTRIES)
             continue;
-        fprintf(out, "# %s\n%s: %s\n\n", k->doc, k->path, k->def);
+        fprintf(out, "# %s\n%s%s: %s\n\n", k->doc, k->def ? "" : "# ", k->path,
+                k->def ? k->def : k->example);
     }
     fprintf(out, "# %s\nrules:\n  - name: ProfilerReport\n",
             tw_schema_find(TW_SECTION_TOP, "rules")->doc);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* ---- parsing ---------------------------------------------------------- */
@@ -378,20 +379,6 @@ struct tw_host_sampler {
     size_t s_gpu, s_mem, s_net, s_io;
 };
 
-static double tw_host_wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double tw_host_mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Reads proc_root/rel into s->buf (NUL-terminated). */
 static int tw_host_read(tw_host_sampler *s, const char *rel, char *err,
                         size_t errlen)
@@ -540,7 +527,7 @@ int tw_host_sampler_new(const tw_host_sampler_opts *o, tw_host_sampler **out,
                "host sampler: no usable %s/diskstats: disk I/O "
                "is not sampled",
                s->proc_root);
-    s->prev_rate_s = tw_host_mono_s();
+    s->prev_rate_s = (tw_mono_us() / 1e6);
     if (o->gpus)
         tw_nvml_open(&s->nvml,
                      o->nvml_path != NULL ? o->nvml_path : "libnvidia-ml.so.1");
@@ -594,7 +581,7 @@ static int tw_host_sample_gpus(tw_host_sampler *s, tw_sample_vec *out)
     for (unsigned int i = 0; i < n->ndevices; i++) {
         tw_nvml_utilization u;
         tw_nvml_memory m;
-        double ts = tw_host_wall_s();
+        double ts = (tw_wall_us() / 1e6);
         tw_nvml_return ru = n->util(n->devices[i], &u);
         tw_nvml_return rm = n->mem(n->devices[i], &m);
         if (ru != 0 || rm != 0) {
@@ -621,7 +608,7 @@ int tw_host_sampler_sample(tw_host_sampler *s, tw_sample_vec *out, char *err,
     size_t ncpus = 0;
     if (tw_host_read(s, "stat", err, errlen) != 0)
         return -1;
-    double ts = tw_host_wall_s();
+    double ts = (tw_wall_us() / 1e6);
     if (tw_host_parse_stat(s->buf, s->cur_cpu, TW_HOST_MAX_CPUS, &ncpus) != 0) {
         snprintf(err, errlen, "host sampler: %s/stat has no cpu<N> line",
                  s->proc_root);
@@ -646,18 +633,18 @@ int tw_host_sampler_sample(tw_host_sampler *s, tw_sample_vec *out, char *err,
     double mem;
     if (tw_host_read(s, "meminfo", err, errlen) != 0)
         return -1;
-    ts = tw_host_wall_s();
+    ts = (tw_wall_us() / 1e6);
     if (tw_host_parse_meminfo(s->buf, &mem) == 0 &&
         tw_host_push(out, s->s_mem, ts, mem) != 0)
         goto oom;
 
-    double now = tw_host_mono_s();
+    double now = (tw_mono_us() / 1e6);
     double dt = now - s->prev_rate_s;
     s->prev_rate_s = now;
     tw_net_totals net;
     if (s->have_net && tw_host_read(s, "net/dev", err, errlen) == 0 &&
         tw_host_parse_netdev(s->buf, &net) == 0) {
-        ts = tw_host_wall_s();
+        ts = (tw_wall_us() / 1e6);
         if (dt > 0 && (tw_host_push(out, s->s_net, ts,
                                     (double)tw_host_delta(s->prev_net.rx_bytes,
                                                           net.rx_bytes) /
@@ -672,7 +659,7 @@ int tw_host_sampler_sample(tw_host_sampler *s, tw_sample_vec *out, char *err,
     tw_disk_totals disk;
     if (s->have_disk && tw_host_read(s, "diskstats", err, errlen) == 0 &&
         tw_host_parse_diskstats(s->buf, &disk) == 0) {
-        ts = tw_host_wall_s();
+        ts = (tw_wall_us() / 1e6);
         if (dt > 0 &&
             (tw_host_push(out, s->s_io, ts,
                           (double)tw_host_delta(s->prev_disk.ios, disk.ios) /

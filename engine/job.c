@@ -6,11 +6,13 @@
 #include "job_internal.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "event_time.h"
 #include "log.h"
 #include "strmap.h"
 
@@ -21,6 +23,21 @@ void tw_job_config_default(tw_job_config *c)
     c->lateness_us = 60 * 1000000LL;
     c->idle_node_us = 300 * 1000000LL;
     c->semantics = TW_SEMANTICS_FIXED;
+    c->clock_skew_us = TW_JOB_SKEW_DEFAULT;
+}
+
+/* TW_JOB_SKEW_DEFAULT: 10 ticks (10 min when continuous), but never more
+ * than idle_node: a time accepted further ahead than that would make every
+ * other node idle, and the watermark would jump with it. */
+static int64_t skew_default_us(const tw_job_config *c)
+{
+    int64_t ticks;
+    if (c->tick_us <= 0 ||
+        __builtin_mul_overflow(c->tick_us, (int64_t)TW_JOB_SKEW_TICKS, &ticks))
+        ticks = TW_JOB_SKEW_TICKS * 60 * 1000000LL;
+    if (c->idle_node_us > 0 && c->idle_node_us < ticks)
+        return c->idle_node_us;
+    return ticks;
 }
 
 tw_metric tw_metric_classify(const char *type, const char *name,
@@ -44,15 +61,20 @@ tw_metric tw_metric_classify(const char *type, const char *name,
     return TW_METRIC_OTHER;
 }
 
-/* The reference's selection: ts in ns as ((ts*1000)*1000)*1000, truncated. */
+/* The reference's selection: ts in ns as ((ts*1000)*1000)*1000, truncated.
+ * tw_job_ingest keeps only samples whose time converts; INT64_MIN (never
+ * inside a scan) for anything else, e.g. from an old checkpoint. */
 static inline int64_t ts_to_ns(double ts)
 {
-    return (int64_t)(((ts * 1000.0) * 1000.0) * 1000.0);
+    int64_t ns;
+    return tw_time_s_to_ns(ts, &ns) ? ns : INT64_MIN;
 }
 
+/* Only for times tw_job_ingest checked (0 otherwise). */
 static int64_t minute_floor_us(double ts)
 {
-    return (int64_t)floor(ts / 60.0) * 60 * 1000000LL;
+    int64_t us;
+    return tw_time_minute_floor_us(ts, &us) ? us : 0;
 }
 
 static int create_rules(tw_job *j, const tw_rule_spec *specs, size_t n,
@@ -103,6 +125,8 @@ int tw_job_new(const char *job_id, const tw_job_config *cfg,
         j->cfg = *cfg;
     else
         tw_job_config_default(&j->cfg);
+    if (j->cfg.clock_skew_us < 0)
+        j->cfg.clock_skew_us = skew_default_us(&j->cfg);
     j->reg = reg;
     tw_arena_init(&j->dict);
     tw_strmap_init(&j->series_ids);
@@ -162,7 +186,10 @@ void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud)
 
 void tw_job_set_first_timestamp(tw_job *j, int64_t first_us)
 {
-    if (j->started)
+    /* scans work in ns: a time past that range (a JOB_START or file name
+     * beyond year 2262) cannot be F; F then comes from the data */
+    if (j->started || first_us > INT64_MAX / 1000 ||
+        first_us < INT64_MIN / 1000)
         return;
     j->first_us = first_us;
     j->first_fixed = 1;
@@ -473,6 +500,117 @@ static int every_start_ended(const tw_job *j)
     return 1;
 }
 
+/* ---- clock skew (job.h) ------------------------------------------------ */
+
+static int skew_bounded(const tw_job *j)
+{
+    return !j->cfg.external_watermark && j->cfg.clock_skew_us > 0;
+}
+
+/* The job's newest accepted time, else its JOB_START time; 0 = none.
+ * Producers' times only grow, so the maximum is cached (after a restore
+ * it is recomputed once). */
+static int64_t skew_reference_us(tw_job *j)
+{
+    if (j->newest_us == 0)
+        for (size_t i = 0; i < j->nproducers; i++)
+            if (j->producers[i].newest_us > j->newest_us)
+                j->newest_us = j->producers[i].newest_us;
+    int64_t ref = j->first_fixed ? j->first_us : 0;
+    return j->newest_us > ref ? j->newest_us : ref;
+}
+
+/* One WARN per node: the first time it refuses, with what and why. */
+static void skew_warn(tw_job *j, producer *p, const char *node,
+                      const char *what, double t_s, int64_t limit_us)
+{
+    if (p->skew_warned)
+        return;
+    p->skew_warned = 1;
+    if (limit_us == INT64_MAX)
+        tw_log(TW_LOG_WARN,
+               "job %s node %s: %s time %g s is not a representable time: "
+               "refused and counted (skewed); further ones of this node are "
+               "counted only",
+               j->id, node, what, t_s);
+    else
+        tw_log(TW_LOG_WARN,
+               "job %s node %s: %s time %.6f s is %.0f s ahead of the job's "
+               "newest time %.6f s, beyond the clock-skew bound of %.0f s: "
+               "refused and counted (skewed); further ones of this node are "
+               "counted only",
+               j->id, node, what, t_s,
+               t_s - (double)(limit_us - j->cfg.clock_skew_us) / 1e6,
+               (double)(limit_us - j->cfg.clock_skew_us) / 1e6,
+               (double)j->cfg.clock_skew_us / 1e6);
+}
+
+/* µs -> ns, saturated (limits only). */
+static int64_t limit_ns_of(int64_t us)
+{
+    int64_t ns;
+    if (!__builtin_mul_overflow(us, (int64_t)1000, &ns))
+        return ns;
+    return us > 0 ? INT64_MAX : INT64_MIN;
+}
+
+/* The newest time a batch may carry (INT64_MAX = no bound), after the
+ * TW_JOB_SKEW_CONFIRM rule for batches wholly beyond it. */
+static int64_t skew_limit_us(tw_job *j, const tw_batch *b, producer *p,
+                             const char *node)
+{
+    if (!skew_bounded(j))
+        return INT64_MAX;
+    int64_t ref = skew_reference_us(j);
+    if (ref == 0) {
+        /* No time seen yet: the batch's earliest one. */
+        ref = INT64_MAX;
+        for (size_t i = 0; i < b->nsamples; i++) {
+            int64_t us;
+            if (tw_time_s_valid(b->samples[i].ts) &&
+                tw_time_s_to_us(b->samples[i].ts, &us) && us < ref)
+                ref = us;
+        }
+        for (size_t i = 0; i < b->nevents; i++)
+            if (b->events[i].end_us < ref)
+                ref = b->events[i].end_us;
+        if (ref == INT64_MAX)
+            return INT64_MAX;
+    }
+    int64_t limit = tw_time_add_sat(ref, j->cfg.clock_skew_us);
+    int64_t limit_ns = limit_ns_of(limit);
+    /* Is the whole batch beyond? (stops at the first time that is not) */
+    size_t valid = 0;
+    for (size_t i = 0; i < b->nsamples; i++) {
+        int64_t ns;
+        if (!tw_time_s_to_ns(b->samples[i].ts, &ns))
+            continue;
+        valid++;
+        if (ns <= limit_ns)
+            goto within;
+    }
+    for (size_t i = 0; i < b->nevents; i++) {
+        valid++;
+        if (b->events[i].end_us <= limit)
+            goto within;
+    }
+    if (valid == 0)
+        goto within;
+    if (++p->skew_run < TW_JOB_SKEW_CONFIRM)
+        return limit;
+    p->skew_run = 0;
+    tw_log(TW_LOG_WARN,
+           "job %s node %s: %d batches in a row lie wholly beyond the "
+           "clock-skew bound (%.0f s ahead of %.6f s): taken as a real jump "
+           "of its clock and accepted",
+           j->id, node, TW_JOB_SKEW_CONFIRM,
+           (double)j->cfg.clock_skew_us / 1e6, (double)ref / 1e6);
+    return INT64_MAX;
+within:
+    p->skew_run = 0;
+    return limit;
+}
+
 int tw_job_ingest(tw_job *j, tw_batch *b)
 {
     j->stats.batches++;
@@ -518,11 +656,23 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         return TW_OK;
     }
 
+    /* by index: producer_get below may move the array */
+    producer *clock = producer_get(j, has_samples ? "sys" : "fw", node);
+    if (clock == NULL)
+        goto oom;
+    size_t clock_i = (size_t)(clock - j->producers);
+    int64_t limit = skew_limit_us(j, b, clock, node);
+    if (b->file_ts_us != 0 &&
+        (b->file_ts_us > limit || b->file_ts_us > INT64_MAX / 1000 ||
+         b->file_ts_us < INT64_MIN / 1000))
+        b->file_ts_us = 0; /* unusable: order and L come from the data */
+
     chunk c;
     memset(&c, 0, sizeof(c));
     c.batch = b;
     c.arrival = j->arrivals++;
     c.order_name = node;
+    int64_t limit_ns = limit_ns_of(limit);
     int64_t open_from = open_from_us(j);
     int64_t open_from_ns = open_from == INT64_MIN ? INT64_MIN : open_from * 1000;
 
@@ -552,7 +702,14 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             tw_sample s = b->samples[i];
             if (s.series >= b->nseries)
                 continue; /* decoders validate; readers never produce it */
-            int64_t ns = ts_to_ns(s.ts);
+            int64_t ns = 0;
+            int valid = tw_time_s_to_ns(s.ts, &ns); /* then µs fit too */
+            if (!valid || ns > limit_ns) {
+                j->stats.skewed_samples++;
+                skew_warn(j, &j->producers[clock_i], node, "sample", s.ts,
+                          valid ? limit : INT64_MAX);
+                continue;
+            }
             if (ns < open_from_ns) {
                 j->stats.late_samples++;
                 continue;
@@ -577,9 +734,12 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             if (latest > j->latest_system_us)
                 j->latest_system_us = latest;
             producer *p = sp;
-            int64_t newest = (int64_t)(max_ts * 1e6);
+            int64_t newest = 0;
+            (void)tw_time_s_to_us(max_ts, &newest); /* checked above */
             if (newest > p->newest_us)
                 p->newest_us = newest;
+            if (j->newest_us != 0 && newest > j->newest_us)
+                j->newest_us = newest; /* 0: skew_reference_us computes it */
         }
         has_samples = kept > 0;
     }
@@ -590,6 +750,12 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         int source = TW_SOURCE_COUNT;
         for (size_t i = 0; i < b->nevents; i++) {
             tw_fw_event *e = &b->events[i];
+            if (e->end_us > limit) {
+                j->stats.skewed_events++;
+                skew_warn(j, &j->producers[clock_i], node, "event end",
+                          (double)e->end_us / 1e6, limit);
+                continue;
+            }
             if (open_from != INT64_MIN && e->end_us < open_from) {
                 j->stats.late_events++;
                 continue;
@@ -623,6 +789,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
                 goto oom;
             if (max_end > p->newest_us)
                 p->newest_us = max_end;
+            if (j->newest_us != 0 && max_end > j->newest_us)
+                j->newest_us = max_end; /* 0: skew_reference_us computes it */
         }
         has_events = kept > 0;
     }
@@ -813,6 +981,23 @@ static void freeze_first(tw_job *j)
     j->started = 1;
 }
 
+static int stop_requested(const tw_job *j)
+{
+    return j->cfg.stop_requested != NULL &&
+           j->cfg.stop_requested(j->cfg.stop_ud);
+}
+
+static void scan_cap_hit(tw_job *j, int64_t watermark_us)
+{
+    if (j->stats.scan_cap_hits++ == 0)
+        tw_log(TW_LOG_WARN,
+               "job %s: the watermark (%.6f s) is more than %" PRIu64
+               " scans ahead; the rest run with the next batches (counted "
+               "in scan_cap_hits)",
+               j->id, (double)watermark_us / 1e6,
+               j->cfg.max_scans_per_advance);
+}
+
 int tw_job_advance(tw_job *j, int64_t watermark_us)
 {
     if (j->finished)
@@ -821,7 +1006,7 @@ int tw_job_advance(tw_job *j, int64_t watermark_us)
         return TW_OK; /* nothing seen yet */
     int64_t first = j->first_fixed ? j->first_us : j->first_candidate_us;
     if (j->cfg.tick_us > 0) {
-        for (;;) {
+        for (uint64_t ran = 0;; ran++) {
             int64_t end = first + (int64_t)(j->next_scan + 1) * j->cfg.tick_us;
             if (end + j->cfg.lateness_us > watermark_us)
                 break;
@@ -829,6 +1014,13 @@ int tw_job_advance(tw_job *j, int64_t watermark_us)
                 first + (int64_t)j->next_scan * j->cfg.tick_us >=
                     j->scan_limit_us)
                 break;
+            if (j->cfg.max_scans_per_advance != 0 &&
+                ran == j->cfg.max_scans_per_advance) {
+                scan_cap_hit(j, watermark_us);
+                break;
+            }
+            if (stop_requested(j))
+                return TW_JOB_STOPPED;
             freeze_first(j);
             int64_t start = scan_start(j, j->next_scan);
             if (run_scan(j, j->next_scan, start, end, 1, 0) != TW_OK)
@@ -837,6 +1029,8 @@ int tw_job_advance(tw_job *j, int64_t watermark_us)
         }
     } else {
         int64_t end = watermark_us - j->cfg.lateness_us;
+        if (stop_requested(j))
+            return TW_JOB_STOPPED;
         if (!j->started && end >= first) {
             freeze_first(j);
             if (run_scan(j, 0, j->first_us, end, 1, 0) != TW_OK)
@@ -859,14 +1053,39 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
         return TW_OK;
     j->core_changes++;
     j->rules_changes++;
-    if (seq_report_open_gaps(j) != TW_OK)
+    /* gaps are reported once, when the finish begins */
+    if (!j->finish_begun && seq_report_open_gaps(j) != TW_OK)
         return TW_ERR;
+    if (j->finish_begun) {
+        latest_us = j->finish_latest_us; /* a stopped finish goes on */
+    } else if (latest_us != 0 && skew_bounded(j)) {
+        int64_t ref = skew_reference_us(j);
+        if (tw_job_latest_timestamp(j) > ref)
+            ref = tw_job_latest_timestamp(j);
+        int64_t limit = tw_time_add_sat(ref, j->cfg.clock_skew_us);
+        if (ref != 0 && latest_us > limit) {
+            j->stats.skewed_markers++;
+            tw_log(TW_LOG_WARN,
+                   "job %s: JOB_END latest time %.6f s is %.0f s ahead of the "
+                   "job's newest time %.6f s, beyond the clock-skew bound of "
+                   "%.0f s: refused and counted (skewed); the latest time "
+                   "comes from the data",
+                   j->id, (double)latest_us / 1e6,
+                   (double)(latest_us - ref) / 1e6, (double)ref / 1e6,
+                   (double)j->cfg.clock_skew_us / 1e6);
+            latest_us = 0;
+        }
+    }
+    j->finish_begun = 1;
+    j->finish_latest_us = latest_us;
     int64_t L = latest_us != 0 ? latest_us : tw_job_latest_timestamp(j);
     if (j->first_fixed || j->first_candidate_us != 0) {
         freeze_first(j);
         if (j->cfg.tick_us > 0) {
             /* The reference evaluates scan k while start_k < L. */
             while (scan_start(j, j->next_scan) < L) {
+                if (stop_requested(j))
+                    return TW_JOB_STOPPED;
                 int64_t start = scan_start(j, j->next_scan);
                 int final = scan_start(j, j->next_scan + 1) >= L;
                 if (run_scan(j, j->next_scan, start, start + j->cfg.tick_us, 1,
@@ -880,6 +1099,8 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
                 if (j->producers[i].newest_us > end)
                     end = j->producers[i].newest_us;
             if (end > j->next_start_us || j->next_scan == 0) {
+                if (stop_requested(j))
+                    return TW_JOB_STOPPED;
                 if (run_scan(j, j->next_scan, j->next_start_us, end,
                              j->next_scan == 0, 1) != TW_OK)
                     return TW_ERR;

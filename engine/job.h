@@ -17,6 +17,17 @@
  * job's latest timestamp L (the reference never evaluates the last partial
  * interval).
  *
+ * Clock skew (internal watermark only): a sample or event whose time lies
+ * more than clock_skew_us ahead of the job's newest accepted time (before
+ * any, its JOB_START time or the batch's earliest time), or whose time is
+ * not representable (NaN, ±Inf, past year 2262), is refused and counted
+ * (skewed_samples / skewed_events), so one bad clock cannot drag the
+ * watermark ahead; so is a JOB_END latest time beyond the bound
+ * (skewed_markers; L is then derived from the data). One WARN per node
+ * names the first one. A node whose whole batches are beyond the bound
+ * TW_JOB_SKEW_CONFIRM times in a row jumped for real and is accepted.
+ * Unrepresentable times are refused with an external watermark too.
+ *
  * Ownership: the job owns the batches it ingests, its rules and windows; it
  * borrows the registry, which must outlive it.
  */
@@ -37,9 +48,33 @@ typedef struct tw_job_config {
     int64_t idle_node_us; /* a producer lagging more than this is idle    */
     int external_watermark; /* only tw_job_advance moves the clock        */
     tw_semantics semantics; /* default for rules that do not set theirs   */
+    /* Internal watermark only (see "Clock skew" below): how far ahead of
+     * the job's newest accepted time a sample, event or JOB_END latest
+     * time may be. TW_JOB_SKEW_DEFAULT = 10 ticks (10 min when
+     * continuous); 0 = no bound. */
+    int64_t clock_skew_us;
+    /* Most scans one tw_job_advance call runs (0 = no cap); the rest wait
+     * for the next call (counted in scan_cap_hits). */
+    uint64_t max_scans_per_advance;
+    /* Polled before every scan of tw_job_advance and tw_job_finish; when
+     * it returns nonzero they return TW_JOB_STOPPED at once (NULL = never).
+     * Lets a daemon honour SIGTERM whatever one message costs. */
+    int (*stop_requested)(void *ud);
+    void *stop_ud;
 } tw_job_config;
 
-/* tick 60 s, lateness 60 s, idle 300 s, internal watermark, fixed. */
+#define TW_JOB_SKEW_DEFAULT (-1)
+#define TW_JOB_SKEW_TICKS 10
+/* A node whose batches lie wholly beyond the bound this many times in a
+ * row has jumped ahead for real (a job paused and resumed): accepted. */
+#define TW_JOB_SKEW_CONFIRM 3
+
+/* Returned by tw_job_ingest/advance/finish when stop_requested said so:
+ * the job is consistent (whole scans only) and a later call goes on. */
+enum { TW_JOB_STOPPED = -3 };
+
+/* tick 60 s, lateness 60 s, idle 300 s, internal watermark, fixed,
+ * clock skew 10 ticks, no scan cap, no stop callback. */
 void tw_job_config_default(tw_job_config *c);
 
 /* One configured rule. Either `rule` (a built-in name) or `source` (a .so
@@ -65,6 +100,10 @@ typedef struct tw_job_stats {
     uint64_t late_events;
     uint64_t scans;
     size_t buffered_batches;    /* held for scans not yet closed */
+    uint64_t skewed_samples;    /* refused: beyond the clock-skew bound */
+    uint64_t skewed_events;     /* or not a representable time          */
+    uint64_t skewed_markers;    /* JOB_END latest times refused         */
+    uint64_t scan_cap_hits;     /* advances cut short by the scan cap   */
 } tw_job_stats;
 
 typedef struct tw_job tw_job;
@@ -80,7 +119,8 @@ void tw_job_free(tw_job *j);
 void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud);
 
 /* Fix F (offline evaluation knows it from the file names). Must be called
- * before the first scan closes; otherwise F is derived from the data. */
+ * before the first scan closes; otherwise F is derived from the data. A
+ * time past year 2262 (not representable in ns) is ignored. */
 void tw_job_set_first_timestamp(tw_job *j, int64_t first_us);
 
 /* Never close a scan that starts at or after `limit_us` before
@@ -88,7 +128,8 @@ void tw_job_set_first_timestamp(tw_job *j, int64_t first_us);
  * reference evaluates no scan beyond it). 0 = no limit. */
 void tw_job_set_scan_limit(tw_job *j, int64_t limit_us);
 
-/* Takes ownership of b in every case. TW_ERR only on out-of-memory. */
+/* Takes ownership of b in every case. TW_ERR only on out-of-memory;
+ * TW_JOB_STOPPED when the advance it triggers was stopped (b is in). */
 int tw_job_ingest(tw_job *j, tw_batch *b);
 
 /* Offer a watermark (µs): scans whose end + lateness <= watermark close.
@@ -96,7 +137,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b);
 int tw_job_advance(tw_job *j, int64_t watermark_us);
 
 /* The job ended: evaluate remaining scans that start before L (0 = the L
- * derived from the data) and finalize every rule's status. Idempotent. */
+ * derived from the data) and finalize every rule's status. Idempotent.
+ * TW_JOB_STOPPED: stopped before the end, not finished; call it again. */
 int tw_job_finish(tw_job *j, int64_t latest_us);
 
 const char *tw_job_id(const tw_job *j);

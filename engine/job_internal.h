@@ -40,6 +40,11 @@ typedef struct producer {
      * replaces the hash lookup (owned by the job). */
     uint32_t *dict_ids;
     size_t ndict, dict_cap;
+    /* Clock skew (job.h), kept on the node's "sys" (else "fw") entry and
+     * not checkpointed: whole batches beyond the bound in a row, and
+     * whether the node's first refused time was logged. */
+    uint32_t skew_run;
+    int skew_warned;
 } producer;
 
 struct tw_job {
@@ -76,6 +81,10 @@ struct tw_job {
     int started;           /* a scan has closed (F frozen) */
     int finished;
     int end_marker;
+    int64_t newest_us;     /* max producer newest_us; 0 = recompute
+                              (fresh or restored job), see job.c     */
+    int finish_begun;      /* tw_job_finish ran (maybe stopped): its */
+    int64_t finish_latest_us; /* L, skew-checked once                 */
 
     /* buffered input */
     chunk *chunks;

@@ -74,13 +74,13 @@ int tw_job_loss_add(tw_job_loss *l, const char *job, tw_loss_kind kind,
         break;
     case TW_LOSS_OFFSETS:
         tw_log(TW_LOG_WARN,
-               "job %s: %s offsets %" PRIu64 "..%" PRIu64
+               "job %s: partition %s offsets %" PRIu64 "..%" PRIu64
                " were lost while the job was in flight: the job is partial",
                job, where, from, to);
         break;
     case TW_LOSS_JOINED:
         tw_log(TW_LOG_WARN,
-               "job %s: first met at %s offset %" PRIu64
+               "job %s: first met at partition %s offset %" PRIu64
                " without its start, and nothing proves a previous owner "
                "finished it: its beginning was lost, the job is partial",
                job, where, to);
@@ -101,8 +101,13 @@ void tw_job_loss_json(const tw_job_loss *l, tw_json *j)
         tw_json_object_begin(j);
         tw_json_key(j, "kind");
         tw_json_string(j, tw_loss_kind_name(r->kind));
-        tw_json_key(j, r->kind == TW_LOSS_SEQ ? "node" : "partition");
-        tw_json_string(j, r->where);
+        if (r->kind == TW_LOSS_SEQ) {
+            tw_json_key(j, "node");
+            tw_json_string(j, r->where);
+        } else {
+            tw_json_key(j, "partition");
+            tw_json_int(j, strtoll(r->where, NULL, 10));
+        }
         tw_json_key(j, "from");
         tw_json_int(j, (int64_t)r->from);
         tw_json_key(j, "to");

@@ -35,7 +35,7 @@ typedef enum tw_loss_kind {
 
 typedef struct tw_loss_range {
     tw_loss_kind kind;
-    char *where; /* seq: the node; offsets and joined: "partition <p>" */
+    char *where; /* seq: the node; offsets and joined: the partition */
     uint64_t from, to;
 } tw_loss_range;
 

@@ -93,6 +93,12 @@ int tw_job_results_write(tw_json *j, tw_job *job)
     tw_json_int(j, (int64_t)js.late_events);
     tw_json_key(j, "duplicate_batches");
     tw_json_int(j, (int64_t)js.duplicate_batches);
+    tw_json_key(j, "skewed_samples");
+    tw_json_int(j, (int64_t)js.skewed_samples);
+    tw_json_key(j, "skewed_events");
+    tw_json_int(j, (int64_t)js.skewed_events);
+    tw_json_key(j, "skewed_markers");
+    tw_json_int(j, (int64_t)js.skewed_markers);
     tw_json_object_end(j);
     /* only when input is known missing: complete jobs keep eval's bytes */
     const tw_job_loss *loss = tw_job_loss_of(job);

@@ -15,6 +15,7 @@
 
 #include "alert.h"
 #include "checkpoint.h"
+#include "clock.h"
 #include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
@@ -107,13 +108,6 @@ struct tw_router {
     size_t nout, out_cap;
     tw_buf *scratch; /* alert tracker blobs */
 };
-
-static int64_t tw_router_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 int tw_router_new(const tw_router_config *cfg, tw_router_alert_fn alert,
                   void *ud, tw_router **out, char *err, size_t errlen)
@@ -464,6 +458,10 @@ static void tw_router_account(tw_router *r, tw_rjob *j)
     r->stats.events += s.events - j->seen.events;
     r->stats.late_samples += s.late_samples - j->seen.late_samples;
     r->stats.late_events += s.late_events - j->seen.late_events;
+    r->stats.skewed += (s.skewed_samples - j->seen.skewed_samples) +
+                       (s.skewed_events - j->seen.skewed_events) +
+                       (s.skewed_markers - j->seen.skewed_markers);
+    r->stats.scan_cap_hits += s.scan_cap_hits - j->seen.scan_cap_hits;
     j->seen = s;
 }
 
@@ -483,7 +481,7 @@ static void tw_router_write_results(tw_router *r, tw_job *job)
     /* held results are retried by tw_router_expire; out of memory is
      * logged by the writer */
     (void)tw_results_put(r->results, tw_job_id(job), tw_json_str(j),
-                         tw_json_len(j), tw_router_mono_us());
+                         tw_json_len(j), tw_mono_us());
     tw_json_free(j);
 }
 
@@ -521,6 +519,10 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
 {
     tw_rjob *j = p->jobs[i];
     int rc = tw_job_finish(j->job, latest_us);
+    if (rc == TW_JOB_STOPPED && !j->failed) {
+        tw_router_account(r, j);
+        return rc; /* not finished: finish it again later */
+    }
     if (rc == TW_OK && !j->failed)
         rc = tw_alert_tracker_finish(j->alerts, j->job);
     if (rc != TW_OK || j->failed) {
@@ -534,13 +536,14 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
     tw_router_write_results(r, j->job);
     tw_job_stats s;
     tw_job_get_stats(j->job, &s);
-    double secs = (double)(tw_router_mono_us() - j->started_us) / 1e6;
+    double secs = (double)(tw_mono_us() - j->started_us) / 1e6;
     tw_log(TW_LOG_INFO,
            "job %s finished (%s): samples=%" PRIu64 " events=%" PRIu64
            " scans=%" PRIu64 " duplicates=%" PRIu64 " late=%" PRIu64
-           " alerts=%" PRIu64 " seconds=%.3f",
+           " skewed=%" PRIu64 " alerts=%" PRIu64 " seconds=%.3f",
            tw_job_id(j->job), why, s.samples, s.events, s.scans,
            s.duplicate_batches, s.late_samples + s.late_events,
+           s.skewed_samples + s.skewed_events + s.skewed_markers,
            tw_alert_tracker_sent(j->alerts), secs);
     /* The next checkpoint writes its tombstone, and commits carry it while
      * its first message lies past the committed offset (the results file
@@ -567,7 +570,7 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
     j->router = r;
     j->partition = p->id;
     j->first_offset = offset;
-    j->started_us = tw_router_mono_us();
+    j->started_us = tw_mono_us();
     /* the idle clock starts now (a restored job has no message yet) */
     j->last_active_us = j->started_us;
     j->alerts = tw_alert_tracker_new(tw_router_emit, j);
@@ -632,7 +635,7 @@ static int tw_router_offsets_lost(tw_router *r, tw_rpart *p, int64_t from,
            "flight marked partial",
            p->id, from, to, p->njobs);
     char where[48];
-    snprintf(where, sizeof(where), "partition %" PRId32, p->id);
+    snprintf(where, sizeof(where), "%" PRId32, p->id);
     for (size_t i = 0; i < p->njobs; i++)
         if (tw_job_note_loss(p->jobs[i]->job, TW_LOSS_OFFSETS, where,
                              (uint64_t)from, (uint64_t)to) != TW_OK)
@@ -801,7 +804,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
         }
         ji = p->njobs - 1;
         char where[48];
-        snprintf(where, sizeof(where), "partition %" PRId32, p->id);
+        snprintf(where, sizeof(where), "%" PRId32, p->id);
         if (joined_lost &&
             tw_job_note_loss(j->job, TW_LOSS_JOINED, where, (uint64_t)offset,
                              (uint64_t)offset) != TW_OK) {
@@ -814,6 +817,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
     j->last_active_us = now_us;
     r->cur_partition = partition;
     r->cur_offset = offset;
+    uint64_t skewed = r->stats.skewed;
     int rc = tw_job_ingest(j->job, b);
     tw_router_account(r, j);
     if (rc == TW_OK && j->failed)
@@ -822,6 +826,10 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
      * with the last of the nodes that sent JOB_START (tw_job_ingest). */
     if (rc == TW_OK && has_end && tw_job_end_marker_seen(j->job))
         rc = tw_router_finish(r, p, ji, latest_us, "end marker");
+    if (r->stats.skewed != skewed)
+        r->stats.skewed_batches++;
+    if (rc == TW_JOB_STOPPED)
+        p->next_offset = offset; /* read it again */
     r->cur_partition = -1;
     r->cur_offset = -1;
     return rc;
@@ -830,7 +838,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
 int tw_router_expire(tw_router *r, int64_t now_us)
 {
     if (r->results != NULL) /* its clock: the one tw_results_put was given */
-        tw_results_retry(r->results, tw_router_mono_us());
+        tw_results_retry(r->results, tw_mono_us());
     for (size_t pi = 0; pi < r->nparts; pi++) {
         tw_rpart *p = r->parts[pi];
         for (size_t i = 0; i < p->njobs;) {
@@ -839,9 +847,10 @@ int tw_router_expire(tw_router *r, int64_t now_us)
                 i++;
                 continue;
             }
+            int rc = tw_router_finish(r, p, i, 0, "idle");
+            if (rc != TW_OK)
+                return rc;
             r->stats.jobs_idle++;
-            if (tw_router_finish(r, p, i, 0, "idle") != TW_OK)
-                return TW_ERR;
         }
     }
     return TW_OK;

@@ -119,6 +119,10 @@ typedef struct tw_router_stats {
     uint64_t results_pending;  /* held in memory, not on disk yet      */
     uint64_t checkpoints_held; /* not written: a finished job's results
                                   were still held (see checkpoint)     */
+    uint64_t skewed;         /* samples, events, JOB_END times refused as
+                                beyond the clock-skew bound (job.h)     */
+    uint64_t skewed_batches; /* batches that had any (dead-letter copies) */
+    uint64_t scan_cap_hits;  /* advances cut short by the scan cap      */
 } tw_router_stats;
 
 /* An alert to publish (key = job). partition/offset: the metrics message
@@ -183,7 +187,12 @@ void tw_router_revoke(tw_router *r, int32_t partition);
  * an alert could not be queued). TW_UNAVAILABLE when the store is needed
  * and cannot be reached (nothing changed: the message must be read
  * again); a message before the partition's position (redelivered) is
- * ignored. */
+ * ignored. TW_JOB_STOPPED: the job's stop_requested callback stopped
+ * its scans (whole scans only; a job end is not finalized); the position
+ * stays at this message, so it is read again (its samples then count as
+ * duplicates, its JOB_END finishes the job). Stop consuming.
+ * When stats.skewed_batches grew, the batch had items refused for clock
+ * skew: the caller dead-letters a copy (reason clock_skew). */
 int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
                     tw_batch *b, int64_t now_us);
 
@@ -194,7 +203,8 @@ void tw_router_key_mismatch(tw_router *r);
 /* A message that was sent to the dead-letter topic: counted, processed. */
 void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset);
 
-/* Finalizes the jobs without a message for job_idle. TW_ERR as above. */
+/* Finalizes the jobs without a message for job_idle. TW_ERR, and
+ * TW_JOB_STOPPED (that job stays unfinished), as above. */
 int tw_router_expire(tw_router *r, int64_t now_us);
 
 /* The commit of one partition (see above; after tw_router_checkpoint): 1

@@ -10,6 +10,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* How long tw_producer_send() waits for room in a full queue. */
@@ -165,13 +166,6 @@ fail:
     return -1;
 }
 
-static int64_t tw_producer_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int tw_producer_send(tw_producer *p, const char *topic, const char *key,
                      const void *value, size_t len,
                      const tw_kafka_header *headers, size_t nheaders, char *err,
@@ -191,7 +185,7 @@ int tw_producer_send_keyed(tw_producer *p, const char *topic, const void *key,
         snprintf(err, errlen, "kafka producer: %s", p->fatal);
         return -1;
     }
-    int64_t deadline = tw_producer_now_ms() + TW_PRODUCER_QUEUE_WAIT_MS;
+    int64_t deadline = (tw_mono_us() / 1000) + TW_PRODUCER_QUEUE_WAIT_MS;
     /* librdkafka's V_ macros cast their arguments unparenthesized. */
     void *kp = (void *)key;
     for (;;) {
@@ -218,7 +212,7 @@ int tw_producer_send_keyed(tw_producer *p, const char *topic, const void *key,
         if (hdrs != NULL)
             rd_kafka_headers_destroy(hdrs);
         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
-            tw_producer_now_ms() < deadline) {
+            (tw_mono_us() / 1000) < deadline) {
             rd_kafka_poll(p->rk, 100);
             continue;
         }
@@ -241,11 +235,11 @@ int tw_producer_prepare_topic(tw_producer *p, const char *topic,
                  rd_kafka_err2str(rd_kafka_last_error()));
         return -1;
     }
-    int64_t deadline = tw_producer_now_ms() + timeout_ms;
+    int64_t deadline = (tw_mono_us() / 1000) + timeout_ms;
     rd_kafka_resp_err_t e;
     for (;;) {
         const struct rd_kafka_metadata *md = NULL;
-        int64_t left = deadline - tw_producer_now_ms();
+        int64_t left = deadline - (tw_mono_us() / 1000);
         e = rd_kafka_metadata(p->rk, 0, rkt, &md, left > 0 ? (int)left : 1);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             e = md->topic_cnt == 1 ? md->topics[0].err
@@ -257,7 +251,7 @@ int tw_producer_prepare_topic(tw_producer *p, const char *topic,
         if (e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
             e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
             break;
-        if (tw_producer_now_ms() + 100 >= deadline)
+        if ((tw_mono_us() / 1000) + 100 >= deadline)
             break;
         rd_kafka_poll(p->rk, 100);
     }

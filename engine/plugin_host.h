@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "trainwatch/plugin.h"
+#include "buf.h"
 #include "windows.h"
 
 typedef struct tw_registry tw_registry;
@@ -129,13 +130,5 @@ int tw_rule_report(tw_rule *r, tw_json *j);
 int tw_rule_save(tw_rule *r, tw_buf *out);
 int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
                     size_t errlen);
-
-/* ---- growable byte buffer (tw_buf) --------------------------------------- */
-tw_buf *tw_buf_new(void);
-void tw_buf_free(tw_buf *b);
-int tw_buf_append(tw_buf *b, const void *data, size_t len);
-const uint8_t *tw_buf_data(const tw_buf *b);
-size_t tw_buf_len(const tw_buf *b);
-void tw_buf_clear(tw_buf *b);
 
 #endif /* TW_PLUGIN_HOST_H */

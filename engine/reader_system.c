@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event_time.h"
 #include "reader_input.h"
 #include "reader_internal.h"
 #include "reader_json.h"
@@ -265,6 +266,11 @@ static int tw_sys_line(tw_sys_reader *r, tw_json_parser *jp, const tw_input *in,
     int rc = tw_json_parse_sysline(jp, p, n, cap, &l, &reason);
     if (rc == TW_JSON_NOMEM)
         return TW_ERR;
+    if (rc == TW_OK && !tw_time_s_valid(l.timestamp)) {
+        /* beyond int64 ns (year 2262) or ±Inf: no engine time */
+        rc = TW_ERR;
+        reason = "field \"Timestamp\" is out of range (past year 2262)";
+    }
     if (rc != TW_OK) {
         c->stats->bad_lines++;
         tw_reader_report(c, line, "%s", reason);

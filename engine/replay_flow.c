@@ -11,6 +11,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define TW_FLOW_COMMITTED_TIMEOUT_MS 5000
@@ -48,13 +49,6 @@ struct tw_replay_flow {
     int64_t next_refresh_warn_us;
     tw_replay_flow_stats stats;
 };
-
-static int64_t tw_flow_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void tw_flow_on_log(const rd_kafka_t *rk, int level, const char *fac,
                            const char *buf)
@@ -199,7 +193,7 @@ static tw_flow_part *tw_flow_part_get(tw_replay_flow *f, int32_t id)
         f->capparts = cap;
     }
     f->parts[f->nparts] = (tw_flow_part){
-        .id = id, .read_to = -1, .read_since_us = tw_flow_mono_us()};
+        .id = id, .read_to = -1, .read_since_us = tw_mono_us()};
     return &f->parts[f->nparts++];
 }
 
@@ -301,7 +295,7 @@ int tw_replay_flow_refresh(tw_replay_flow *f)
     }
     rd_kafka_resp_err_t e =
         rd_kafka_committed(f->rk, pl, TW_FLOW_COMMITTED_TIMEOUT_MS);
-    int64_t now = tw_flow_mono_us();
+    int64_t now = tw_mono_us();
     for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < pl->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &pl->elems[i];
         if (tp->err != RD_KAFKA_RESP_ERR_NO_ERROR) {

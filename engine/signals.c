@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -56,6 +57,19 @@ int tw_signals_wait(const sigset_t *set, long timeout_ms)
         ts.tv_sec = left / 1000;
         ts.tv_nsec = (left % 1000) * 1000000L;
     }
+}
+
+int tw_signals_pending(const sigset_t *set)
+{
+    sigset_t pending;
+    if (sigpending(&pending) != 0)
+        return 0;
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        if (sigismember(set, sigs[i]) == 1 &&
+            sigismember(&pending, sigs[i]) == 1)
+            return 1;
+    return 0;
 }
 
 const char *tw_signals_name(int sig)

@@ -24,6 +24,10 @@ int tw_signals_block(sigset_t *set);
  * signal number taken, or 0 when the time passed without one. */
 int tw_signals_wait(const sigset_t *set, long timeout_ms);
 
+/* 1 when one of `set` is pending, without taking it (a cheap check for
+ * long computations; tw_signals_wait takes it afterwards). */
+int tw_signals_pending(const sigset_t *set);
+
 /* "SIGINT", "SIGTERM" or "signal". Static string. */
 const char *tw_signals_name(int sig);
 

@@ -30,6 +30,7 @@
 #include <zlib.h>
 
 #include "ckpt_codec.h"
+#include "clock.h"
 #include "config_schema.h"
 #include "log.h"
 
@@ -64,20 +65,6 @@ typedef struct memstore {
     int snapshot_failing;     /* for logging once per state change */
     int broken;               /* a commit failed half-way (out of memory) */
 } memstore;
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- the hash table ---------------------------------------------------- */
 
@@ -191,7 +178,7 @@ static mentry *key_find(memstore *m, const char *key, mentry ***pp)
     size_t klen = strlen(key);
     mentry **p;
     mentry *e = table_find(&m->keys, key, klen, hash_bytes(key, klen), &p);
-    if (e != NULL && e->expire_ms != 0 && e->expire_ms <= wall_ms()) {
+    if (e != NULL && e->expire_ms != 0 && e->expire_ms <= (tw_wall_us() / 1000)) {
         table_unlink(&m->keys, p);
         m->dirty = 1;
         return NULL;
@@ -228,7 +215,7 @@ static const char snap_magic[8] = {'T', 'W', 'S', 'N', 'A', 'P', '0', '1'};
 
 static int encode_snapshot(memstore *m, tw_ckw *w)
 {
-    int64_t now = wall_ms();
+    int64_t now = (tw_wall_us() / 1000);
     uint64_t records = 0;
     tw_ckw_bytes(w, snap_magic, sizeof(snap_magic));
     for (size_t i = 0; i < m->keys.cap; i++) {
@@ -339,7 +326,7 @@ static int snapshot_maybe(memstore *m, int force, char *err, size_t errlen)
 {
     if (m->snapshot == NULL || !m->dirty)
         return TW_OK;
-    int64_t now = mono_us();
+    int64_t now = tw_mono_us();
     if (!force && m->snapshot_interval_us > 0 &&
         now - m->last_snapshot_us < m->snapshot_interval_us)
         return TW_OK;
@@ -541,7 +528,7 @@ static int snapshot_load(memstore *m, char *err, size_t errlen)
         return TW_ERR;
     }
     /* Drop what expired while we were down (the next snapshot omits it). */
-    int64_t now = wall_ms();
+    int64_t now = (tw_wall_us() / 1000);
     size_t live = 0;
     for (size_t i = 0; i < m->keys.cap; i++)
         for (mentry **p = &m->keys.buckets[i]; *p != NULL;) {
@@ -700,7 +687,7 @@ static int mem_apply(memstore *m, const tw_store_op *op)
     }
     case TW_STORE_EXPIRE:
         if (e != NULL)
-            e->expire_ms = wall_ms() + op->ttl_s * 1000;
+            e->expire_ms = (tw_wall_us() / 1000) + op->ttl_s * 1000;
         return TW_OK;
     }
     return TW_ERR;
@@ -777,7 +764,7 @@ static int mem_ttl(void *impl, const char *key, int64_t *ttl_ms, char *err,
     mentry *e = key_find(impl, key, NULL);
     if (e == NULL)
         return 0;
-    *ttl_ms = e->expire_ms == 0 ? -1 : e->expire_ms - wall_ms();
+    *ttl_ms = e->expire_ms == 0 ? -1 : e->expire_ms - (tw_wall_us() / 1000);
     return 1;
 }
 
@@ -796,7 +783,7 @@ static int mem_claim(void *impl, const char *key, int64_t ttl_s, char *err,
         snprintf(err, errlen, "state: out of memory claiming '%s'", key);
         return TW_ERR;
     }
-    e->expire_ms = wall_ms() + ttl_s * 1000;
+    e->expire_ms = (tw_wall_us() / 1000) + ttl_s * 1000;
     m->dirty = 1;
     /* The claim must be on disk before the caller acts on it. */
     int rc = snapshot_maybe(m, 1, err, errlen);
@@ -842,7 +829,7 @@ int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
         }
         if (snapshot_load(m, err, errlen) != TW_OK)
             goto fail;
-        m->last_snapshot_us = mono_us();
+        m->last_snapshot_us = tw_mono_us();
     }
     *vt = &memory_vtable;
     *impl = m;

@@ -37,6 +37,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "clock.h"
 #include "config_schema.h"
 #include "log.h"
 #include "secret_file.h"
@@ -68,13 +69,6 @@ typedef struct rstore {
     size_t scratch_cap;
 } rstore;
 
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static struct timeval to_tv(int64_t us)
 {
     struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
@@ -98,7 +92,7 @@ static int transient_error(const char *msg)
 /* Drop the connection and schedule the next reconnect. */
 static int mark_down(rstore *r, const char *reason, char *err, size_t errlen)
 {
-    int64_t now = mono_us();
+    int64_t now = tw_mono_us();
     /* reason may point into the context (errstr): copy it first */
     if (reason != r->reason)
         snprintf(r->reason, sizeof(r->reason), "%s", reason);
@@ -221,7 +215,7 @@ static int ensure_up(rstore *r, char *err, size_t errlen)
 {
     if (r->c != NULL)
         return TW_OK;
-    int64_t now = mono_us();
+    int64_t now = tw_mono_us();
     if (now < r->next_retry_us) {
         snprintf(err, errlen,
                  "state: redis %s unavailable: %s (next attempt in %lld ms)",
@@ -238,7 +232,7 @@ static int ensure_up(rstore *r, char *err, size_t errlen)
     if (r->down)
         tw_log(TW_LOG_INFO,
                "state: redis %s available again after %.1f s (%u attempts)",
-               r->where, (double)(mono_us() - r->down_since_us) / 1e6,
+               r->where, (double)(tw_mono_us() - r->down_since_us) / 1e6,
                r->attempts);
     r->down = 0;
     r->reason[0] = 0;
@@ -357,7 +351,7 @@ static int64_t rs_retry_in_ms(const void *impl)
     const rstore *r = impl;
     if (r->c != NULL)
         return 0;
-    int64_t left = r->next_retry_us - mono_us();
+    int64_t left = r->next_retry_us - tw_mono_us();
     return left > 0 ? (left + 999) / 1000 : 0;
 }
 

@@ -106,7 +106,7 @@ printf 'state:\n  redis:\n    port: 70000\n' > "$WORK/bad.yaml"
 grep -q "bad.yaml:3: .*redis.port.*outside \[1, 65535\]" "$WORK/bad.err" || fail "port: $(cat "$WORK/bad.err")"
 
 # 5. One duration grammar: days everywhere.
-printf 'tick: 1d\nidle_node: 1d\nrules:\n  - name: CPUBottleneck\n    actions:\n      - {type: webhook, url: "http://127.0.0.1:9/", timeout: 1d, repeat_after: 7d}\nengine:\n  job_idle: 7d\nstate:\n  finished_ttl: 7d\n' > "$WORK/days.yaml"
+printf 'tick: 1d\nidle_node: 1d\nclock_skew: 1d\nrules:\n  - name: CPUBottleneck\n    actions:\n      - {type: webhook, url: "http://127.0.0.1:9/", timeout: 1d, repeat_after: 7d}\nengine:\n  job_idle: 7d\nstate:\n  finished_ttl: 7d\n' > "$WORK/days.yaml"
 "$TW" run --check --config "$WORK/days.yaml" --brokers 127.0.0.1:1 > "$WORK/days.out" 2>&1 ||
   fail "days refused: $(cat "$WORK/days.out")"
 echo "config_schema: all checks passed"

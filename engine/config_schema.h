@@ -97,6 +97,11 @@ int64_t tw_schema_duration_us(const tw_settings *s, tw_section section,
                               const char *path);
 int tw_schema_bool(const tw_settings *s, tw_section section, const char *path);
 
+/* "90s", "1500ms", "2h": the shortest exact way to write `us`. */
+void tw_schema_format_duration(int64_t us, char *out, size_t len);
+
+/* ---- config_schema_doc.c ---------------------------------------------- */
+
 /* `trainwatch config --describe`: every key as readable text. */
 void tw_schema_describe(FILE *out);
 /* The same as a Markdown table (the README's "Configuration keys"). */

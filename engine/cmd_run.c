@@ -114,21 +114,17 @@ static void tw_run_usage(FILE *out)
         "options:\n"
         "  --config FILE   configuration (YAML or JSON, see\n"
         "                  deploy/trainwatch.yaml): rules (default:\n"
-        "                  ProfilerReport), tick, lateness, and the\n"
-        "                  sections\n"
-        "                    kafka:  brokers, group (trainwatch),\n"
-        "                            metrics_topic (trainwatch.metrics),\n"
-        "                            alerts_topic (trainwatch.alerts),\n"
-        "                            deadletter_topic (trainwatch.deadletter),\n"
-        "                            client_id, properties: {librdkafka\n"
-        "                            property: value, ...}\n"
-        "                    engine: job_idle (10m), results_dir (none),\n"
-        "                            commit_interval (1s),\n"
-        "                            progress_interval (10s; 0 = off),\n"
-        "                            on_data_loss (evaluate | skip: a job\n"
-        "                            whose beginning was lost)\n"
-        "                    state:  store (memory | redis), checkpoint_interval,\n"
-        "                            finished_ttl, snapshot, redis.*\n"
+        "                  ProfilerReport), tick, lateness, idle_node,\n"
+        "                  clock_skew, and the\n"
+        "                  sections (keys with their defaults):\n");
+    static const tw_section sections[] = {TW_SECTION_KAFKA, TW_SECTION_ENGINE,
+                                          TW_SECTION_STATE};
+    for (size_t i = 0; i < 3; i++) {
+        fprintf(out, "                    %s:\n", tw_section_name(sections[i]));
+        tw_schema_print_keys(out, sections[i], 22);
+    }
+    fprintf(
+        out,
         "                  `trainwatch config --describe` lists every key\n"
         "                  with its type, bounds and default.\n"
         "                  A file with a secret in it (such as\n"

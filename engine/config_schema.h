@@ -106,6 +106,9 @@ void tw_schema_format_duration(int64_t us, char *out, size_t len);
 void tw_schema_describe(FILE *out);
 /* The same as a Markdown table (the README's "Configuration keys"). */
 void tw_schema_describe_markdown(FILE *out);
+/* The keys of one section with their defaults, "key (default), key, ...",
+ * wrapped at 76 columns, each line indented by `indent` (--help texts). */
+void tw_schema_print_keys(FILE *out, tw_section section, int indent);
 /* `trainwatch config --sample`: a complete commented YAML file that
  * `run` and `eval` load as it is. */
 void tw_schema_sample(FILE *out);

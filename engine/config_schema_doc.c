@@ -231,3 +231,31 @@ void tw_schema_sample(FILE *out)
         sample_section(out, run_sections[i], 2, "");
     }
 }
+
+void tw_schema_print_keys(FILE *out, tw_section section, int indent)
+{
+    size_t nkeys;
+    const tw_key_spec *table = tw_schema_table(&nkeys);
+    int col = indent, first = 1;
+    fprintf(out, "%*s", indent, "");
+    for (size_t i = 0; i < nkeys; i++) {
+        const tw_key_spec *k = &table[i];
+        if (k->section != section)
+            continue;
+        char item[160];
+        int n = snprintf(item, sizeof(item), "%s%s%s%s", k->path,
+                         k->def ? " (" : "", k->def ? k->def : "",
+                         k->def ? ")" : "");
+        if (!first && col + 2 + n > 76) {
+            fprintf(out, ",\n%*s", indent, "");
+            col = indent;
+        } else if (!first) {
+            fputs(", ", out);
+            col += 2;
+        }
+        fputs(item, out);
+        col += n;
+        first = 0;
+    }
+    fputc('\n', out);
+}

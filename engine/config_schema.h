@@ -5,6 +5,10 @@
  * section's owner: run_settings in cmd_run.c, state_store.c, action_config.c),
  * the defaults those owners read, `trainwatch config --describe` and
  * `trainwatch config --sample`. A key missing here is an unknown key.
+ * Adding a key: a row in config_schema.c, read through tw_schema_*() by
+ * its owner, then README's "Configuration keys" table replaced by the
+ * output of `trainwatch config --markdown` (tests/integration/
+ * config_schema.sh fails until they agree).
  *
  * Durations have one grammar everywhere (tw_parse_duration_us: a number
  * with us, ms, s, m, min, h or d; plain = seconds; at most

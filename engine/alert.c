@@ -9,6 +9,7 @@
 
 #include "ckpt_codec.h"
 #include "json_writer.h"
+#include "log.h"
 #include "plugin_host.h"
 
 #define TW_ALERT_SCHEMA_VERSION 1
@@ -28,6 +29,8 @@ struct tw_alert_tracker {
     size_t nnodes;
     tw_json *out, *scratch;
     uint64_t sent;
+    size_t max_bytes; /* 0 = no limit */
+    uint64_t truncated;
 };
 
 const char *tw_alert_kind_name(tw_alert_kind k)
@@ -114,6 +117,16 @@ uint64_t tw_alert_tracker_sent(const tw_alert_tracker *t)
     return t->sent;
 }
 
+void tw_alert_tracker_set_max_bytes(tw_alert_tracker *t, size_t max_bytes)
+{
+    t->max_bytes = max_bytes;
+}
+
+uint64_t tw_alert_tracker_truncated(const tw_alert_tracker *t)
+{
+    return t->truncated;
+}
+
 static int tw_alert_copy_nodes(tw_alert_tracker *t, const tw_scan *scan)
 {
     if (scan->nnodes <= t->nnodes)
@@ -140,13 +153,21 @@ typedef struct tw_alert_event {
     int final;
 } tw_alert_event;
 
-static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
-                            const char *parent, const tw_alert_event *ev)
+/* What a size-bounded alert leaves out (tw_alert_build). */
+typedef struct tw_alert_cut {
+    size_t nodes;          /* nodes listed: the first `nodes` of t->nodes */
+    size_t report_len;     /* the report left out (always); 0 = none */
+    size_t params_omitted; /* parameters left out (all or none) */
+    size_t full_len;       /* the alert's length with nothing left out */
+} tw_alert_cut;
+
+/* Writes the alert into t->out; cut NULL = all of it, with the report the
+ * caller put in t->scratch (empty: none); with a cut, never the report. */
+static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                           const char *parent, const tw_alert_event *ev,
+                           const char *id, const tw_alert_cut *cut)
 {
     const char *status = tw_rule_status_name(tw_rule_get_status(rule));
-    char id[TW_ALERT_ID_LEN + 1];
-    tw_alert_id(tw_job_id(job), parent, tw_rule_name(rule), ev->kind, ev->scan,
-                status, id);
     const tw_scan_result *res = tw_rule_last_result(rule);
     tw_json *j = t->out;
     tw_json_reset(j);
@@ -192,7 +213,8 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_object_end(j);
     tw_json_key(j, "nodes");
     tw_json_array_begin(j);
-    for (size_t i = 0; i < t->nnodes; i++)
+    size_t nnodes = cut != NULL ? cut->nodes : t->nnodes;
+    for (size_t i = 0; i < nnodes; i++)
         tw_json_string(j, t->nodes[i]);
     tw_json_array_end(j);
     tw_json_key(j, "semantics");
@@ -203,8 +225,9 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_object_begin(j);
     const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
     const tw_params *p = tw_rule_params(rule);
-    for (size_t i = 0;
-         d != NULL && p != NULL && i < p->nvalues && i < d->nparams; i++) {
+    for (size_t i = 0; (cut == NULL || cut->params_omitted == 0) && d != NULL &&
+                       p != NULL && i < p->nvalues && i < d->nparams;
+         i++) {
         tw_json_key(j, d->params[i].name);
         tw_json_string(j,
                        p->values[i].text != NULL ? p->values[i].text : "None");
@@ -228,18 +251,115 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
         tw_json_key(j, "error");
         tw_json_string(j, tw_rule_error(rule));
     }
-    /* The rule's own report; a composite's would repeat its sub-rules'. */
-    tw_json_reset(t->scratch);
-    if (tw_rule_nchildren(rule) == 0 &&
-        tw_rule_report(rule, t->scratch) == TW_OK &&
-        !tw_json_failed(t->scratch) && tw_json_len(t->scratch) > 0) {
+    if (cut == NULL && tw_json_len(t->scratch) > 0) {
         tw_json_key(j, "report");
         tw_json_raw(j, tw_json_str(t->scratch));
     }
     tw_json_object_end(j);
+    if (cut != NULL) {
+        tw_json_key(j, "truncated");
+        tw_json_bool(j, 1);
+        tw_json_key(j, "truncation");
+        tw_json_object_begin(j);
+        tw_json_key(j, "max_bytes");
+        tw_json_int(j, (int64_t)t->max_bytes);
+        tw_json_key(j, "full_bytes");
+        tw_json_int(j, (int64_t)cut->full_len);
+        tw_json_key(j, "nodes_total");
+        tw_json_int(j, (int64_t)t->nnodes);
+        tw_json_key(j, "nodes_listed");
+        tw_json_int(j, (int64_t)cut->nodes);
+        tw_json_key(j, "report_bytes_omitted");
+        tw_json_int(j, (int64_t)cut->report_len);
+        tw_json_key(j, "parameters_omitted");
+        tw_json_int(j, (int64_t)cut->params_omitted);
+        tw_json_object_end(j);
+    }
     tw_json_object_end(j);
-    if (tw_json_failed(j))
+}
+
+/* Room the truncation marker needs: its keys and six 20-digit numbers. */
+#define TW_ALERT_CUT_RESERVE 256
+
+/* The rule's parameters as the alert lists them. */
+static size_t tw_alert_nparams(tw_rule *rule)
+{
+    const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
+    const tw_params *p = tw_rule_params(rule);
+    if (d == NULL || p == NULL)
+        return 0;
+    return p->nvalues < d->nparams ? p->nvalues : d->nparams;
+}
+
+/* The alert in t->out cut to t->max_bytes: first the report goes (the
+ * results file keeps it), then the node list is shortened (the nodes
+ * listed are the first ones seen), after the parameters (the
+ * configuration has them) when even no node leaves room. TW_ERR when
+ * that does not fit either. */
+static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                        const char *parent, const tw_alert_event *ev,
+                        const char *id)
+{
+    tw_alert_cut cut = {.nodes = t->nnodes,
+                        .report_len = tw_json_len(t->scratch),
+                        .full_len = tw_json_len(t->out)};
+    tw_alert_build(t, job, rule, parent, ev, id, &cut);
+    if (tw_json_failed(t->out))
         return TW_ERR;
+    if (tw_json_len(t->out) > t->max_bytes) {
+        /* Without nodes, then as many as fit; each costs its escaped
+         * length plus a comma (measured with the scratch writer). */
+        cut.nodes = 0;
+        tw_alert_build(t, job, rule, parent, ev, id, &cut);
+        size_t used = tw_json_len(t->out) + TW_ALERT_CUT_RESERVE;
+        if (!tw_json_failed(t->out) && used > t->max_bytes) {
+            cut.params_omitted = tw_alert_nparams(rule);
+            tw_alert_build(t, job, rule, parent, ev, id, &cut);
+            used = tw_json_len(t->out) + TW_ALERT_CUT_RESERVE;
+        }
+        if (tw_json_failed(t->out) || used > t->max_bytes)
+            return TW_ERR;
+        size_t room = t->max_bytes - used;
+        for (; cut.nodes < t->nnodes; cut.nodes++) {
+            tw_json_reset(t->scratch);
+            tw_json_string(t->scratch, t->nodes[cut.nodes]);
+            size_t cost = tw_json_len(t->scratch) + 1;
+            if (cost > room)
+                break;
+            room -= cost;
+        }
+        tw_alert_build(t, job, rule, parent, ev, id, &cut);
+    }
+    if (tw_json_failed(t->out) || tw_json_len(t->out) > t->max_bytes)
+        return TW_ERR;
+    t->truncated++;
+    return TW_OK;
+}
+
+static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                            const char *parent, const tw_alert_event *ev)
+{
+    const char *status = tw_rule_status_name(tw_rule_get_status(rule));
+    char id[TW_ALERT_ID_LEN + 1];
+    tw_alert_id(tw_job_id(job), parent, tw_rule_name(rule), ev->kind, ev->scan,
+                status, id);
+    /* The rule's own report; a composite's would repeat its sub-rules'. */
+    tw_json_reset(t->scratch);
+    if (tw_rule_nchildren(rule) != 0 ||
+        tw_rule_report(rule, t->scratch) != TW_OK || tw_json_failed(t->scratch))
+        tw_json_reset(t->scratch);
+    tw_alert_build(t, job, rule, parent, ev, id, NULL);
+    if (tw_json_failed(t->out))
+        return TW_ERR;
+    if (t->max_bytes > 0 && tw_json_len(t->out) > t->max_bytes &&
+        tw_alert_fit(t, job, rule, parent, ev, id) != TW_OK) {
+        tw_log(TW_LOG_ERROR,
+               "alert %s of job %.200s rule %s: cannot fit %zu bytes even "
+               "without its report, nodes and parameters",
+               id, tw_job_id(job), tw_rule_name(rule), t->max_bytes);
+        return TW_ERR;
+    }
+    tw_json *j = t->out;
     if (t->emit(t->ud, tw_job_id(job), id, tw_json_str(j), tw_json_len(j)) !=
         TW_OK)
         return TW_ERR;

@@ -70,6 +70,18 @@ int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job);
 /* Alerts emitted so far. */
 uint64_t tw_alert_tracker_sent(const tw_alert_tracker *t);
 
+/* Size bound (0 = none, the default): an alert longer than max_bytes is
+ * published without its report and, when still too long, with only the
+ * first nodes that fit (and no parameters when not even one fits), marked
+ * "truncated": true and "truncation": {what was cut}
+ * (schemas/alert.schema.json); the id is unchanged. One that cannot fit
+ * even so (max_bytes below ~700 bytes plus the job id) makes the
+ * publishing call fail (TW_ERR). */
+void tw_alert_tracker_set_max_bytes(tw_alert_tracker *t, size_t max_bytes);
+
+/* Alerts published truncated so far. */
+uint64_t tw_alert_tracker_truncated(const tw_alert_tracker *t);
+
 /* Checkpoints: the tracker's bookkeeping (each rule's last published
  * status and violation count, the node list, the count sent) appended to
  * out as one blob (magic "TWAT", version 1, ckpt_codec.h encoding), and

@@ -50,6 +50,7 @@
 #include "kafka_producer.h"
 #include "kafka_source.h"
 #include "log.h"
+#include "quarantine.h"
 #include "run_actions.h"
 #include "signals.h"
 #include "state_store.h"
@@ -80,6 +81,9 @@ typedef struct tw_run_settings {
     const char *results_dir;
     int64_t commit_interval_us;
     int64_t progress_interval_us;
+    int64_t quarantine_after;   /* failures at one offset: quarantined */
+    const char *failure_ledger; /* quarantine.h; NULL = in memory */
+    char *default_ledger;       /* <results_dir>/.trainwatch-failures */
 } tw_run_settings;
 
 typedef struct tw_run {
@@ -91,6 +95,7 @@ typedef struct tw_run {
     tw_store *store; /* the state store (owned by tw_cmd_run) */
     int paused;      /* store unavailable: consumption stopped */
     int failed; /* a commit or flush failed inside a rebalance */
+    tw_quarantine *quarantine;
 } tw_run;
 
 static void tw_run_usage(FILE *out)
@@ -159,6 +164,12 @@ static void tw_run_usage(FILE *out)
         "counted (skewed=), never moves the job's clock, and its message\n"
         "is copied to the dead-letter topic with reason clock_skew (the\n"
         "rest of the batch is used). One message runs at most 1000 scans.\n"
+        "Alerts and dead letters never exceed the producer's\n"
+        "message.max.bytes (kafka.properties): longer alerts are sent\n"
+        "without their report and with fewer nodes, marked truncated.\n"
+        "A message that fails quarantine_after times at the same offset\n"
+        "(restarts included, counted in failure_ledger) is quarantined:\n"
+        "dead-lettered, its job's results marked quarantined.\n"
         "\n"
         "Stops on SIGINT/SIGTERM after the message in hand (a long\n"
         "evaluation is interrupted between scans and the message read\n"
@@ -173,6 +184,8 @@ static void tw_run_settings_free(tw_run_settings *s)
         free(s->prop_kv[i]);
     }
     s->nprops = 0;
+    free(s->default_ledger);
+    s->default_ledger = NULL;
 }
 
 /* Interprets the kafka: and engine: sections (keys, types, bounds and
@@ -228,7 +241,19 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
         strcmp(tw_schema_str(e, TW_SECTION_ENGINE, "on_data_loss"), "skip") == 0
             ? TW_ON_DATA_LOSS_SKIP
             : TW_ON_DATA_LOSS_EVALUATE;
+    s->quarantine_after =
+        tw_schema_int(e, TW_SECTION_ENGINE, "quarantine_after");
+    s->failure_ledger = tw_schema_str(e, TW_SECTION_ENGINE, "failure_ledger");
     s->results_dir = tw_schema_str(e, TW_SECTION_ENGINE, "results_dir");
+    if (s->failure_ledger == NULL && s->results_dir != NULL) {
+        if (asprintf(&s->default_ledger, "%s/.trainwatch-failures",
+                     s->results_dir) < 0) {
+            s->default_ledger = NULL;
+            snprintf(err, errlen, "out of memory");
+            return TW_ERR;
+        }
+        s->failure_ledger = s->default_ledger;
+    }
     if (s->results_dir != NULL) {
         struct stat sb;
         if (stat(s->results_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
@@ -241,6 +266,29 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
 }
 
 /* ---- outputs and commits ------------------------------------------------- */
+
+/* What the key (a job id, at most TW_WIRE_ID_MAX bytes), tw_run_alert's
+ * three headers and the record's framing may take of a message. */
+#define TW_RUN_ALERT_HEADROOM 1024
+
+/* Below this no alert fits (its fixed fields alone). */
+#define TW_RUN_ALERT_MIN 512
+
+/* The longest alert JSON the producer will accept (message.max.bytes in
+ * kafka.properties, else librdkafka's 1000000), less the headroom. */
+static size_t tw_run_alert_room(const tw_run_settings *s)
+{
+    size_t max = tw_producer_props_max_message_bytes(
+        (const char *const *)s->prop_kv, s->nprops);
+    if (max >= TW_RUN_ALERT_HEADROOM + TW_RUN_ALERT_MIN)
+        return max - TW_RUN_ALERT_HEADROOM;
+    /* Every alert will fail to fit, and its job be quarantined. */
+    tw_log(TW_LOG_WARN,
+           "run: kafka.properties message.max.bytes %zu leaves no room for "
+           "alerts (at least %d needed): every job will be quarantined",
+           max, TW_RUN_ALERT_HEADROOM + TW_RUN_ALERT_MIN);
+    return TW_RUN_ALERT_MIN;
+}
 
 static int tw_run_alert(void *ud, const char *job, const char *id,
                         const char *json, size_t len, int32_t partition,
@@ -442,7 +490,9 @@ static void tw_run_stats_line(const tw_router *router,
             " results_versions=%" PRIu64 " results_failures=%" PRIu64
             " results_retries=%" PRIu64 " results_pending=%" PRIu64
             " checkpoints_held=%" PRIu64 " skewed=%" PRIu64
-            " skewed_batches=%" PRIu64 " scan_cap_hits=%" PRIu64 "%s\n",
+            " skewed_batches=%" PRIu64 " scan_cap_hits=%" PRIu64
+            " alerts_truncated=%" PRIu64 " jobs_quarantined=%" PRIu64
+            " messages_quarantined=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
@@ -453,7 +503,8 @@ static void tw_run_stats_line(const tw_router *router,
             st.checkpoints, st.results_written, st.results_versions,
             st.results_failures, st.results_retries, st.results_pending,
             st.checkpoints_held, st.skewed, st.skewed_batches,
-            st.scan_cap_hits, act);
+            st.scan_cap_hits, st.alerts_truncated, st.jobs_quarantined,
+            st.messages_quarantined, act);
     fflush(out);
 }
 
@@ -594,6 +645,51 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
     return TW_OK;
 }
 
+/* The message failed for the last time (quarantine.h): to the
+ * dead-letter topic with reason "quarantined", and its job finished as
+ * quarantined. TW_ERR = cannot go on (the dead letter cannot be queued). */
+static int tw_run_quarantine(tw_run *r, const tw_source_msg *m,
+                             unsigned attempts)
+{
+    char why[512], err[512];
+    snprintf(why, sizeof(why),
+             "processing failed %u time(s) at this offset (see the ERROR "
+             "lines before)",
+             attempts);
+    tw_batch *b = NULL;
+    char derr[256];
+    /* the job it belongs to: the batch's, else the key (undecodable) */
+    char *job = NULL;
+    if (tw_wire_decode(m->value, m->len, &b, derr, sizeof(derr)) == TW_WIRE_OK)
+        job = strdup(b->job);
+    else if (m->key != NULL)
+        job = strndup(m->key, m->key_len);
+    tw_batch_free(b);
+    tw_dead_letter dl = {.topic = m->topic,
+                         .partition = m->partition,
+                         .offset = m->offset,
+                         .key = m->key,
+                         .key_len = m->key_len,
+                         .value = m->value,
+                         .len = m->len,
+                         .reason = "quarantined",
+                         .error = why};
+    int rc = TW_OK;
+    if (tw_dead_letter_send(r->producer, r->s.deadletter_topic, &dl, err,
+                            sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "dead letter: %s", err);
+        rc = TW_ERR;
+    } else if (tw_router_quarantine(r->router, m->partition, m->offset, job,
+                                    why, attempts) != TW_OK) {
+        tw_log(TW_LOG_ERROR, "quarantine: out of memory");
+        rc = TW_ERR;
+    }
+    free(job);
+    if (rc == TW_OK)
+        tw_quarantine_forget(r->quarantine, m->partition, m->offset);
+    return rc;
+}
+
 int tw_cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -698,7 +794,13 @@ int tw_cmd_run(int argc, char **argv)
                                .results_dir = r.s.results_dir,
                                .store = r.store,
                                .topic = r.s.metrics_topic,
-                               .on_data_loss = r.s.on_data_loss};
+                               .on_data_loss = r.s.on_data_loss,
+                               .max_alert_bytes = tw_run_alert_room(&r.s)};
+    if (tw_quarantine_new(r.s.failure_ledger, (unsigned)r.s.quarantine_after,
+                          &r.quarantine, err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        goto out;
+    }
     if (tw_router_new(&rc_cfg, tw_run_alert, &r, &r.router, err,
                       sizeof(err)) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
@@ -780,6 +882,24 @@ int tw_cmd_run(int argc, char **argv)
             tw_source_release(r.source, &m);
         } else if (got == 1) {
             int mrc = tw_run_message(&r, &m);
+            if (mrc != TW_OK) {
+                /* Counted across restarts: the last allowed failure at
+                 * this offset quarantines the message (quarantine.h). */
+                unsigned n =
+                    tw_quarantine_failed(r.quarantine, m.partition, m.offset);
+                if (n >= tw_quarantine_max_attempts(r.quarantine))
+                    mrc = tw_run_quarantine(&r, &m, n);
+                else
+                    tw_log(TW_LOG_ERROR,
+                           "run: partition %" PRId32 " offset %" PRId64
+                           " failed (attempt %u of %u before it is "
+                           "quarantined)",
+                           m.partition, m.offset, n,
+                           tw_quarantine_max_attempts(r.quarantine));
+            } else {
+                /* one that failed before got through (transient) */
+                tw_quarantine_forget(r.quarantine, m.partition, m.offset);
+            }
             tw_source_release(r.source, &m);
             if (mrc == TW_JOB_STOPPED) {
                 since_signal_check = 64; /* take the signal below */
@@ -852,6 +972,7 @@ out:
     tw_source_free(r.source);
     tw_producer_free(r.producer);
     tw_router_free(r.router);
+    tw_quarantine_free(r.quarantine);
     tw_run_actions_free(r.actions);
     tw_store_close(store);
     tw_run_settings_free(&r.s);

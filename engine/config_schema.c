@@ -124,6 +124,12 @@ static const tw_key_spec schema[] = {
     ENUM(TW_SECTION_ENGINE, "on_data_loss", "evaluate", "evaluate|skip",
          "a job whose beginning was lost: evaluate what is left (partial) "
          "or skip it"),
+    INT(TW_SECTION_ENGINE, "quarantine_after", "3", 1, 1000000,
+        "a message that made run fail this many times at one offset "
+        "(restarts included) is quarantined"),
+    PATH(TW_SECTION_ENGINE, "failure_ledger", "/var/lib/trainwatch/failures",
+         "file counting those failures across restarts (default: "
+         "results_dir/.trainwatch-failures, else in memory)"),
 
     /* ---- state ------------------------------------------------------- */
     ENUM(TW_SECTION_STATE, "store", "memory", "memory|redis",

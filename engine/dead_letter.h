@@ -7,6 +7,11 @@
  *   trainwatch.source.topic      the topic it was read from
  *   trainwatch.source.partition  decimal
  *   trainwatch.source.offset     decimal
+ *   trainwatch.truncated         only when the value was cut to the
+ *                                producer's message.max.bytes: its
+ *                                original length, decimal
+ *   trainwatch.key_truncated     only when the key (longer than 4096
+ *                                bytes) was cut to 4096: its length
  *
  * Ownership: the producer copies everything; the caller keeps its buffers.
  */

@@ -133,6 +133,7 @@ int tw_job_new(const char *job_id, const tw_job_config *cfg,
     tw_strmap_init(&j->node_ids);
     tw_strmap_init(&j->producer_ids);
     tw_job_loss_init(&j->loss);
+    tw_watermark_init(&j->wm, j->cfg.idle_node_us);
     j->windows = tw_windows_new();
     if (j->id == NULL || j->windows == NULL ||
         (j->host = tw_host_ctx_new(reg, j->windows, job_id)) == NULL) {
@@ -169,6 +170,7 @@ void tw_job_free(tw_job *j)
     tw_strmap_free(&j->series_ids);
     tw_strmap_free(&j->node_ids);
     tw_strmap_free(&j->producer_ids);
+    tw_watermark_free(&j->wm);
     tw_arena_free(&j->dict);
     tw_host_ctx_free(j->host);
     tw_windows_free(j->windows);
@@ -733,11 +735,10 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             int64_t latest = b->file_ts_us ? b->file_ts_us : minute_floor_us(max_ts);
             if (latest > j->latest_system_us)
                 j->latest_system_us = latest;
-            producer *p = sp;
             int64_t newest = 0;
             (void)tw_time_s_to_us(max_ts, &newest); /* checked above */
-            if (newest > p->newest_us)
-                p->newest_us = newest;
+            if (tw_job_producer_newest_(j, sp, newest) != TW_OK)
+                goto oom;
             if (j->newest_us != 0 && newest > j->newest_us)
                 j->newest_us = newest; /* 0: skew_reference_us computes it */
         }
@@ -785,10 +786,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             if (file_ts > j->latest_framework_us)
                 j->latest_framework_us = file_ts;
             producer *p = producer_get(j, "fw", node);
-            if (p == NULL)
+            if (p == NULL || tw_job_producer_newest_(j, p, max_end) != TW_OK)
                 goto oom;
-            if (max_end > p->newest_us)
-                p->newest_us = max_end;
             if (j->newest_us != 0 && max_end > j->newest_us)
                 j->newest_us = max_end; /* 0: skew_reference_us computes it */
         }
@@ -812,19 +811,7 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
 
     if (!j->cfg.external_watermark) {
         /* Watermark: the slowest active producer's newest time. */
-        int64_t newest = INT64_MIN, wm = INT64_MAX;
-        for (size_t i = 0; i < j->nproducers; i++)
-            if (j->producers[i].newest_us > newest)
-                newest = j->producers[i].newest_us;
-        for (size_t i = 0; i < j->nproducers; i++) {
-            const producer *p = &j->producers[i];
-            if (p->newest_us == 0)
-                continue; /* sequence-only entries */
-            if (newest - p->newest_us > j->cfg.idle_node_us)
-                continue;
-            if (p->newest_us < wm)
-                wm = p->newest_us;
-        }
+        int64_t wm = tw_watermark_get(&j->wm);
         if (wm != INT64_MAX)
             return tw_job_advance(j, wm);
     }
@@ -1128,6 +1115,15 @@ int tw_job_series_id_(tw_job *j, uint32_t node, const char *node_name,
                       const tw_batch_series *bs, uint32_t *out)
 {
     return series_id(j, node, node_name, bs, out);
+}
+
+int tw_job_producer_newest_(tw_job *j, producer *p, int64_t t)
+{
+    if (t <= p->newest_us)
+        return TW_OK;
+    p->newest_us = t;
+    /* newest_us 0 marks sequence-only entries; times only grow past it */
+    return tw_watermark_set(&j->wm, (size_t)(p - j->producers), t);
 }
 
 producer *tw_job_producer_get_(tw_job *j, const char *kind, const char *node)

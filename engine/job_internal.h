@@ -12,6 +12,7 @@
 #include "job.h"
 #include "job_loss.h"
 #include "strmap.h"
+#include "watermark.h"
 
 /* A buffered batch and what scan assembly needs to order and select it. */
 typedef struct chunk {
@@ -69,6 +70,7 @@ struct tw_job {
     tw_strmap producer_ids;
     producer *producers;
     size_t nproducers, producers_cap;
+    tw_watermark wm; /* over producers' newest_us (producer_newest_) */
 
     /* clock */
     int64_t first_us; /* F; 0 = not known yet */
@@ -116,5 +118,7 @@ int tw_job_series_id_(tw_job *j, uint32_t node, const char *node_name,
                       const tw_batch_series *bs, uint32_t *out);
 /* key = "<kind>:<node>" as producer_get builds it; NULL on OOM. */
 producer *tw_job_producer_get_(tw_job *j, const char *kind, const char *node);
+/* p->newest_us := t when newer, and the watermark with it. TW_ERR: OOM. */
+int tw_job_producer_newest_(tw_job *j, producer *p, int64_t t);
 
 #endif /* TW_JOB_INTERNAL_H */

@@ -20,6 +20,7 @@
 #include "json_writer.h"
 #include "log.h"
 #include "results_file.h"
+#include "quarantine.h"
 #include "strmap.h"
 
 /* What a partition remembers of a job that is not being evaluated. */
@@ -201,6 +202,9 @@ static void tw_rjob_free(tw_rjob *j)
 {
     if (j == NULL)
         return;
+    if (j->alerts != NULL)
+        j->router->stats.alerts_truncated +=
+            tw_alert_tracker_truncated(j->alerts);
     tw_job_free(j->job);
     tw_alert_tracker_free(j->alerts);
     free(j);
@@ -466,13 +470,16 @@ static void tw_router_account(tw_router *r, tw_rjob *j)
 }
 
 /* Hands the job's results to the results writer (results_file.h), which
- * writes <results_dir>/<name>.json or keeps them and retries. */
-static void tw_router_write_results(tw_router *r, tw_job *job)
+ * writes <results_dir>/<name>.json or keeps them and retries; marked when
+ * the job was quarantined (mark). */
+static void tw_router_write_results(tw_router *r, tw_job *job,
+                                    const tw_quarantine_mark *mark)
 {
     if (r->results == NULL)
         return;
     tw_json *j = tw_json_new();
-    if (j == NULL || tw_job_results_write(j, job) != TW_OK) {
+    if (j == NULL || (mark != NULL ? tw_quarantine_results_write(j, job, mark)
+                                   : tw_job_results_write(j, job)) != TW_OK) {
         tw_log(TW_LOG_ERROR, "job %s: out of memory writing its results",
                tw_job_id(job));
         tw_json_free(j);
@@ -533,7 +540,7 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
         return TW_ERR;
     }
     tw_router_account(r, j);
-    tw_router_write_results(r, j->job);
+    tw_router_write_results(r, j->job, NULL);
     tw_job_stats s;
     tw_job_get_stats(j->job, &s);
     double secs = (double)(tw_mono_us() - j->started_us) / 1e6;
@@ -574,6 +581,8 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
     /* the idle clock starts now (a restored job has no message yet) */
     j->last_active_us = j->started_us;
     j->alerts = tw_alert_tracker_new(tw_router_emit, j);
+    if (j->alerts != NULL)
+        tw_alert_tracker_set_max_bytes(j->alerts, r->cfg.max_alert_bytes);
     if (j->alerts == NULL ||
         tw_job_new(id, &r->cfg.job, r->cfg.reg, r->cfg.rules, r->cfg.nrules,
                    &j->job, err, sizeof(err)) != TW_OK) {
@@ -667,6 +676,45 @@ void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset)
         tw_log(TW_LOG_ERROR, "partition %" PRId32 ": out of memory", p->id);
     if (offset + 1 > p->next_offset)
         p->next_offset = offset + 1;
+}
+
+int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
+                         const char *job, const char *reason, unsigned attempts)
+{
+    r->stats.messages_quarantined++;
+    tw_rpart *p = tw_router_part_or_assign(r, partition);
+    if (p == NULL)
+        return TW_ERR;
+    if (offset + 1 > p->next_offset)
+        p->next_offset = offset + 1;
+    if (job == NULL)
+        return TW_OK;
+    size_t i = 0;
+    while (i < p->njobs && strcmp(tw_job_id(p->jobs[i]->job), job) != 0)
+        i++;
+    if (i == p->njobs)
+        return TW_OK; /* finished or never started here: nothing to mark */
+    tw_rjob *j = p->jobs[i];
+    tw_quarantine_mark mark = {.reason = reason,
+                               .partition = partition,
+                               .offset = offset,
+                               .attempts = attempts};
+    tw_router_account(r, j);
+    tw_router_write_results(r, j->job, &mark);
+    tw_log(TW_LOG_ERROR,
+           "job %.200s quarantined at partition %" PRId32 " offset %" PRId64
+           " after %u failed attempt(s): %s; its later messages are skipped",
+           job, partition, offset, attempts, reason);
+    /* Like a finished job from here on (tw_router_finish's bookkeeping),
+     * so a restart does not evaluate it again either. */
+    int rc = tw_rpart_add_fin(p, job);
+    if (rc == TW_OK)
+        rc = tw_rpart_add_done(p, job, j->first_offset);
+    r->stats.jobs_quarantined++;
+    r->stats.jobs_active--;
+    tw_rjob_free(j);
+    p->jobs[i] = p->jobs[--p->njobs];
+    return rc;
 }
 
 int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,

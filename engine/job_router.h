@@ -83,6 +83,7 @@ typedef struct tw_router_config {
     tw_store *store;         /* borrowed; NULL = a private volatile one */
     const char *topic;       /* the metrics topic: checkpoint keys */
     tw_on_data_loss on_data_loss; /* a job whose beginning was lost */
+    size_t max_alert_bytes;  /* 0 = none (tw_alert_tracker_set_max_bytes) */
 } tw_router_config;
 
 typedef struct tw_router_stats {
@@ -123,6 +124,9 @@ typedef struct tw_router_stats {
                                 beyond the clock-skew bound (job.h)     */
     uint64_t skewed_batches; /* batches that had any (dead-letter copies) */
     uint64_t scan_cap_hits;  /* advances cut short by the scan cap      */
+    uint64_t alerts_truncated;     /* cut to max_alert_bytes               */
+    uint64_t jobs_quarantined;     /* tw_router_quarantine                 */
+    uint64_t messages_quarantined; /* tw_router_quarantine                 */
 } tw_router_stats;
 
 /* An alert to publish (key = job). partition/offset: the metrics message
@@ -202,6 +206,17 @@ void tw_router_key_mismatch(tw_router *r);
 
 /* A message that was sent to the dead-letter topic: counted, processed. */
 void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset);
+
+/* The message at (partition, offset) of job `job` (NULL when it does not
+ * decode) failed for good (quarantine.h) and went to the dead-letter
+ * topic: it counts as processed (messages_quarantined), and the job, when
+ * unfinished here, is finished as quarantined: its results file gets
+ * "quarantined": {reason, partition, offset, attempts}, no final alerts
+ * are sent, and its later messages are skipped like a finished job's
+ * (jobs_quarantined, one ERROR line). TW_ERR: out of memory. */
+int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
+                         const char *job, const char *reason,
+                         unsigned attempts);
 
 /* Finalizes the jobs without a message for job_idle. TW_ERR, and
  * TW_JOB_STOPPED (that job stays unfinished), as above. */

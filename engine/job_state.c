@@ -749,7 +749,10 @@ static void get_producers(core_pass *cp)
                 cp->oom = 1;
                 break;
             }
-            p->newest_us = newest;
+            if (tw_job_producer_newest_(cp->j, p, newest) != TW_OK) {
+                cp->oom = 1;
+                break;
+            }
             p->max_seq = max_seq;
         }
         get_seen(cp, p != NULL ? p->seen : NULL);

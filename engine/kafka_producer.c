@@ -15,6 +15,11 @@
 
 /* How long tw_producer_send() waits for room in a full queue. */
 #define TW_PRODUCER_QUEUE_WAIT_MS 60000
+/* librdkafka's own default for message.max.bytes. */
+#define TW_PRODUCER_DEFAULT_MAX_MESSAGE 1000000
+/* A record's framing besides key, value and headers (varints, attributes,
+ * timestamps), rounded up generously. */
+#define TW_PRODUCER_RECORD_OVERHEAD 256
 
 struct tw_producer {
     rd_kafka_t *rk;
@@ -308,6 +313,56 @@ int tw_producer_flush(tw_producer *p, int timeout_ms, char *err, size_t errlen)
 void tw_producer_get_stats(const tw_producer *p, tw_producer_stats *out)
 {
     *out = p->stats;
+}
+
+static size_t tw_producer_conf_max_message(const rd_kafka_conf_t *conf)
+{
+    char buf[32];
+    size_t n = sizeof(buf);
+    if (conf == NULL ||
+        rd_kafka_conf_get(conf, "message.max.bytes", buf, &n) !=
+            RD_KAFKA_CONF_OK)
+        return TW_PRODUCER_DEFAULT_MAX_MESSAGE;
+    char *end;
+    unsigned long long v = strtoull(buf, &end, 10);
+    return end != buf && *end == '\0' && v > 0
+               ? (size_t)v
+               : TW_PRODUCER_DEFAULT_MAX_MESSAGE;
+}
+
+size_t tw_producer_max_message_bytes(const tw_producer *p)
+{
+    return tw_producer_conf_max_message(rd_kafka_conf(p->rk));
+}
+
+size_t tw_producer_props_max_message_bytes(const char *const *props,
+                                           size_t nprops)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (conf == NULL)
+        return TW_PRODUCER_DEFAULT_MAX_MESSAGE;
+    char why[256];
+    for (size_t i = 0; i < nprops; i++) {
+        const char *eq = strchr(props[i], '=');
+        if (eq == NULL || strncmp(props[i], "message.max.bytes=", 18) != 0)
+            continue;
+        /* a bad value is reported by tw_producer_new */
+        rd_kafka_conf_set(conf, "message.max.bytes", eq + 1, why, sizeof(why));
+    }
+    size_t max = tw_producer_conf_max_message(conf);
+    rd_kafka_conf_destroy(conf);
+    return max;
+}
+
+size_t tw_producer_value_room(const tw_producer *p, size_t klen,
+                              const tw_kafka_header *headers, size_t nheaders)
+{
+    size_t overhead = TW_PRODUCER_RECORD_OVERHEAD + klen;
+    for (size_t i = 0; i < nheaders; i++)
+        overhead += strlen(headers[i].name) +
+                    (headers[i].value != NULL ? headers[i].len : 0) + 16;
+    size_t max = tw_producer_max_message_bytes(p);
+    return max > overhead ? max - overhead : 0;
 }
 
 const char *tw_producer_bootstrap(const tw_producer *p)

@@ -102,6 +102,21 @@ uint64_t tw_producer_pending(const tw_producer *p);
 
 void tw_producer_get_stats(const tw_producer *p, tw_producer_stats *out);
 
+/* The producer's message.max.bytes (librdkafka refuses a larger message
+ * with "message size too large"): as configured in the properties, else
+ * librdkafka's default, 1000000. */
+size_t tw_producer_max_message_bytes(const tw_producer *p);
+
+/* The same for a producer that tw_producer_new would create with these
+ * properties, before creating it. */
+size_t tw_producer_props_max_message_bytes(const char *const *props,
+                                           size_t nprops);
+
+/* The largest value that fits one message with a key of klen bytes and
+ * these headers (framing estimated generously); 0 when none fits. */
+size_t tw_producer_value_room(const tw_producer *p, size_t klen,
+                              const tw_kafka_header *headers, size_t nheaders);
+
 /* The bootstrap list given at creation; owned by the producer. */
 const char *tw_producer_bootstrap(const tw_producer *p);
 

@@ -29,9 +29,15 @@ typedef enum tw_wire_status {
     TW_WIRE_BAD_REFERENCE,    /* a sample names a series that is not there */
     TW_WIRE_UNSUPPORTED_VERSION, /* version 0 (no writer emits it)          */
     TW_WIRE_NO_MEMORY,
-    TW_WIRE_BAD_VALUE         /* an enum value this reader does not know,
+    TW_WIRE_BAD_VALUE,        /* an enum value this reader does not know,
                                  or fields that contradict each other      */
+    TW_WIRE_ID_TOO_LONG       /* a job or node id over TW_WIRE_ID_MAX bytes */
 } tw_wire_status;
+
+/* Longest job or node id decoding accepts, in bytes: ids name files, keys
+ * and every alert, and a real one (a host name, an orchestrator's job
+ * name) fits in 253. */
+#define TW_WIRE_ID_MAX 256
 
 /* A short, stable name for a status ("bad_identifier"): used as the
  * dead-letter reason and as a counter label. */

@@ -538,6 +538,18 @@ tw_wire_status Decoder::bad_value(const char *fmt, ...)
 
 tw_wire_status Decoder::run(const tww::Batch *root)
 {
+    if (root->job()->size() > TW_WIRE_ID_MAX ||
+        root->node()->size() > TW_WIRE_ID_MAX) {
+        bool job = root->job()->size() > TW_WIRE_ID_MAX;
+        set_err(err_, errlen_,
+                "%s id is %" PRIu32 " bytes long, more than the %d allowed "
+                "(starts '%.40s')",
+                job ? "job" : "node",
+                job ? root->job()->size() : root->node()->size(),
+                TW_WIRE_ID_MAX,
+                job ? root->job()->c_str() : root->node()->c_str());
+        return TW_WIRE_ID_TOO_LONG;
+    }
     b_->job = str(root->job());
     b_->node = str(root->node());
     if (b_->job == nullptr || b_->node == nullptr)
@@ -1041,6 +1053,8 @@ extern "C" const char *tw_wire_status_name(tw_wire_status st)
         return "no_memory";
     case TW_WIRE_BAD_VALUE:
         return "bad_value";
+    case TW_WIRE_ID_TOO_LONG:
+        return "id_too_long";
     }
     return "unknown";
 }

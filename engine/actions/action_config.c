@@ -1,9 +1,10 @@
 /*
  * action_config.c - one rule's `actions:` settings -> typed specs.
  *
- * Keys (every type): type (required), timeout (10s), retries (3),
- * backoff (1s, doubled per retry), backoff_max (60s); repeat_after only for
- * the notifications (email, sms, webhook).
+ * Keys, their types, bounds and defaults: config_schema.c (`trainwatch
+ * config --describe`). Every type: type (required), timeout, retries,
+ * backoff (doubled per retry), backoff_max; repeat_after only for the
+ * notifications (email, sms, webhook).
  *   stop_training: region ($AWS_REGION, else us-east-1), endpoint
  *     (https://api.sagemaker.<region>.amazonaws.com), training_job_prefix
  *     (^[A-Za-z0-9-]+$; default: the job id), credentials_file, profile
@@ -29,6 +30,7 @@
 #include <string.h>
 
 #include "action_internal.h"
+#include "config_schema.h"
 #include "secret_file.h"
 
 static const char *const type_names[TW_ACTION_NTYPES] = {
@@ -37,11 +39,6 @@ static const char *const type_names[TW_ACTION_NTYPES] = {
 const char *tw_action_type_name(tw_action_type t)
 {
     return (unsigned)t < TW_ACTION_NTYPES ? type_names[t] : "unknown";
-}
-
-static int is_notification(tw_action_type t)
-{
-    return t == TW_ACTION_EMAIL || t == TW_ACTION_SMS || t == TW_ACTION_WEBHOOK;
 }
 
 static int valid_prefix(const char *s)
@@ -196,9 +193,8 @@ static int read_credentials_file(const char *path, const char *profile,
 static int aws_creds(const tw_settings *s, tw_arena *arena, tw_aws_creds *c,
                      char *err, size_t errlen)
 {
-    const char *file = NULL, *profile = "default";
-    tw_settings_get_str(s, "credentials_file", &file);
-    tw_settings_get_str(s, "profile", &profile);
+    const char *file = tw_schema_str(s, TW_SECTION_ACTION, "credentials_file");
+    const char *profile = tw_schema_str(s, TW_SECTION_ACTION, "profile");
     char msg[512];
     if (file != NULL) {
         char *path = expand_home(arena, file);
@@ -299,18 +295,6 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
                      tw_arena *arena, tw_action_spec *sp, char *err,
                      size_t errlen)
 {
-    static const char *const common[] = {
-        "type", "timeout", "retries", "backoff", "backoff_max", "repeat_after"};
-    static const char *const keys[TW_ACTION_NTYPES][8] = {
-        {"region", "endpoint", "training_job_prefix", "credentials_file",
-         "profile"},
-        {"url", "hmac_secret_env"},
-        {"pid", "pid_file", "signal"},
-        {"path"},
-        {"to", "from", "smtp_url", "use_tls", "username", "password_env"},
-        {"phone", "topic_arn", "region", "endpoint", "credentials_file",
-         "profile"},
-    };
     static const char *const http[] = {"http://", "https://", NULL};
     static const char *const smtp[] = {"smtp://", "smtps://", NULL};
 
@@ -327,16 +311,10 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
                                  "stop_training, webhook, signal, stop_file, "
                                  "email, sms)",
                                  type);
-    const char *known[16];
-    size_t nk = 0;
-    for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
-        if (strcmp(common[i], "repeat_after") != 0 ||
-            is_notification((tw_action_type)t))
-            known[nk++] = common[i];
-    for (size_t i = 0; i < 8 && keys[t][i] != NULL; i++)
-        known[nk++] = keys[t][i];
-    known[nk] = NULL;
-    if (tw_settings_check_keys(s, known, NULL, err, errlen) != TW_OK)
+    /* Keys, types and bounds: config_schema.c (a key of another type is
+     * unknown here). */
+    if (tw_schema_check_settings(s, TW_SECTION_ACTION, type_names[t], err,
+                                 errlen) != TW_OK)
         return TW_ERR;
 
     memset(sp, 0, sizeof(*sp));
@@ -344,23 +322,13 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
     sp->what = s->what ? tw_arena_strdup(arena, s->what) : "action";
     sp->rule_name = tw_arena_strdup(arena, rule_name);
     sp->index = index;
-    sp->timeout_us = 10 * 1000000LL;
-    sp->retries = 3;
-    sp->backoff_us = 1000000;
-    sp->backoff_max_us = 60 * 1000000LL;
-    int64_t retries = sp->retries;
-    if (tw_settings_get_duration(s, "timeout", &sp->timeout_us, err, errlen) ||
-        tw_settings_get_int(s, "retries", 0, 100, &retries, err, errlen) ||
-        tw_settings_get_duration(s, "backoff", &sp->backoff_us, err, errlen) ||
-        tw_settings_get_duration(s, "backoff_max", &sp->backoff_max_us, err,
-                                 errlen) ||
-        tw_settings_get_duration(s, "repeat_after", &sp->repeat_after_us, err,
-                                 errlen))
-        return TW_ERR;
-    sp->retries = (int)retries;
-    if (sp->timeout_us < 1000)
-        return tw_settings_error(s, tw_settings_find(s, "timeout"), err, errlen,
-                                 "must be at least 1ms");
+    sp->timeout_us = tw_schema_duration_us(s, TW_SECTION_ACTION, "timeout");
+    sp->retries = (int)tw_schema_int(s, TW_SECTION_ACTION, "retries");
+    sp->backoff_us = tw_schema_duration_us(s, TW_SECTION_ACTION, "backoff");
+    sp->backoff_max_us =
+        tw_schema_duration_us(s, TW_SECTION_ACTION, "backoff_max");
+    sp->repeat_after_us =
+        tw_schema_duration_us(s, TW_SECTION_ACTION, "repeat_after");
     if (sp->backoff_max_us < sp->backoff_us)
         return tw_settings_error(s, tw_settings_find(s, "backoff_max"), err,
                                  errlen, "is below 'backoff'");
@@ -399,10 +367,7 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
             return tw_settings_error(s, pid ? pid : NULL, err, errlen,
                                      "give exactly one of 'pid' and "
                                      "'pid_file' (type signal)");
-        int64_t n = 0;
-        if (tw_settings_get_int(s, "pid", 2, 4194304, &n, err, errlen))
-            return TW_ERR;
-        sp->pid = (int)n;
+        sp->pid = (int)tw_schema_int(s, TW_SECTION_ACTION, "pid");
         sp->pid_file = pf ? expand_home(arena, pf->value) : NULL;
         sp->signo = SIGTERM;
         const tw_setting *sig = tw_settings_find(s, "signal");
@@ -421,7 +386,8 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
         return TW_OK;
     }
     case TW_ACTION_EMAIL: {
-        const char *to, *url, *from = "trainwatch@localhost";
+        const char *to, *url;
+        const char *from = tw_schema_str(s, TW_SECTION_ACTION, "from");
         if (need(s, "to", type, &to, err, errlen) != TW_OK ||
             need(s, "smtp_url", type, &url, err, errlen) != TW_OK)
             return TW_ERR;
@@ -434,8 +400,6 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
             p += n + (p[n] == ',');
         }
         const tw_setting *fs = tw_settings_find(s, "from");
-        if (fs != NULL)
-            from = fs->value;
         if (fs != NULL && !valid_email(from, strlen(from)))
             return tw_settings_error(s, tw_settings_find(s, "from"), err,
                                      errlen, "'%s' is not an e-mail address",
@@ -450,8 +414,8 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
         const char *user = NULL;
         tw_settings_get_str(s, "username", &user);
         sp->username = user ? tw_arena_strdup(arena, user) : NULL;
-        if (tw_settings_get_bool(s, "use_tls", &sp->use_tls, err, errlen) ||
-            secret_from_env(s, "password_env", arena, &sp->password, err,
+        sp->use_tls = tw_schema_bool(s, TW_SECTION_ACTION, "use_tls");
+        if (secret_from_env(s, "password_env", arena, &sp->password, err,
                             errlen))
             return TW_ERR;
         if (sp->password != NULL && sp->username == NULL)

@@ -44,6 +44,7 @@
 #include "clock.h"
 #include "commands.h"
 #include "config.h"
+#include "config_schema.h"
 #include "dead_letter.h"
 #include "job_router.h"
 #include "kafka_producer.h"
@@ -118,26 +119,26 @@ static void tw_run_usage(FILE *out)
         "options:\n"
         "  --config FILE   configuration (YAML or JSON, see\n"
         "                  deploy/trainwatch.yaml): rules (default:\n"
-        "                  ProfilerReport), tick, lateness, and the\n"
-        "                  sections\n"
-        "                    kafka:  brokers, group (trainwatch),\n"
-        "                            metrics_topic (trainwatch.metrics),\n"
-        "                            alerts_topic (trainwatch.alerts),\n"
-        "                            deadletter_topic (trainwatch.deadletter),\n"
-        "                            client_id, properties: {librdkafka\n"
-        "                            property: value, ...}\n"
-        "                    engine: job_idle (10m), results_dir (none),\n"
-        "                            commit_interval (1s),\n"
-        "                            progress_interval (10s; 0 = off),\n"
-        "                            on_data_loss (evaluate | skip: a job\n"
-        "                            whose beginning was lost),\n"
-        "                            quarantine_after (3), failure_ledger\n"
-        "                            (results_dir/.trainwatch-failures)\n"
-        "                    state:  store (memory | redis), see README\n"
+        "                  ProfilerReport), tick, lateness, idle_node,\n"
+        "                  clock_skew, and the\n"
+        "                  sections (keys with their defaults):\n");
+    static const tw_section sections[] = {TW_SECTION_KAFKA, TW_SECTION_ENGINE,
+                                          TW_SECTION_STATE};
+    for (size_t i = 0; i < 3; i++) {
+        fprintf(out, "                    %s:\n", tw_section_name(sections[i]));
+        tw_schema_print_keys(out, sections[i], 22);
+    }
+    fprintf(
+        out,
+        "                  `trainwatch config --describe` lists every key\n"
+        "                  with its type, bounds and default.\n"
         "                  A file with a secret in it (such as\n"
         "                  properties: {sasl.password: ...}) is refused\n"
         "                  when every user can read it (chmod o-r).\n"
         "  --brokers B     bootstrap servers; overrides kafka.brokers\n"
+        "  --check         load and check the configuration (every section,\n"
+        "                  rules, plugins, actions, the state store), then\n"
+        "                  exit: 0 when valid, 2 with file:line:key if not\n"
         "  -q, --quiet     warnings and errors only\n"
         "  -v, --verbose   debug log lines too\n"
         "  -h, --help      this text\n"
@@ -187,45 +188,23 @@ static void tw_run_settings_free(tw_run_settings *s)
     s->default_ledger = NULL;
 }
 
-/* Interprets the kafka: and engine: sections. */
+/* Interprets the kafka: and engine: sections (keys, types, bounds and
+ * defaults: config_schema.c). */
 static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
                                 char *err, size_t errlen)
 {
-    static const char *const kafka_keys[] = {
-        "brokers",      "group",           "metrics_topic", "alerts_topic",
-        "deadletter_topic", "client_id",   NULL};
-    static const char *const kafka_prefixes[] = {"properties.", NULL};
-    static const char *const engine_keys[] = {
-        "job_idle",         "results_dir",      "commit_interval",
-        "progress_interval", "on_data_loss",   "quarantine_after",
-        "failure_ledger",    NULL};
     const tw_settings *k = &cfg->kafka, *e = &cfg->engine;
-    s->group = "trainwatch";
-    s->metrics_topic = "trainwatch.metrics";
-    s->alerts_topic = "trainwatch.alerts";
-    s->deadletter_topic = "trainwatch.deadletter";
-    s->job_idle_us = 600 * 1000000LL;
-    s->commit_interval_us = 1000000;
-    s->progress_interval_us = 10 * 1000000LL;
-    s->quarantine_after = TW_QUARANTINE_DEFAULT_ATTEMPTS;
-    if (tw_settings_check_keys(k, kafka_keys, kafka_prefixes, err, errlen) !=
+    if (tw_schema_check_settings(k, TW_SECTION_KAFKA, NULL, err, errlen) !=
             TW_OK ||
-        tw_settings_check_keys(e, engine_keys, NULL, err, errlen) != TW_OK)
+        tw_schema_check_settings(e, TW_SECTION_ENGINE, NULL, err, errlen) !=
+            TW_OK)
         return TW_ERR;
-    tw_settings_get_str(k, "brokers", &s->brokers);
-    tw_settings_get_str(k, "group", &s->group);
-    tw_settings_get_str(k, "metrics_topic", &s->metrics_topic);
-    tw_settings_get_str(k, "alerts_topic", &s->alerts_topic);
-    tw_settings_get_str(k, "deadletter_topic", &s->deadletter_topic);
-    tw_settings_get_str(k, "client_id", &s->client_id);
-    const char *names[] = {"group", "metrics_topic", "alerts_topic",
-                           "deadletter_topic"};
-    const char *values[] = {s->group, s->metrics_topic, s->alerts_topic,
-                            s->deadletter_topic};
-    for (size_t i = 0; i < 4; i++)
-        if (values[i][0] == '\0')
-            return tw_settings_error(k, tw_settings_find(k, names[i]), err,
-                                     errlen, "must not be empty");
+    s->brokers = tw_schema_str(k, TW_SECTION_KAFKA, "brokers");
+    s->group = tw_schema_str(k, TW_SECTION_KAFKA, "group");
+    s->metrics_topic = tw_schema_str(k, TW_SECTION_KAFKA, "metrics_topic");
+    s->alerts_topic = tw_schema_str(k, TW_SECTION_KAFKA, "alerts_topic");
+    s->deadletter_topic = tw_schema_str(k, TW_SECTION_KAFKA, "deadletter_topic");
+    s->client_id = tw_schema_str(k, TW_SECTION_KAFKA, "client_id");
     for (size_t i = 0; i < k->n; i++) {
         const tw_setting *it = &k->items[i];
         if (strncmp(it->key, "properties.", 11) != 0)
@@ -253,35 +232,19 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
             .key = key, .value = it->value, .where = s->prop_where[n]};
         s->nprops++;
     }
-    if (tw_settings_get_duration(e, "job_idle", &s->job_idle_us, err,
-                                 errlen) != TW_OK ||
-        tw_settings_get_duration(e, "commit_interval", &s->commit_interval_us,
-                                 err, errlen) != TW_OK ||
-        tw_settings_get_duration(e, "progress_interval",
-                                 &s->progress_interval_us, err,
-                                 errlen) != TW_OK)
-        return TW_ERR;
-    if (s->job_idle_us <= 0)
-        return tw_settings_error(e, tw_settings_find(e, "job_idle"), err,
-                                 errlen, "must be longer than 0");
-    if (s->commit_interval_us <= 0)
-        return tw_settings_error(e, tw_settings_find(e, "commit_interval"),
-                                 err, errlen, "must be longer than 0");
-    const char *loss = "evaluate";
-    tw_settings_get_str(e, "on_data_loss", &loss);
-    if (strcmp(loss, "evaluate") == 0)
-        s->on_data_loss = TW_ON_DATA_LOSS_EVALUATE;
-    else if (strcmp(loss, "skip") == 0)
-        s->on_data_loss = TW_ON_DATA_LOSS_SKIP;
-    else
-        return tw_settings_error(e, tw_settings_find(e, "on_data_loss"), err,
-                                 errlen, "'%s': expected evaluate or skip",
-                                 loss);
-    if (tw_settings_get_int(e, "quarantine_after", 1, 1000000,
-                            &s->quarantine_after, err, errlen) != TW_OK)
-        return TW_ERR;
-    tw_settings_get_str(e, "failure_ledger", &s->failure_ledger);
-    tw_settings_get_str(e, "results_dir", &s->results_dir);
+    s->job_idle_us = tw_schema_duration_us(e, TW_SECTION_ENGINE, "job_idle");
+    s->commit_interval_us =
+        tw_schema_duration_us(e, TW_SECTION_ENGINE, "commit_interval");
+    s->progress_interval_us =
+        tw_schema_duration_us(e, TW_SECTION_ENGINE, "progress_interval");
+    s->on_data_loss =
+        strcmp(tw_schema_str(e, TW_SECTION_ENGINE, "on_data_loss"), "skip") == 0
+            ? TW_ON_DATA_LOSS_SKIP
+            : TW_ON_DATA_LOSS_EVALUATE;
+    s->quarantine_after =
+        tw_schema_int(e, TW_SECTION_ENGINE, "quarantine_after");
+    s->failure_ledger = tw_schema_str(e, TW_SECTION_ENGINE, "failure_ledger");
+    s->results_dir = tw_schema_str(e, TW_SECTION_ENGINE, "results_dir");
     if (s->failure_ledger == NULL && s->results_dir != NULL) {
         if (asprintf(&s->default_ledger, "%s/.trainwatch-failures",
                      s->results_dir) < 0) {
@@ -732,12 +695,13 @@ int tw_cmd_run(int argc, char **argv)
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"brokers", required_argument, NULL, 'b'},
+        {"check", no_argument, NULL, 'k'},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *config_path = NULL, *brokers = NULL;
-    int c;
+    int c, check = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
         switch (c) {
@@ -746,6 +710,9 @@ int tw_cmd_run(int argc, char **argv)
             break;
         case 'b':
             brokers = optarg;
+            break;
+        case 'k':
+            check = 1;
             break;
         case 'q':
             tw_log_set_level(TW_LOG_WARN);
@@ -853,6 +820,14 @@ int tw_cmd_run(int argc, char **argv)
     tw_job_free(probe);
     if (rc != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
+        goto out;
+    }
+    if (check) { /* everything checked that needs no broker */
+        printf("trainwatch run: configuration %s is valid\n",
+               config_path ? config_path : "(default)");
+        tw_router_free(r.router);
+        r.router = NULL;
+        status = 0;
         goto out;
     }
     tw_source_config sc = {.brokers = r.s.brokers,

@@ -18,6 +18,8 @@ static const tw_command commands[] = {
      "sample this host (CPU, memory, network, disk, GPUs) to Kafka"},
     {"run", tw_cmd_run,
      "the streaming engine: consume metrics from Kafka, publish alerts"},
+    {"config", tw_cmd_config,
+     "describe every configuration key, or print a sample configuration"},
 };
 
 static void usage(FILE *out)

@@ -1,6 +1,7 @@
 /* config.c - loading the rule configuration with libyaml (config.h). */
 #include "config.h"
 
+#include "config_schema.h"
 #include "secret_file.h"
 
 #include <errno.h>
@@ -57,6 +58,11 @@ static tw_config *config_new(void)
         return NULL;
     tw_arena_init(&c->arena);
     tw_job_config_default(&c->job);
+    /* The schema's defaults (a test ties them to tw_job_config_default). */
+    c->job.tick_us = tw_schema_duration_us(NULL, TW_SECTION_TOP, "tick");
+    c->job.lateness_us = tw_schema_duration_us(NULL, TW_SECTION_TOP, "lateness");
+    c->job.idle_node_us =
+        tw_schema_duration_us(NULL, TW_SECTION_TOP, "idle_node");
     return c;
 }
 
@@ -149,92 +155,12 @@ int tw_settings_error(const tw_settings *s, const tw_setting *at, char *err,
     return TW_ERR;
 }
 
-int tw_settings_check_keys(const tw_settings *s, const char *const *known,
-                           const char *const *prefixes, char *err,
-                           size_t errlen)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        const char *key = s->items[i].key;
-        int ok = 0;
-        for (size_t k = 0; known != NULL && known[k] != NULL && !ok; k++)
-            ok = strcmp(key, known[k]) == 0;
-        for (size_t k = 0; prefixes != NULL && prefixes[k] != NULL && !ok; k++)
-            ok = strncmp(key, prefixes[k], strlen(prefixes[k])) == 0;
-        if (!ok) {
-            char list[256] = "";
-            size_t used = 0;
-            for (size_t k = 0; known != NULL && known[k] != NULL; k++) {
-                int w = snprintf(list + used, sizeof(list) - used, "%s%s",
-                                 k ? ", " : "", known[k]);
-                if (w < 0 || (size_t)w >= sizeof(list) - used)
-                    break;
-                used += (size_t)w;
-            }
-            return tw_settings_error(s, &s->items[i], err, errlen,
-                                     "unknown key (known: %s)", list);
-        }
-    }
-    return TW_OK;
-}
-
 int tw_settings_get_str(const tw_settings *s, const char *key,
                         const char **out)
 {
     const tw_setting *v = tw_settings_find(s, key);
     if (v != NULL)
         *out = v->value;
-    return TW_OK;
-}
-
-int tw_settings_get_int(const tw_settings *s, const char *key, int64_t min,
-                        int64_t max, int64_t *out, char *err, size_t errlen)
-{
-    const tw_setting *v = tw_settings_find(s, key);
-    if (v == NULL)
-        return TW_OK;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v->value, &end, 10);
-    if (end == v->value || *end != '\0' || errno != 0)
-        return tw_settings_error(s, v, err, errlen, "'%s' is not an integer",
-                                 v->value);
-    if (x < min || x > max)
-        return tw_settings_error(s, v, err, errlen,
-                                 "%lld is outside [%lld, %lld]", x,
-                                 (long long)min, (long long)max);
-    *out = x;
-    return TW_OK;
-}
-
-int tw_settings_get_duration(const tw_settings *s, const char *key,
-                             int64_t *out_us, char *err, size_t errlen)
-{
-    const tw_setting *v = tw_settings_find(s, key);
-    if (v == NULL)
-        return TW_OK;
-    if (tw_parse_duration_us(v->value, out_us) != TW_OK)
-        return tw_settings_error(s, v, err, errlen,
-                                 "'%s' is not a duration from 0 to %s "
-                                 "(examples: 60s, 500ms, 2m)",
-                                 v->value, TW_DURATION_MAX_TEXT);
-    return TW_OK;
-}
-
-int tw_settings_get_bool(const tw_settings *s, const char *key, int *out,
-                         char *err, size_t errlen)
-{
-    const tw_setting *v = tw_settings_find(s, key);
-    if (v == NULL)
-        return TW_OK;
-    if (strcmp(v->value, "true") == 0 || strcmp(v->value, "yes") == 0 ||
-        strcmp(v->value, "on") == 0 || strcmp(v->value, "1") == 0)
-        *out = 1;
-    else if (strcmp(v->value, "false") == 0 || strcmp(v->value, "no") == 0 ||
-             strcmp(v->value, "off") == 0 || strcmp(v->value, "0") == 0)
-        *out = 0;
-    else
-        return tw_settings_error(s, v, err, errlen,
-                                 "'%s' is not true or false", v->value);
     return TW_OK;
 }
 
@@ -473,6 +399,20 @@ static int bad2(loader *l, const ynode *n, const char *fmt, const char *a,
     return TW_ERR;
 }
 
+/* An unknown key of a section handled here, with the closest known one. */
+static int unknown_key(loader *l, const ynode *k, tw_section section,
+                       const char *where)
+{
+    const char *key = k->kind == NODE_SCALAR ? k->text : "(not a scalar)";
+    const char *near = tw_schema_closest(section, key, NULL);
+    char hint[64] = "";
+    if (near != NULL)
+        snprintf(hint, sizeof(hint), " (did you mean '%.30s'?)", near);
+    char msg[200];
+    snprintf(msg, sizeof(msg), "unknown key '%.60s' %s%s", key, where, hint);
+    return bad(l, k, "%s; trainwatch config --describe lists the keys", msg);
+}
+
 static int parse_semantics(loader *l, const ynode *v, tw_semantics *out)
 {
     if (v->kind == NODE_SCALAR && strcmp(v->text, "fixed") == 0)
@@ -646,14 +586,14 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r,
             r->has_semantics = 1;
             continue;
         }
-        if (strcmp(key, "name") != 0 && strcmp(key, "rule") != 0 &&
-            strcmp(key, "source") != 0 && strcmp(key, "rule_to_invoke") != 0)
-            return bad(l, k,
-                       "unknown key '%s' in a rule (known: name, rule, "
-                       "source, rule_to_invoke, parameters, semantics, actions)",
-                       key);
+        const tw_key_spec *spec = tw_schema_find(TW_SECTION_RULE, key);
+        if (spec == NULL)
+            return unknown_key(l, k, TW_SECTION_RULE, "in a rule");
         if (v->kind != NODE_SCALAR)
             return bad(l, v, "key '%s' must be a plain value", key);
+        char msg[256];
+        if (tw_schema_check_value(spec, v->text, msg, sizeof(msg)) != TW_OK)
+            return bad2(l, v, "key '%s': %s", key, msg);
         if (strcmp(key, "name") == 0)
             r->name = v->text;
         else if (strcmp(key, "rule") == 0)
@@ -699,50 +639,30 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
         } else if (strcmp(key, "semantics") == 0) {
             if (parse_semantics(l, v, &c->job.semantics) != TW_OK)
                 return TW_ERR;
-        } else if (strcmp(key, "clock_skew") == 0) {
-            int64_t us;
-            if (v->kind != NODE_SCALAR)
-                return bad(l, v, "key '%s' must be a duration or 'off'", key);
-            if (strcmp(v->text, "off") == 0)
-                us = 0;
-            else if (tw_parse_duration_us(v->text, &us) != TW_OK || us < 0)
-                return bad(l, v,
-                           "clock_skew: '%s' is not a duration (examples: 5m, "
-                           "10m) or 'off'",
-                           v->text);
-            c->job.clock_skew_us = us;
         } else if (strcmp(key, "tick") == 0 || strcmp(key, "lateness") == 0 ||
-                   strcmp(key, "idle_node") == 0) {
+                   strcmp(key, "idle_node") == 0 ||
+                   strcmp(key, "clock_skew") == 0) {
             if (v->kind != NODE_SCALAR)
                 return bad(l, v, "key '%s' must be a duration", key);
-            int64_t us;
-            int continuous =
-                strcmp(key, "tick") == 0 && strcmp(v->text, "continuous") == 0;
-            if (continuous)
-                us = 0;
-            else if (tw_parse_duration_us(v->text, &us) != TW_OK)
-                return bad2(l, v,
-                            "key '%s': '%s' is not a duration from 0 "
-                            "to " TW_DURATION_MAX_TEXT
-                            " (examples: 60s, 500ms, 2m)",
-                            key, v->text);
-            if (strcmp(key, "tick") == 0 && us == 0 && !continuous)
-                return bad(l, v,
-                           "key 'tick': '%s' is 0: give a longer duration "
-                           "or 'continuous'",
-                           v->text);
+            const tw_key_spec *spec = tw_schema_find(TW_SECTION_TOP, key);
+            char msg[256];
+            if (tw_schema_check_value(spec, v->text, msg, sizeof(msg)) !=
+                TW_OK)
+                return bad2(l, v, "key '%s': %s", key, msg);
+            int64_t us = 0; /* tick: continuous; clock_skew: off */
+            if (spec->word == NULL || strcmp(v->text, spec->word) != 0)
+                if (tw_parse_duration_us(v->text, &us) != TW_OK)
+                    return bad(l, v, "key '%s': not a duration", key);
             if (strcmp(key, "tick") == 0)
                 c->job.tick_us = us;
             else if (strcmp(key, "lateness") == 0)
                 c->job.lateness_us = us;
-            else
+            else if (strcmp(key, "idle_node") == 0)
                 c->job.idle_node_us = us;
+            else
+                c->job.clock_skew_us = us;
         } else {
-            return bad(l, k,
-                       "unknown top-level key '%s' (known: semantics, tick, "
-                       "lateness, idle_node, clock_skew, rules, kafka, state, "
-                       "engine)",
-                       key);
+            return unknown_key(l, k, TW_SECTION_TOP, "at the top level");
         }
     }
     if (rules == NULL)

@@ -16,9 +16,10 @@
  * The daemon's sections (`kafka:`, `state:`, `engine:`) and each rule's
  * `actions:` list are kept as flat settings (nested mappings become dotted
  * keys, lists of plain values become comma-separated values) and are
- * interpreted by the module that owns them (kafka_source, state stores,
- * actions), which rejects keys it does not know. `rules` may be left out:
- * the caller then uses the default rule set (tw_config_default_rules).
+ * interpreted by the module that owns them (run's settings, state stores,
+ * actions), which validates them against config_schema.h's table. `rules`
+ * may be left out: the caller then uses the default rule set
+ * (tw_config_default_rules).
  *
  * Errors name the file, the line and the key.
  *
@@ -75,23 +76,12 @@ int tw_settings_error(const tw_settings *s, const tw_setting *at, char *err,
                       size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* TW_ERR naming the first key of s that is not in `known` (NULL-terminated)
- * and does not start with one of `prefixes` (NULL-terminated, may be NULL),
- * e.g. prefixes {"properties.", NULL} for librdkafka passthrough. */
-int tw_settings_check_keys(const tw_settings *s, const char *const *known,
-                           const char *const *prefixes, char *err,
-                           size_t errlen);
-
-/* Typed readers: absent -> *out untouched and TW_OK; malformed -> TW_ERR
- * with a message naming file, line and key. */
+/* The value of `key` as written, into *out when present (else *out is
+ * untouched); always TW_OK. Keys, types, bounds and defaults of every
+ * section are config_schema.h's: check a section with
+ * tw_schema_check_settings, then read typed values with tw_schema_*(). */
 int tw_settings_get_str(const tw_settings *s, const char *key,
                         const char **out);
-int tw_settings_get_int(const tw_settings *s, const char *key, int64_t min,
-                        int64_t max, int64_t *out, char *err, size_t errlen);
-int tw_settings_get_duration(const tw_settings *s, const char *key,
-                             int64_t *out_us, char *err, size_t errlen);
-int tw_settings_get_bool(const tw_settings *s, const char *key, int *out,
-                         char *err, size_t errlen);
 
 int tw_config_load(const char *path, tw_config **out, char *err,
                    size_t errlen);

@@ -31,6 +31,7 @@
 
 #include "ckpt_codec.h"
 #include "clock.h"
+#include "config_schema.h"
 #include "log.h"
 
 enum { ENT_STR = 1, ENT_SET, ENT_MEMBER };
@@ -812,11 +813,10 @@ int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
         snprintf(err, errlen, "state: out of memory");
         return TW_ERR;
     }
-    const char *path = NULL;
-    tw_settings_get_str(state, "snapshot", &path);
-    if (tw_store_get_duration(state, "snapshot_interval",
-                              &m->snapshot_interval_us, err, errlen) != TW_OK)
-        goto fail;
+    /* state: was checked against the schema by tw_store_open */
+    const char *path = tw_schema_str(state, TW_SECTION_STATE, "snapshot");
+    m->snapshot_interval_us =
+        tw_schema_duration_us(state, TW_SECTION_STATE, "snapshot_interval");
     if (path != NULL && path[0] == '\0') {
         tw_settings_error(state, tw_settings_find(state, "snapshot"), err,
                           errlen, "empty path");

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "config_schema.h"
 #include "log.h"
 #include "secret_file.h"
 
@@ -67,8 +68,6 @@ typedef struct rstore {
     char *scratch; /* prefixed keys for argv */
     size_t scratch_cap;
 } rstore;
-
-#define TW_REDIS_CHUNK_DEFAULT ((size_t)64 << 20)
 
 static struct timeval to_tv(int64_t us)
 {
@@ -808,50 +807,34 @@ static int read_password(const tw_settings *st, rstore *r, char *err,
 static int read_settings(const tw_settings *st, rstore *r, char *err,
                          size_t errlen)
 {
-    const char *host = "127.0.0.1", *socket = NULL,
-               *prefix = "tw:", *user = NULL;
-    int64_t port = 6379, db = 0;
+    /* state: was checked against the schema (types, bounds) by
+     * tw_store_open; the defaults come from there too. */
+    const char *host = tw_schema_str(st, TW_SECTION_STATE, "redis.host");
+    const char *socket = tw_schema_str(st, TW_SECTION_STATE, "redis.socket");
+    const char *prefix = tw_schema_str(st, TW_SECTION_STATE, "redis.prefix");
+    const char *user = tw_schema_str(st, TW_SECTION_STATE, "redis.user");
     const tw_setting *hs = tw_settings_find(st, "redis.host");
     const tw_setting *ps = tw_settings_find(st, "redis.port");
-    tw_settings_get_str(st, "redis.host", &host);
-    tw_settings_get_str(st, "redis.socket", &socket);
-    tw_settings_get_str(st, "redis.prefix", &prefix);
-    tw_settings_get_str(st, "redis.user", &user);
     if (socket != NULL && (hs != NULL || ps != NULL))
         return tw_settings_error(st, hs ? hs : ps, err, errlen,
                                  "give redis.socket or redis.host/port, not "
                                  "both");
-    if (tw_settings_get_int(st, "redis.port", 1, 65535, &port, err, errlen) !=
-            TW_OK ||
-        tw_settings_get_int(st, "redis.db", 0, 1000000, &db, err, errlen) !=
-            TW_OK)
-        return TW_ERR;
-    r->connect_timeout_us = 2000000;
-    r->command_timeout_us = 5000000;
-    r->retry_initial_us = 100000;
-    r->retry_max_us = 10000000;
-    static const char *const durations[] = {
-        "redis.connect_timeout", "redis.command_timeout", "redis.retry_initial",
-        "redis.retry_max"};
-    int64_t *fields[] = {&r->connect_timeout_us, &r->command_timeout_us,
-                         &r->retry_initial_us, &r->retry_max_us};
-    for (size_t i = 0; i < 4; i++) {
-        if (tw_store_get_duration(st, durations[i], fields[i], err, errlen) !=
-            TW_OK)
-            return TW_ERR;
-        if (*fields[i] < 1000)
-            return tw_settings_error(st, tw_settings_find(st, durations[i]),
-                                     err, errlen, "must be at least 1ms");
-    }
+    int64_t port = tw_schema_int(st, TW_SECTION_STATE, "redis.port");
+    int64_t db = tw_schema_int(st, TW_SECTION_STATE, "redis.db");
+    r->connect_timeout_us =
+        tw_schema_duration_us(st, TW_SECTION_STATE, "redis.connect_timeout");
+    r->command_timeout_us =
+        tw_schema_duration_us(st, TW_SECTION_STATE, "redis.command_timeout");
+    r->retry_initial_us =
+        tw_schema_duration_us(st, TW_SECTION_STATE, "redis.retry_initial");
+    r->retry_max_us =
+        tw_schema_duration_us(st, TW_SECTION_STATE, "redis.retry_max");
     if (r->retry_max_us < r->retry_initial_us)
         return tw_settings_error(st, tw_settings_find(st, "redis.retry_max"),
                                  err, errlen,
                                  "must not be shorter than retry_initial");
-    int64_t chunk = (int64_t)TW_REDIS_CHUNK_DEFAULT;
-    if (tw_settings_get_int(st, "redis.chunk_bytes", 1024, (int64_t)1 << 29,
-                            &chunk, err, errlen) != TW_OK)
-        return TW_ERR;
-    r->chunk_bytes = (size_t)chunk;
+    r->chunk_bytes =
+        (size_t)tw_schema_int(st, TW_SECTION_STATE, "redis.chunk_bytes");
     r->port = (int)port;
     r->db = (int)db;
     if (socket != NULL)

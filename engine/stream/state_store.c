@@ -2,6 +2,8 @@
  * buffered transaction, and dispatch to the chosen implementation. */
 #include "state_store_internal.h"
 
+#include "config_schema.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,40 +18,6 @@ struct tw_store {
     int64_t finished_ttl_s;
 };
 
-static const char *const state_keys[] = {"store",
-                                         "checkpoint_interval",
-                                         "finished_ttl",
-                                         "snapshot",
-                                         "snapshot_interval",
-                                         "redis.host",
-                                         "redis.port",
-                                         "redis.socket",
-                                         "redis.db",
-                                         "redis.prefix",
-                                         "redis.user",
-                                         "redis.password_env",
-                                         "redis.password_file",
-                                         "redis.connect_timeout",
-                                         "redis.command_timeout",
-                                         "redis.retry_initial",
-                                         "redis.retry_max",
-                                         "redis.chunk_bytes",
-                                         NULL};
-
-int tw_store_get_duration(const tw_settings *s, const char *key,
-                          int64_t *out_us, char *err, size_t errlen)
-{
-    const tw_setting *v = tw_settings_find(s, key);
-    if (v == NULL)
-        return TW_OK;
-    if (tw_parse_duration_us(v->value, out_us) != TW_OK)
-        return tw_settings_error(s, v, err, errlen,
-                                 "'%s' is not a duration from 0 to %s "
-                                 "(examples: 500ms, 30s, 2m, 1h, 7d)",
-                                 v->value, TW_DURATION_MAX_TEXT);
-    return TW_OK;
-}
-
 int tw_store_open(const tw_settings *state, tw_store **out, char *err,
                   size_t errlen)
 {
@@ -57,19 +25,14 @@ int tw_store_open(const tw_settings *state, tw_store **out, char *err,
     if (state == NULL)
         state = &empty;
     *out = NULL;
-    if (tw_settings_check_keys(state, state_keys, NULL, err, errlen) != TW_OK)
+    if (tw_schema_check_settings(state, TW_SECTION_STATE, NULL, err, errlen) !=
+        TW_OK)
         return TW_ERR;
-    const char *kind = "memory";
-    tw_settings_get_str(state, "store", &kind);
-    int64_t interval = 1000000, ttl_us = 7 * 86400 * 1000000LL;
-    if (tw_store_get_duration(state, "checkpoint_interval", &interval, err,
-                              errlen) != TW_OK ||
-        tw_store_get_duration(state, "finished_ttl", &ttl_us, err, errlen) !=
-            TW_OK)
-        return TW_ERR;
-    if (ttl_us < 1000000)
-        return tw_settings_error(state, tw_settings_find(state, "finished_ttl"),
-                                 err, errlen, "must be at least 1s");
+    const char *kind = tw_schema_str(state, TW_SECTION_STATE, "store");
+    int64_t interval =
+        tw_schema_duration_us(state, TW_SECTION_STATE, "checkpoint_interval");
+    int64_t ttl_us =
+        tw_schema_duration_us(state, TW_SECTION_STATE, "finished_ttl");
 
     tw_store *s = calloc(1, sizeof(*s));
     if (s == NULL) {

@@ -56,9 +56,4 @@ int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
 int tw_store_redis_open(const tw_settings *state, const tw_store_vtable **vt,
                         void **impl, char *err, size_t errlen);
 
-/* A duration setting in µs (tw_parse_duration_us: range-checked, `7d`
- * for days), its error showing the store's examples. */
-int tw_store_get_duration(const tw_settings *s, const char *key,
-                          int64_t *out_us, char *err, size_t errlen);
-
 #endif /* TW_STATE_STORE_INTERNAL_H */

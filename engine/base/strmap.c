@@ -5,15 +5,12 @@
 #include <string.h>
 
 #include "trainwatch/plugin.h"
+#include "hash.h"
 
 static uint64_t hash_bytes(const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 29);
+    uint64_t h = tw_fnv1a64(s, len);
+    return h ^ (h >> 29); /* the low bits index the table: mix the high */
 }
 
 void tw_strmap_init(tw_strmap *m)

@@ -8,6 +8,7 @@
 #include "reader_input.h"
 #include "reader_internal.h"
 #include "reader_json.h"
+#include "hash.h"
 
 /* Per-series lookup data kept beside the batch's dictionary. */
 typedef struct tw_sys_key {
@@ -39,19 +40,16 @@ typedef struct tw_sys_reader {
 
 static uint32_t tw_sys_hash(const tw_json_sysline *l)
 {
-    uint32_t h = 2166136261u;
+    uint64_t h = TW_FNV64_BASIS;
     const tw_json_str *parts[3] = {&l->type, &l->name, &l->dimension};
     for (int k = 0; k < 3; k++) {
         const tw_json_str *s = parts[k];
-        for (size_t i = 0; i < s->len; i++) {
-            h ^= (unsigned char)s->ptr[i];
-            h *= 16777619u;
-        }
+        h = tw_fnv1a64_update(h, s->ptr, s->ptr != NULL ? s->len : 0);
         /* Separator; a null Name hashes apart from "". */
-        h ^= s->ptr == NULL ? 0x1ffu : 0xffu;
-        h *= 16777619u;
+        static const unsigned char sep[2] = {0xff, 0x01};
+        h = tw_fnv1a64_update(h, sep, s->ptr == NULL ? 2 : 1);
     }
-    return h;
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 static int tw_str_eq(const char *a, size_t alen, const tw_json_str *b)

@@ -14,6 +14,7 @@
 #include "reader_input.h"
 #include "reader_internal.h"
 #include "reader_json.h"
+#include "hash.h"
 
 /* ------------------------------------------------------------------------
  * Parser state per source type
@@ -146,12 +147,8 @@ typedef struct tw_trace_reader {
 
 static uint32_t tw_hash_bytes(const char *p, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 16777619u;
-    }
-    return h;
+    uint64_t h = tw_fnv1a64(p, n);
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 /* The batch's copy of p[0, n), shared by equal strings. NULL: OOM. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "hash.h"
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -22,17 +23,6 @@ static int tw_results_kept_byte(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
-}
-
-/* 64-bit FNV-1a: offset basis and prime from the FNV specification. */
-static uint64_t tw_results_fnv1a64(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        h ^= *p;
-        h *= 1099511628211ULL;
-    }
-    return h;
 }
 
 void tw_results_file_name(const char *id, char out[TW_RESULTS_NAME_LEN])
@@ -63,7 +53,7 @@ void tw_results_file_name(const char *id, char out[TW_RESULTS_NAME_LEN])
     }
     if (*p != '\0') { /* too long: prefix, "~h", hash of the whole id */
         snprintf(out + cut, TW_RESULTS_NAME_LEN - cut, "~h%016" PRIx64,
-                 tw_results_fnv1a64(id));
+                 tw_fnv1a64(id, strlen(id)));
         return;
     }
     if (o == 0)

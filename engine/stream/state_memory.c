@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "config_schema.h"
 #include "log.h"
+#include "hash.h"
 
 enum { ENT_STR = 1, ENT_SET, ENT_MEMBER };
 
@@ -70,13 +71,7 @@ typedef struct memstore {
 
 static uint64_t hash_bytes(const void *p, size_t n)
 {
-    const uint8_t *b = p;
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return tw_fnv1a64(p, n);
 }
 
 static void entry_free(mentry *e);

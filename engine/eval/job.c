@@ -3,6 +3,7 @@
  * reference's order, rules (job.h).
  */
 #include "job.h"
+#include "grow.h"
 #include "job_internal.h"
 
 #include <inttypes.h>
@@ -269,28 +270,13 @@ size_t tw_job_memory(const tw_job *j)
 
 /* ---- dictionary -------------------------------------------------------- */
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return TW_OK;
-    size_t ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    void *n = realloc(*arr, ncap * elem);
-    if (n == NULL)
-        return TW_ERR;
-    *arr = n;
-    *cap = ncap;
-    return TW_OK;
-}
-
 static int node_index(tw_job *j, const char *node, uint32_t *out)
 {
     size_t len = strlen(node);
     if (tw_strmap_get(&j->node_ids, node, len, out))
         return TW_OK;
-    if (grow((void **)&j->nodes, &j->nodes_cap, j->nnodes + 1,
-             sizeof(char *)) != TW_OK ||
+    if (tw_grow((void **)&j->nodes, &j->nodes_cap, j->nnodes + 1,
+             sizeof(char *), 16) != TW_OK ||
         tw_strmap_put(&j->node_ids, node, len, (uint32_t)j->nnodes) != TW_OK)
         return TW_ERR;
     j->nodes[j->nnodes] = tw_strmap_key(&j->node_ids, node, len);
@@ -320,8 +306,8 @@ static int series_id(tw_job *j, uint32_t node, const char *node_name,
     len = key_part(key, len, sizeof(key), bs->dimension ? bs->dimension : "");
     if (tw_strmap_get(&j->series_ids, key, len, out))
         return TW_OK;
-    if (grow((void **)&j->series, &j->series_cap, j->nseries + 1,
-             sizeof(tw_series)) != TW_OK)
+    if (tw_grow((void **)&j->series, &j->series_cap, j->nseries + 1,
+             sizeof(tw_series), 16) != TW_OK)
         return TW_ERR;
     tw_series *s = &j->series[j->nseries];
     s->id = (uint32_t)j->nseries;
@@ -356,8 +342,8 @@ static producer *producer_get(tw_job *j, const char *kind, const char *node)
     uint32_t idx;
     if (tw_strmap_get(&j->producer_ids, key, len, &idx))
         return &j->producers[idx];
-    if (grow((void **)&j->producers, &j->producers_cap, j->nproducers + 1,
-             sizeof(producer)) != TW_OK ||
+    if (tw_grow((void **)&j->producers, &j->producers_cap, j->nproducers + 1,
+             sizeof(producer), 16) != TW_OK ||
         tw_strmap_put(&j->producer_ids, key, len, (uint32_t)j->nproducers) !=
             TW_OK)
         return NULL;
@@ -685,8 +671,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         producer *sp = producer_get(j, "sys", node);
         if (sp == NULL)
             goto oom;
-        if (grow((void **)&sp->dict_ids, &sp->dict_cap, b->nseries + 1,
-                 sizeof(uint32_t)) != TW_OK)
+        if (tw_grow((void **)&sp->dict_ids, &sp->dict_cap, b->nseries + 1,
+                 sizeof(uint32_t), 16) != TW_OK)
             goto oom;
         uint32_t *map = sp->dict_ids;
         for (size_t i = 0; i < b->nseries; i++) {
@@ -798,8 +784,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         tw_batch_free(b);
         return TW_OK;
     }
-    if (grow((void **)&j->chunks, &j->chunks_cap, j->nchunks + 1,
-             sizeof(chunk)) != TW_OK)
+    if (tw_grow((void **)&j->chunks, &j->chunks_cap, j->nchunks + 1,
+             sizeof(chunk), 16) != TW_OK)
         goto oom;
     if (!has_samples)
         c.min_ns = c.max_ns = INT64_MIN;
@@ -849,8 +835,8 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
 {
     int64_t start_ns = start_us * 1000, end_ns = end_us * 1000;
     size_t nsel = 0;
-    if (grow((void **)&j->order, &j->order_cap, j->nchunks + 1,
-             sizeof(chunk *)) != TW_OK)
+    if (tw_grow((void **)&j->order, &j->order_cap, j->nchunks + 1,
+             sizeof(chunk *), 16) != TW_OK)
         return TW_ERR;
 
     /* System samples, in (file, node, arrival) order. */
@@ -865,8 +851,8 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     size_t ns = 0;
     for (size_t i = 0; i < nsel; i++) {
         const tw_batch *b = j->order[i]->batch;
-        if (grow((void **)&j->scan_samples, &j->scan_samples_cap,
-                 ns + b->nsamples, sizeof(tw_sample)) != TW_OK)
+        if (tw_grow((void **)&j->scan_samples, &j->scan_samples_cap,
+                 ns + b->nsamples, sizeof(tw_sample), 16) != TW_OK)
             return TW_ERR;
         for (size_t s = 0; s < b->nsamples; s++) {
             int64_t t = ts_to_ns(b->samples[s].ts);
@@ -893,8 +879,8 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     size_t ne = 0;
     for (size_t i = 0; i < nsel; i++) {
         const tw_batch *b = j->order[i]->batch;
-        if (grow((void **)&j->scan_events, &j->scan_events_cap,
-                 ne + b->nevents, sizeof(tw_fw_event)) != TW_OK)
+        if (tw_grow((void **)&j->scan_events, &j->scan_events_cap,
+                 ne + b->nevents, sizeof(tw_fw_event), 16) != TW_OK)
             return TW_ERR;
         for (size_t e = 0; e < b->nevents; e++) {
             const tw_fw_event *ev = &b->events[e];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "log.h"
 
 void tw_job_loss_init(tw_job_loss *l)
@@ -37,13 +38,9 @@ static int tw_job_loss_keep(tw_job_loss *l, tw_loss_kind kind,
                             const char *where, size_t wlen, uint64_t from,
                             uint64_t to)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4;
-        tw_loss_range *n = realloc(l->ranges, cap * sizeof(*n));
-        if (n == NULL)
-            return TW_ERR;
-        l->ranges = n;
-        l->cap = cap;
+    if (tw_grow((void **)&l->ranges, &l->cap, l->n + 1, sizeof(*l->ranges),
+                4) != TW_OK) {
+        return TW_ERR;
     }
     char *copy = malloc(wlen + 1);
     if (copy == NULL)

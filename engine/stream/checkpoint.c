@@ -2,6 +2,7 @@
  * Every function builds its key names in stack buffers and frees whatever
  * it read before returning. */
 #include "checkpoint.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -62,13 +63,9 @@ typedef struct strlist {
 static int strlist_add(void *ud, const char *s, size_t len)
 {
     strlist *l = ud;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        char **v = realloc(l->v, cap * sizeof(*v));
-        if (v == NULL)
-            return TW_ERR;
-        l->v = v;
-        l->cap = cap;
+    if (tw_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v),
+                16) != TW_OK) {
+        return TW_ERR;
     }
     if ((l->v[l->n] = strndup(s, len)) == NULL)
         return TW_ERR;

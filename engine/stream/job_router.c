@@ -15,6 +15,7 @@
 #include "alert.h"
 #include "checkpoint.h"
 #include "clock.h"
+#include "grow.h"
 #include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
@@ -254,13 +255,9 @@ static tw_rpart *tw_router_part(const tw_router *r, int32_t id)
 
 static int tw_rpart_add_done(tw_rpart *p, const char *id, int64_t first)
 {
-    if (p->ndone == p->done_cap) {
-        size_t cap = p->done_cap ? p->done_cap * 2 : 8;
-        tw_done_job *n = realloc(p->done, cap * sizeof(*n));
-        if (n == NULL)
-            return TW_ERR;
-        p->done = n;
-        p->done_cap = cap;
+    if (tw_grow((void **)&p->done, &p->done_cap, p->ndone + 1, sizeof(*p->done),
+                8) != TW_OK) {
+        return TW_ERR;
     }
     char *copy = strdup(id);
     if (copy == NULL)
@@ -274,13 +271,9 @@ static int tw_router_add_part(tw_router *r, int32_t partition,
 {
     if (tw_router_part(r, partition) != NULL)
         return TW_OK;
-    if (r->nparts == r->parts_cap) {
-        size_t cap = r->parts_cap ? r->parts_cap * 2 : 8;
-        tw_rpart **n = realloc(r->parts, cap * sizeof(*n));
-        if (n == NULL)
-            return TW_ERR;
-        r->parts = n;
-        r->parts_cap = cap;
+    if (tw_grow((void **)&r->parts, &r->parts_cap, r->nparts + 1, sizeof(*r->parts),
+                8) != TW_OK) {
+        return TW_ERR;
     }
     tw_rpart *p = calloc(1, sizeof(*p));
     if (p == NULL)
@@ -382,13 +375,9 @@ static int tw_router_emit(void *ud, const char *job, const char *id,
     tw_rjob *j = ud;
     tw_router *r = j->router;
     /* claimed and sent by tw_router_flush_alerts, in this order */
-    if (r->nout == r->out_cap) {
-        size_t cap = r->out_cap ? r->out_cap * 2 : 16;
-        tw_outbox_alert *n = realloc(r->outbox, cap * sizeof(*n));
-        if (n == NULL)
-            return TW_ERR;
-        r->outbox = n;
-        r->out_cap = cap;
+    if (tw_grow((void **)&r->outbox, &r->out_cap, r->nout + 1, sizeof(*r->outbox),
+                16) != TW_OK) {
+        return TW_ERR;
     }
     tw_outbox_alert *a = &r->outbox[r->nout];
     a->job = strdup(job);
@@ -495,13 +484,9 @@ static void tw_router_write_results(tw_router *r, tw_job *job,
 
 static int tw_rpart_add_fin(tw_rpart *p, const char *id)
 {
-    if (p->nfin == p->fin_cap) {
-        size_t cap = p->fin_cap ? p->fin_cap * 2 : 8;
-        char **n = realloc(p->fin, cap * sizeof(*n));
-        if (n == NULL)
-            return TW_ERR;
-        p->fin = n;
-        p->fin_cap = cap;
+    if (tw_grow((void **)&p->fin, &p->fin_cap, p->nfin + 1, sizeof(*p->fin),
+                8) != TW_OK) {
+        return TW_ERR;
     }
     if ((p->fin[p->nfin] = strdup(id)) == NULL)
         return TW_ERR;
@@ -594,15 +579,10 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
         return TW_ERR;
     }
     tw_job_on_scan(j->job, tw_router_on_scan, j);
-    if (p->njobs == p->jobs_cap) {
-        size_t cap = p->jobs_cap ? p->jobs_cap * 2 : 4;
-        tw_rjob **n = realloc(p->jobs, cap * sizeof(*n));
-        if (n == NULL) {
-            tw_rjob_free(j);
-            return TW_ERR;
-        }
-        p->jobs = n;
-        p->jobs_cap = cap;
+    if (tw_grow((void **)&p->jobs, &p->jobs_cap, p->njobs + 1, sizeof(*p->jobs),
+                4) != TW_OK) {
+        tw_rjob_free(j);
+        return TW_ERR;
     }
     p->jobs[p->njobs++] = j;
     r->stats.jobs_active++;
@@ -1156,15 +1136,10 @@ static int tw_pending_put(void *ud, const char *part, const void *data,
         return TW_ERR;
     memcpy(copy, data, len);
     if (e == NULL) {
-        if (p->npend == p->pend_cap) {
-            size_t cap = p->pend_cap ? p->pend_cap * 2 : 16;
-            tw_pending_part *n = realloc(p->pend, cap * sizeof(*n));
-            if (n == NULL) {
-                free(copy);
-                return TW_ERR;
-            }
-            p->pend = n;
-            p->pend_cap = cap;
+        if (tw_grow((void **)&p->pend, &p->pend_cap, p->npend + 1, sizeof(*p->pend),
+                    16) != TW_OK) {
+            free(copy);
+            return TW_ERR;
         }
         e = &p->pend[p->npend];
         e->job = strdup(c->job);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "job_results.h"
 #include "log.h"
 #include "tw_assert.h"
@@ -37,13 +38,9 @@ static tw_failure *tw_quarantine_find(const tw_quarantine *q, int32_t partition,
 static int tw_quarantine_add(tw_quarantine *q, int32_t partition,
                              int64_t offset, unsigned attempts)
 {
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? q->cap * 2 : 8;
-        tw_failure *n = realloc(q->f, cap * sizeof(*n));
-        if (n == NULL)
-            return TW_ERR;
-        q->f = n;
-        q->cap = cap;
+    if (tw_grow((void **)&q->f, &q->cap, q->n + 1, sizeof(*q->f),
+                8) != TW_OK) {
+        return TW_ERR;
     }
     q->f[q->n++] = (tw_failure){partition, offset, attempts};
     return TW_OK;

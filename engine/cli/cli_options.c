@@ -19,8 +19,8 @@
 #define TW_CLI_HELP_COL 22
 #define TW_CLI_WIDTH 78
 
-static const tw_cli_option tw_cli_help_option = {
-    "help", 'h', NULL, "this text", TW_CLI_HELP};
+static const tw_cli_option tw_cli_help_option = {"help", 'h', NULL, "this text",
+                                                 TW_CLI_HELP};
 
 void tw_cli_begin(tw_cli_parser *p, const tw_cli_command *cmd, int argc,
                   char **argv)
@@ -47,12 +47,12 @@ void tw_cli_begin(tw_cli_parser *p, const tw_cli_command *cmd, int argc,
         }
         if (o->name != NULL)
             p->longopts[nl++] = (struct option){
-                o->name, o->arg != NULL ? required_argument : no_argument,
-                NULL, val};
+                o->name, o->arg != NULL ? required_argument : no_argument, NULL,
+                val};
     }
     p->shortopts[ns] = '\0';
-    p->longopts[nl++] = (struct option){"help", no_argument, NULL,
-                                        TW_CLI_HELP_VAL};
+    p->longopts[nl++] =
+        (struct option){"help", no_argument, NULL, TW_CLI_HELP_VAL};
     p->longopts[nl] = (struct option){NULL, 0, NULL, 0};
     optind = 0; /* glibc: a full re-initialisation, for a second parse */
     opterr = 0; /* the errors are ours (they name the command) */
@@ -133,8 +133,7 @@ int tw_cli_usage_error(const tw_cli_command *cmd, const char *fmt, ...)
 
 /* Writes text's words from column col, wrapped at TW_CLI_WIDTH with
  * continuation lines indented to indent; ends the line. */
-static void tw_cli_wrap(FILE *out, const char *text, size_t col,
-                        size_t indent)
+static void tw_cli_wrap(FILE *out, const char *text, size_t col, size_t indent)
 {
     const char *s = text;
     int first = 1;

@@ -35,12 +35,12 @@ typedef struct tw_cli_option {
 } tw_cli_option;
 
 typedef struct tw_cli_command {
-    const char *name;     /* "replay": errors start "trainwatch replay: " */
-    const char *synopsis; /* after "usage: trainwatch <name> " */
+    const char *name;        /* "replay": errors start "trainwatch replay: " */
+    const char *synopsis;    /* after "usage: trainwatch <name> " */
     const char *description; /* before the options; NULL: none */
     const tw_cli_option *options; /* ended by an entry whose id is 0 */
-    void (*more)(FILE *out); /* optional: printed after the options */
-    const char *epilogue;    /* after the options; NULL: none */
+    void (*more)(FILE *out);      /* optional: printed after the options */
+    const char *epilogue;         /* after the options; NULL: none */
 } tw_cli_command;
 
 #define TW_CLI_MAX_OPTIONS 32

@@ -222,8 +222,8 @@ static int tw_agent_cmd_option(tw_agent_cmd *c, int id, const char *arg)
     }
     case OPT_DURATION:
         c->duration_s = strtod(arg, &end);
-        if (errno != 0 || end == arg || *end != '\0' ||
-            !(c->duration_s > 0) || c->duration_s > 1e9) {
+        if (errno != 0 || end == arg || *end != '\0' || !(c->duration_s > 0) ||
+            c->duration_s > 1e9) {
             fprintf(stderr,
                     "trainwatch agent: --duration '%s': expected "
                     "seconds > 0\n",
@@ -341,8 +341,8 @@ static int tw_agent_round(tw_agent *a, tw_host_sampler *hs, tw_sample_vec *vec)
 
 /* JOB_START, a batch per interval (per second when shorter) until the
  * duration is over or a signal comes, then JOB_END and a flush. */
-static int tw_agent_run(const tw_agent_cmd *c, tw_agent *a,
-                        tw_host_sampler *hs, sigset_t *sigs, int64_t start_ms)
+static int tw_agent_run(const tw_agent_cmd *c, tw_agent *a, tw_host_sampler *hs,
+                        sigset_t *sigs, int64_t start_ms)
 {
     uint32_t interval_ms = c->interval_ms;
     int64_t stop_ms = c->duration_s > 0

@@ -33,7 +33,7 @@ static const tw_cli_option tw_broker_options[] = {
     {"port", 0, "P",
      "also accept bootstrap connections on 127.0.0.1:P (1..65535) and print "
      "that as bootstrap=. The mock brokers themselves always listen on "
-     "ports the kernel picks (librdkafka 2.0.2 has no way to fix them); "
+     "ports that the kernel picks (librdkafka 2.0.2 has no way to fix them); "
      "port P relays to the first broker, whose metadata then sends clients "
      "to the brokers' own ports. Default: no fixed port.",
      OPT_PORT},
@@ -165,8 +165,8 @@ static int tw_broker_cmd_topic(tw_broker_cmd *b, const char *arg)
         return -1;
     }
     size_t k = 0;
-    while (k < b->ntopics && !(strlen(b->names[k]) == len &&
-                               strncmp(b->names[k], arg, len) == 0))
+    while (k < b->ntopics &&
+           !(strlen(b->names[k]) == len && strncmp(b->names[k], arg, len) == 0))
         k++;
     if (k == b->ntopics) {
         if (b->ntopics == TW_BROKER_MAX_TOPICS) {
@@ -216,8 +216,8 @@ static int tw_broker_cmd_load(tw_broker_cmd *b, int argc, char **argv,
             bad = tw_broker_cmd_int("--port", p.arg, 1, 65535, &b->opts.port);
             break;
         case OPT_BROKERS:
-            bad = tw_broker_cmd_int("--brokers", p.arg, 1, 16,
-                                    &b->opts.brokers);
+            bad =
+                tw_broker_cmd_int("--brokers", p.arg, 1, 16, &b->opts.brokers);
             break;
         case OPT_PARTITIONS:
             bad = tw_broker_cmd_int("--partitions", p.arg, 1, 1024,
@@ -286,8 +286,8 @@ static void tw_broker_cmd_serve(const tw_broker_cmd *b, sigset_t *sigs)
         sig = tw_signals_wait(sigs, 1000);
     tw_log(TW_LOG_INFO, "broker: %s received, stopping", tw_signals_name(sig));
     if (b->bootstrap_file != NULL && unlink(b->bootstrap_file) != 0)
-        tw_log(TW_LOG_WARN, "broker: cannot remove '%s': %s",
-               b->bootstrap_file, strerror(errno));
+        tw_log(TW_LOG_WARN, "broker: cannot remove '%s': %s", b->bootstrap_file,
+               strerror(errno));
 }
 
 int tw_cmd_broker(int argc, char **argv)

@@ -36,10 +36,8 @@ static const tw_cli_option eval_options[] = {
      "print the results as JSON instead of a table (strict: NaN/Infinity "
      "become null, counted in the rule's \"nonfinite_nulls\")",
      OPT_JSON},
-    {"job", 0, "NAME", "job id to report (default: DIR's base name)",
-     OPT_JOB},
-    {"quiet", 0, NULL, "no progress or bad-line messages on stderr",
-     OPT_QUIET},
+    {"job", 0, "NAME", "job id to report (default: DIR's base name)", OPT_JOB},
+    {"quiet", 0, NULL, "no progress or bad-line messages on stderr", OPT_QUIET},
     {NULL, 0, NULL, NULL, 0}};
 
 static const tw_cli_command eval_command = {

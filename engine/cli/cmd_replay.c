@@ -40,8 +40,7 @@ static const tw_cli_option tw_replay_options[] = {
     {"brokers", 0, "B", "bootstrap servers, host:port[,host:port] (required)",
      OPT_BROKERS},
     {"topic", 0, "T", "topic (default trainwatch.metrics)", OPT_TOPIC},
-    {"job", 0, "J", "job id and Kafka key (default: DIR's base name)",
-     OPT_JOB},
+    {"job", 0, "J", "job id and Kafka key (default: DIR's base name)", OPT_JOB},
     {"follow", 0, NULL,
      "keep following DIR while the agent writes it: list it every second, "
      "publish new files and the complete lines appended to system files; "
@@ -188,8 +187,8 @@ static int tw_replay_parse_rate(const char *s, tw_replay *r)
 }
 
 /* --reorder N, --duplicate-every K, --drop-every K. */
-static int tw_replay_cmd_count(const char *opt, const char *arg,
-                               uint64_t max, uint64_t *out)
+static int tw_replay_cmd_count(const char *opt, const char *arg, uint64_t max,
+                               uint64_t *out)
 {
     char *end;
     errno = 0;

@@ -98,8 +98,8 @@ typedef struct tw_run {
     tw_quarantine *quarantine;
     tw_config *cfg;
     tw_registry *reg;
-    sigset_t sigs;            /* SIGINT/SIGTERM, blocked and polled */
-    int64_t commit_every_us;  /* checkpoint and commit pace */
+    sigset_t sigs;           /* SIGINT/SIGTERM, blocked and polled */
+    int64_t commit_every_us; /* checkpoint and commit pace */
 } tw_run;
 
 /* What the options ask for. */
@@ -780,8 +780,8 @@ static int tw_run_check_rules(tw_run *r, const tw_run_opts *o,
                               const tw_job_config *jc, char *err, size_t n)
 {
     tw_job *probe = NULL;
-    if (tw_job_new("(check)", jc, r->reg, r->cfg->rules, r->cfg->nrules,
-                   &probe, err, n) != TW_OK) {
+    if (tw_job_new("(check)", jc, r->reg, r->cfg->rules, r->cfg->nrules, &probe,
+                   err, n) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s%s%s\n",
                 o->config_path ? o->config_path : "",
                 o->config_path ? ": " : "", err);
@@ -829,8 +829,7 @@ static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
                                .max_alert_bytes = tw_run_alert_room(&r->s)};
     if (tw_quarantine_new(r->s.failure_ledger, (unsigned)r->s.quarantine_after,
                           &r->quarantine, err, n) != TW_OK ||
-        tw_router_new(&rc_cfg, tw_run_alert, r, &r->router, err, n) !=
-            TW_OK) {
+        tw_router_new(&rc_cfg, tw_run_alert, r, &r->router, err, n) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
         return -1;
     }
@@ -908,8 +907,7 @@ static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
 {
     int sig = tw_signals_wait(&r->sigs, 0);
     if (sig != 0) {
-        tw_log(TW_LOG_INFO, "run: %s received, stopping",
-               tw_signals_name(sig));
+        tw_log(TW_LOG_INFO, "run: %s received, stopping", tw_signals_name(sig));
         *stop = 1;
     }
     int64_t now = tw_mono_us();
@@ -999,8 +997,10 @@ static int tw_run_stop(tw_run *r)
         return -1;
     }
     if (tw_run_actions_drain(r->actions, TW_RUN_ACTIONS_DRAIN_MS) != TW_OK)
-        tw_log(TW_LOG_WARN, "run: actions still pending after %d ms were "
-                            "abandoned", TW_RUN_ACTIONS_DRAIN_MS);
+        tw_log(TW_LOG_WARN,
+               "run: actions still pending after %d ms were "
+               "abandoned",
+               TW_RUN_ACTIONS_DRAIN_MS);
     return 0;
 }
 

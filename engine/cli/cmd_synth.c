@@ -36,8 +36,8 @@ enum {
 };
 
 static const tw_cli_option tw_synth_options[] = {
-    {"preset", 0, "NAME", "what to plant (default: healthy); see --list-presets",
-     OPT_PRESET},
+    {"preset", 0, "NAME",
+     "what to plant (default: healthy); see --list-presets", OPT_PRESET},
     {"nodes", 0, "N",
      "nodes algo-1..algo-N, 1..4096 (default: the preset's, 1; straggler 4)",
      OPT_NODES},
@@ -57,8 +57,7 @@ static const tw_cli_option tw_synth_options[] = {
     {"interval-ms", 0, "MS",
      "sampling interval: 100, 200, 500, 1000, 5000 or 60000 (default: 500)",
      OPT_INTERVAL},
-    {"seed", 0, "N", "seed of the generator, 0..2^64-1 (default: 1)",
-     OPT_SEED},
+    {"seed", 0, "N", "seed of the generator, 0..2^64-1 (default: 1)", OPT_SEED},
     {"start", 0, "EPOCH_S",
      "job start, epoch seconds (default: 1700000000 = 2023-11-14T22:13:20Z)",
      OPT_START},
@@ -188,8 +187,8 @@ static int tw_synth_cmd_preset(tw_synth_opts *o, const char *val)
     o->preset = val;
     if (tw_synth_preset_help(val) != NULL)
         return 0;
-    fprintf(stderr, "trainwatch synth: --preset: unknown preset '%s'; one of:",
-            val);
+    fprintf(stderr,
+            "trainwatch synth: --preset: unknown preset '%s'; one of:", val);
     const char *const *names = tw_synth_presets();
     for (size_t k = 0; names[k]; k++)
         fprintf(stderr, " %s", names[k]);

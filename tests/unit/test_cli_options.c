@@ -95,12 +95,12 @@ static void test_parses_from_the_table(void **state)
 {
     (void)state;
     parse_result r;
-    const char *argv[] = {"demo", "--topic", "t1",  "dir",   "-X", "a=b",
-                          "-q",   "--follow", "-Xc=d", "--topic=t2"};
+    const char *argv[] = {"demo", "--topic", "t1",       "dir",   "-X",
+                          "a=b",  "-q",      "--follow", "-Xc=d", "--topic=t2"};
     parse(&r, 10, argv);
     assert_int_equal(r.last, TW_CLI_END);
     assert_int_equal(r.n, 6);
-    int want[] = {OPT_TOPIC, OPT_PROP,   OPT_QUIET,
+    int want[] = {OPT_TOPIC,  OPT_PROP, OPT_QUIET,
                   OPT_FOLLOW, OPT_PROP, OPT_TOPIC};
     const char *args[] = {"t1", "a=b", NULL, NULL, "c=d", "t2"};
     for (size_t i = 0; i < 6; i++) {
@@ -181,8 +181,9 @@ static void test_help_lists_every_option(void **state)
     assert_int_equal(r.last, TW_CLI_HELP);
     assert_int_equal(r.n, 1);
     assert_string_equal(r.err, "");
-    assert_true(strncmp(r.out, "usage: trainwatch demo DIR [options]\n\n"
-                               "Demonstrates option tables.\n\noptions:\n",
+    assert_true(strncmp(r.out,
+                        "usage: trainwatch demo DIR [options]\n\n"
+                        "Demonstrates option tables.\n\noptions:\n",
                         60) == 0);
     assert_non_null(strstr(r.out, "\n  --topic T           topic (default "
                                   "trainwatch.metrics)\n"));

@@ -6,13 +6,13 @@
  * Exit status: 0 stopped by a signal, 1 could not start, 2 usage error.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "kafka_broker.h"
 #include "log.h"
@@ -20,12 +20,44 @@
 
 #define TW_BROKER_MAX_TOPICS 64
 
-static void tw_broker_cmd_usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: trainwatch broker [options]\n"
-        "\n"
+enum {
+    OPT_PORT = 1,
+    OPT_BROKERS,
+    OPT_TOPIC,
+    OPT_PARTITIONS,
+    OPT_BOOTSTRAP_FILE,
+    OPT_VERBOSE
+};
+
+static const tw_cli_option tw_broker_options[] = {
+    {"port", 0, "P",
+     "also accept bootstrap connections on 127.0.0.1:P (1..65535) and print "
+     "that as bootstrap=. The mock brokers themselves always listen on "
+     "ports that the kernel picks (librdkafka 2.0.2 has no way to fix them); "
+     "port P relays to the first broker, whose metadata then sends clients "
+     "to the brokers' own ports. Default: no fixed port.",
+     OPT_PORT},
+    {"brokers", 0, "N", "number of mock brokers, 1..16 (default 1)",
+     OPT_BROKERS},
+    {"topic", 0, "NAME[:PARTITIONS]",
+     "create this topic too (repeatable); with the name of a default topic, "
+     "overrides its partition count",
+     OPT_TOPIC},
+    {"partitions", 0, "N",
+     "partitions of every topic created without :PARTITIONS, 1..1024 "
+     "(default 4)",
+     OPT_PARTITIONS},
+    {"bootstrap-file", 0, "FILE",
+     "also write the bootstrap address (one line) to FILE, atomically once "
+     "the broker is ready; FILE is removed when it stops",
+     OPT_BOOTSTRAP_FILE},
+    {"verbose", 'v', NULL, "log librdkafka's debug messages too", OPT_VERBOSE},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tw_cli_command tw_broker_command = {
+    .name = "broker",
+    .synopsis = "[options]",
+    .description =
         "Runs a Kafka-protocol broker for development and tests:\n"
         "librdkafka's mock cluster, in memory (nothing is kept after it\n"
         "stops), listening on 127.0.0.1 only. Any Kafka client on this\n"
@@ -51,37 +83,26 @@ static void tw_broker_cmd_usage(FILE *out)
         "cannot raise them. `trainwatch replay` waits for the engine's\n"
         "consumer group to keep within them (its --group, --max-lag);\n"
         "other producers must keep their consumers less than 5 MiB\n"
-        "behind. Messages up to 100 MB are accepted.\n"
-        "\n"
-        "options:\n"
-        "  --port P            also accept bootstrap connections on\n"
-        "                      127.0.0.1:P (1..65535) and print that as\n"
-        "                      bootstrap=. The mock brokers themselves\n"
-        "                      always listen on ports the kernel picks\n"
-        "                      (librdkafka 2.0.2 has no way to fix them);\n"
-        "                      port P relays to the first broker, whose\n"
-        "                      metadata then sends clients to the\n"
-        "                      brokers' own ports. Default: no fixed port.\n"
-        "  --brokers N         number of mock brokers, 1..16 (default 1)\n"
-        "  --topic NAME[:PARTITIONS]\n"
-        "                      create this topic too (repeatable); with\n"
-        "                      the name of a default topic, overrides its\n"
-        "                      partition count\n"
-        "  --partitions N      partitions of every topic created without\n"
-        "                      :PARTITIONS, 1..1024 (default 4)\n"
-        "  --bootstrap-file FILE\n"
-        "                      also write the bootstrap address (one line)\n"
-        "                      to FILE, atomically once the broker is\n"
-        "                      ready; FILE is removed when it stops\n"
-        "  -v, --verbose       log librdkafka's debug messages too\n"
-        "  -h, --help          this text\n"
-        "\n"
+        "behind. Messages up to 100 MB are accepted.\n",
+    .options = tw_broker_options,
+    .epilogue =
         "Example:\n"
         "  trainwatch broker --port 9092 &\n"
         "  echo hello | kcat -b 127.0.0.1:9092 -P -t trainwatch.alerts\n"
-        "  kcat -b 127.0.0.1:9092 -C -t trainwatch.alerts -o beginning "
-        "-e\n");
-}
+        "  kcat -b 127.0.0.1:9092 -C -t trainwatch.alerts -o beginning -e\n",
+};
+
+/* What the options ask for. */
+typedef struct tw_broker_cmd {
+    tw_broker_opts opts;
+    int default_partitions;
+    const char *bootstrap_file;
+    /* Topic arguments: name and explicit partitions (0 = the default). */
+    char *names[TW_BROKER_MAX_TOPICS];
+    int parts[TW_BROKER_MAX_TOPICS];
+    size_t ntopics;
+    tw_broker_topic topics[TW_BROKER_MAX_TOPICS];
+} tw_broker_cmd;
 
 static int tw_broker_cmd_int(const char *opt, const char *s, long min, long max,
                              int *out)
@@ -127,160 +148,170 @@ static int tw_broker_cmd_write_file(const char *path, const char *addr)
     return 0;
 }
 
-int tw_cmd_broker(int argc, char **argv)
+/* --topic NAME[:PARTITIONS]: a new topic, or new partitions for one. */
+static int tw_broker_cmd_topic(tw_broker_cmd *b, const char *arg)
 {
-    static const struct option longopts[] = {
-        {"port", required_argument, NULL, 'p'},
-        {"brokers", required_argument, NULL, 'b'},
-        {"topic", required_argument, NULL, 't'},
-        {"partitions", required_argument, NULL, 'n'},
-        {"bootstrap-file", required_argument, NULL, 'f'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    tw_broker_opts opts = {.brokers = 1, .port = 0};
-    int default_partitions = 4;
-    const char *bootstrap_file = NULL;
-    /* Topic arguments: name and explicit partitions (0 = the default). */
-    char *names[TW_BROKER_MAX_TOPICS];
-    int parts[TW_BROKER_MAX_TOPICS];
-    size_t ntopics = 0;
+    const char *colon = strrchr(arg, ':');
+    size_t len = colon != NULL ? (size_t)(colon - arg) : strlen(arg);
+    int p = 0;
+    if (colon != NULL &&
+        tw_broker_cmd_int("--topic partitions", colon + 1, 1, 1024, &p))
+        return -1;
+    if (len == 0 || len > 249) {
+        fprintf(stderr,
+                "trainwatch broker: --topic '%s': a topic "
+                "name has 1..249 characters\n",
+                arg);
+        return -1;
+    }
+    size_t k = 0;
+    while (k < b->ntopics &&
+           !(strlen(b->names[k]) == len && strncmp(b->names[k], arg, len) == 0))
+        k++;
+    if (k == b->ntopics) {
+        if (b->ntopics == TW_BROKER_MAX_TOPICS) {
+            fprintf(stderr, "trainwatch broker: at most %d topics\n",
+                    TW_BROKER_MAX_TOPICS);
+            return -1;
+        }
+        b->names[b->ntopics] = strndup(arg, len);
+        if (b->names[b->ntopics] == NULL) {
+            fprintf(stderr, "trainwatch broker: out of memory\n");
+            return -1;
+        }
+        b->ntopics++;
+    }
+    b->parts[k] = p;
+    return 0;
+}
+
+/* Fills b from the defaults and the options: -1 to exit with *status
+ * (0 after --help, 2 on bad usage, 1 out of memory). */
+static int tw_broker_cmd_load(tw_broker_cmd *b, int argc, char **argv,
+                              int *status)
+{
     static const char *const defaults[] = {
         "trainwatch.metrics", "trainwatch.alerts", "trainwatch.deadletter"};
-    int status = 2;
-    tw_broker *broker = NULL;
-
+    *status = 1;
     for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
-        names[ntopics] = strdup(defaults[i]);
-        parts[ntopics] = 0;
-        if (names[ntopics] == NULL) {
+        b->names[b->ntopics] = strdup(defaults[i]);
+        if (b->names[b->ntopics] == NULL) {
             fprintf(stderr, "trainwatch broker: out of memory\n");
-            status = 1;
-            goto out;
+            return -1;
         }
-        ntopics++;
+        b->parts[b->ntopics++] = 0;
     }
-
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            if (tw_broker_cmd_int("--port", optarg, 1, 65535, &opts.port))
-                goto out;
+    *status = 2;
+    tw_cli_parser p;
+    tw_cli_begin(&p, &tw_broker_command, argc, argv);
+    for (int id; (id = tw_cli_next(&p)) != TW_CLI_END;) {
+        int bad = 0;
+        switch (id) {
+        case TW_CLI_HELP:
+            *status = 0;
+            return -1;
+        case TW_CLI_USAGE:
+            return -1;
+        case OPT_PORT:
+            bad = tw_broker_cmd_int("--port", p.arg, 1, 65535, &b->opts.port);
             break;
-        case 'b':
-            if (tw_broker_cmd_int("--brokers", optarg, 1, 16, &opts.brokers))
-                goto out;
+        case OPT_BROKERS:
+            bad =
+                tw_broker_cmd_int("--brokers", p.arg, 1, 16, &b->opts.brokers);
             break;
-        case 'n':
-            if (tw_broker_cmd_int("--partitions", optarg, 1, 1024,
-                                  &default_partitions))
-                goto out;
+        case OPT_PARTITIONS:
+            bad = tw_broker_cmd_int("--partitions", p.arg, 1, 1024,
+                                    &b->default_partitions);
             break;
-        case 't': {
-            const char *colon = strrchr(optarg, ':');
-            size_t len =
-                colon != NULL ? (size_t)(colon - optarg) : strlen(optarg);
-            int p = 0;
-            if (colon != NULL &&
-                tw_broker_cmd_int("--topic partitions", colon + 1, 1, 1024, &p))
-                goto out;
-            if (len == 0 || len > 249) {
-                fprintf(stderr,
-                        "trainwatch broker: --topic '%s': a topic "
-                        "name has 1..249 characters\n",
-                        optarg);
-                goto out;
-            }
-            size_t k = 0;
-            while (k < ntopics && !(strlen(names[k]) == len &&
-                                    strncmp(names[k], optarg, len) == 0))
-                k++;
-            if (k == ntopics) {
-                if (ntopics == TW_BROKER_MAX_TOPICS) {
-                    fprintf(stderr, "trainwatch broker: at most %d topics\n",
-                            TW_BROKER_MAX_TOPICS);
-                    goto out;
-                }
-                names[ntopics] = strndup(optarg, len);
-                if (names[ntopics] == NULL)
-                    goto out;
-                ntopics++;
-            }
-            parts[k] = p;
+        case OPT_TOPIC:
+            bad = tw_broker_cmd_topic(b, p.arg);
             break;
-        }
-        case 'f':
-            bootstrap_file = optarg;
+        case OPT_BOOTSTRAP_FILE:
+            b->bootstrap_file = p.arg;
             break;
-        case 'v':
+        case OPT_VERBOSE:
             tw_log_set_level(TW_LOG_DEBUG);
             break;
-        case 'h':
-            tw_broker_cmd_usage(stdout);
-            status = 0;
-            goto out;
-        default:
-            tw_broker_cmd_usage(stderr);
-            goto out;
         }
+        if (bad)
+            return -1;
     }
-    if (optind < argc) {
-        fprintf(stderr, "trainwatch broker: unexpected argument '%s'\n",
-                argv[optind]);
-        tw_broker_cmd_usage(stderr);
-        goto out;
+    if (p.optind < argc) {
+        tw_cli_usage_error(&tw_broker_command, "unexpected argument '%s'",
+                           argv[p.optind]);
+        return -1;
     }
+    for (size_t i = 0; i < b->ntopics; i++) {
+        b->topics[i].name = b->names[i];
+        b->topics[i].partitions =
+            b->parts[i] > 0 ? b->parts[i] : b->default_partitions;
+    }
+    b->opts.topics = b->topics;
+    b->opts.ntopics = b->ntopics;
+    return 0;
+}
 
-    status = 1;
+/* Starts the broker, tells where it listens (stdout, --bootstrap-file). */
+static int tw_broker_cmd_open(tw_broker_cmd *b, tw_broker **broker)
+{
+    char err[512];
+    if (tw_broker_start(&b->opts, broker, err, sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "%s", err);
+        return -1;
+    }
+    printf("bootstrap=%s\n", tw_broker_bootstrap(*broker));
+    printf("brokers=%s\n", tw_broker_direct_bootstrap(*broker));
+    for (size_t i = 0; i < b->ntopics; i++)
+        printf("topic=%s partitions=%d\n", b->topics[i].name,
+               b->topics[i].partitions);
+    fflush(stdout);
+    if (b->bootstrap_file != NULL &&
+        tw_broker_cmd_write_file(b->bootstrap_file,
+                                 tw_broker_bootstrap(*broker)) != 0)
+        return -1;
+    tw_log(TW_LOG_INFO,
+           "broker: listening at %s (%d broker(s)); keeps %u MiB and %u "
+           "batches per partition (librdkafka's fixed limits: older "
+           "messages are deleted, read or not); stop with SIGINT or SIGTERM",
+           tw_broker_bootstrap(*broker), b->opts.brokers,
+           TW_BROKER_RETENTION_BYTES >> 20, TW_BROKER_RETENTION_BATCHES);
+    return 0;
+}
+
+/* Serves until SIGINT or SIGTERM, then removes --bootstrap-file. */
+static void tw_broker_cmd_serve(const tw_broker_cmd *b, sigset_t *sigs)
+{
+    int sig = 0;
+    while (sig == 0)
+        sig = tw_signals_wait(sigs, 1000);
+    tw_log(TW_LOG_INFO, "broker: %s received, stopping", tw_signals_name(sig));
+    if (b->bootstrap_file != NULL && unlink(b->bootstrap_file) != 0)
+        tw_log(TW_LOG_WARN, "broker: cannot remove '%s': %s", b->bootstrap_file,
+               strerror(errno));
+}
+
+int tw_cmd_broker(int argc, char **argv)
+{
+    tw_broker_cmd b = {.opts = {.brokers = 1, .port = 0},
+                       .default_partitions = 4};
+    tw_broker *broker = NULL;
+    int status;
     sigset_t sigs;
+    if (tw_broker_cmd_load(&b, argc, argv, &status) != 0)
+        goto out;
+    status = 1;
     if (tw_signals_block(&sigs) != 0) {
         tw_log(TW_LOG_ERROR, "broker: cannot block signals: %s",
                strerror(errno));
         goto out;
     }
-    tw_broker_topic topics[TW_BROKER_MAX_TOPICS];
-    for (size_t i = 0; i < ntopics; i++) {
-        topics[i].name = names[i];
-        topics[i].partitions = parts[i] > 0 ? parts[i] : default_partitions;
-    }
-    opts.topics = topics;
-    opts.ntopics = ntopics;
-    char err[512];
-    if (tw_broker_start(&opts, &broker, err, sizeof(err)) != 0) {
-        tw_log(TW_LOG_ERROR, "%s", err);
+    if (tw_broker_cmd_open(&b, &broker) != 0)
         goto out;
-    }
-    printf("bootstrap=%s\n", tw_broker_bootstrap(broker));
-    printf("brokers=%s\n", tw_broker_direct_bootstrap(broker));
-    for (size_t i = 0; i < ntopics; i++)
-        printf("topic=%s partitions=%d\n", topics[i].name,
-               topics[i].partitions);
-    fflush(stdout);
-    if (bootstrap_file != NULL &&
-        tw_broker_cmd_write_file(bootstrap_file, tw_broker_bootstrap(broker)) !=
-            0)
-        goto out;
-    tw_log(TW_LOG_INFO,
-           "broker: listening at %s (%d broker(s)); keeps %u MiB and %u "
-           "batches per partition (librdkafka's fixed limits: older "
-           "messages are deleted, read or not); stop with SIGINT or SIGTERM",
-           tw_broker_bootstrap(broker), opts.brokers,
-           TW_BROKER_RETENTION_BYTES >> 20, TW_BROKER_RETENTION_BATCHES);
-
-    int sig = 0;
-    while (sig == 0)
-        sig = tw_signals_wait(&sigs, 1000);
-    tw_log(TW_LOG_INFO, "broker: %s received, stopping", tw_signals_name(sig));
-    if (bootstrap_file != NULL && unlink(bootstrap_file) != 0)
-        tw_log(TW_LOG_WARN, "broker: cannot remove '%s': %s", bootstrap_file,
-               strerror(errno));
+    tw_broker_cmd_serve(&b, &sigs);
     status = 0;
-
 out:
     tw_broker_stop(broker);
-    for (size_t i = 0; i < ntopics; i++)
-        free(names[i]);
+    for (size_t i = 0; i < b.ntopics; i++)
+        free(b.names[i]);
     return status;
 }

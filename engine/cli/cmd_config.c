@@ -5,64 +5,61 @@
  *
  * Exit status: 0 printed, 2 usage error.
  */
-#include <getopt.h>
 #include <stdio.h>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "config_schema.h"
 
-static void tw_config_usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: trainwatch config --describe | --markdown | --sample\n"
-        "\n"
+enum { OPT_DESCRIBE = 1, OPT_MARKDOWN, OPT_SAMPLE };
+
+static const tw_cli_option tw_config_options[] = {
+    {"describe", 0, NULL, "each key with its type, bounds, default and meaning",
+     OPT_DESCRIBE},
+    {"markdown", 0, NULL, "the same as a Markdown table (README)",
+     OPT_MARKDOWN},
+    {"sample", 0, NULL,
+     "a complete commented YAML file with every default; `run --config` and "
+     "`eval --rules` load it as it is",
+     OPT_SAMPLE},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tw_cli_command tw_config_command = {
+    .name = "config",
+    .synopsis = "--describe | --markdown | --sample",
+    .description =
         "The configuration file's keys, from the one table that validates\n"
         "them (every section: top level, rules, kafka, engine, state,\n"
-        "actions):\n"
-        "  --describe   each key with its type, bounds, default and meaning\n"
-        "  --markdown   the same as a Markdown table (README)\n"
-        "  --sample     a complete commented YAML file with every default;\n"
-        "               `run --config` and `eval --rules` load it as it is\n"
-        "  -h, --help   this text\n");
-}
+        "actions).\n",
+    .options = tw_config_options,
+};
 
 int tw_cmd_config(int argc, char **argv)
 {
-    static const struct option opts[] = {{"describe", no_argument, NULL, 'd'},
-                                         {"markdown", no_argument, NULL, 'm'},
-                                         {"sample", no_argument, NULL, 's'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int what = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-        case 'm':
-        case 's':
-            if (what != 0 && what != c) {
-                fprintf(stderr, "trainwatch config: give one of --describe, "
-                                "--markdown, --sample\n");
-                return 2;
-            }
-            what = c;
-            break;
-        case 'h':
-            tw_config_usage(stdout);
+    tw_cli_parser p;
+    tw_cli_begin(&p, &tw_config_command, argc, argv);
+    int what = 0;
+    for (int id; (id = tw_cli_next(&p)) != TW_CLI_END;) {
+        if (id == TW_CLI_HELP)
             return 0;
-        default:
-            tw_config_usage(stderr);
+        if (id == TW_CLI_USAGE)
             return 2;
-        }
+        if (what != 0 && what != id)
+            return tw_cli_usage_error(&tw_config_command,
+                                      "give one of --describe, --markdown, "
+                                      "--sample");
+        what = id;
     }
-    if (optind != argc || what == 0) {
-        tw_config_usage(stderr);
-        return 2;
-    }
-    if (what == 'd')
+    if (p.optind != argc)
+        return tw_cli_usage_error(&tw_config_command,
+                                  "unexpected argument '%s'", argv[p.optind]);
+    if (what == 0)
+        return tw_cli_usage_error(&tw_config_command,
+                                  "give one of --describe, --markdown, "
+                                  "--sample");
+    if (what == OPT_DESCRIBE)
         tw_schema_describe(stdout);
-    else if (what == 'm')
+    else if (what == OPT_MARKDOWN)
         tw_schema_describe_markdown(stdout);
     else
         tw_schema_sample(stdout);

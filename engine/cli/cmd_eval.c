@@ -5,7 +5,6 @@
  * the listing (listing_horizons), so memory stays bounded however long the
  * job.
  */
-#include <getopt.h>
 #include <libgen.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_options.h"
 #include "clock.h"
 #include "commands.h"
 #include "config.h"
@@ -22,41 +22,49 @@
 #include "log.h"
 #include "reader.h"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: trainwatch eval DIR [options]\n"
-            "\n"
-            "Evaluates rules offline over a profiler-output folder DIR (the "
-            "agent's\nsystem/ and framework/ files) and prints each rule's "
-            "status and findings.\n"
-            "\n"
-            "options:\n"
-            "  --rules FILE        rule configuration (YAML or JSON); default: "
-            "ProfilerReport,\n"
-            "                      or every built-in profiler rule when "
-            "ProfilerReport is absent\n"
-            "  --semantics MODE    fixed (default) or reference: overrides the "
-            "file's default\n"
-            "  --json              print the results as JSON instead of a "
-            "table\n"
-            "                      (strict: NaN/Infinity become null, "
-            "counted in\n"
-            "                      the rule's \"nonfinite_nulls\")\n"
-            "  --job NAME          job id to report (default: DIR's base "
-            "name)\n"
-            "  --quiet             no progress or bad-line messages on "
-            "stderr\n"
-            "  -h, --help          this text\n"
-            "\n"
-            "A rule whose input never arrived ends NoData (fixed semantics; "
-            "reference keeps\nNoIssuesFound), with INPUT none. Folders that "
-            "cannot be read, symbolic link\nloops and folders reached twice "
-            "are named in warnings and counted.\n"
-            "\n"
-            "Exit status: 0 when the folder was evaluated (whatever the "
-            "findings),\n1 on an error, 2 on bad usage.\n");
-}
+enum { OPT_RULES = 1, OPT_SEMANTICS, OPT_JSON, OPT_JOB, OPT_QUIET };
+
+static const tw_cli_option eval_options[] = {
+    {"rules", 0, "FILE",
+     "rule configuration (YAML or JSON); default: ProfilerReport, or every "
+     "built-in profiler rule when ProfilerReport is absent",
+     OPT_RULES},
+    {"semantics", 0, "MODE",
+     "fixed (default) or reference: overrides the file's default",
+     OPT_SEMANTICS},
+    {"json", 0, NULL,
+     "print the results as JSON instead of a table (strict: NaN/Infinity "
+     "become null, counted in the rule's \"nonfinite_nulls\")",
+     OPT_JSON},
+    {"job", 0, "NAME", "job id to report (default: DIR's base name)", OPT_JOB},
+    {"quiet", 0, NULL, "no progress or bad-line messages on stderr", OPT_QUIET},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tw_cli_command eval_command = {
+    .name = "eval",
+    .synopsis = "DIR [options]",
+    .description =
+        "Evaluates rules offline over a profiler-output folder DIR (the "
+        "agent's\nsystem/ and framework/ files) and prints each rule's "
+        "status and findings.\n",
+    .options = eval_options,
+    .epilogue =
+        "A rule whose input never arrived ends NoData (fixed semantics; "
+        "reference keeps\nNoIssuesFound), with INPUT none. Folders that "
+        "cannot be read, symbolic link\nloops and folders reached twice "
+        "are named in warnings and counted.\n"
+        "\n"
+        "Exit status: 0 when the folder was evaluated (whatever the "
+        "findings),\n1 on an error, 2 on bad usage.\n",
+};
+
+/* What the options ask for. */
+typedef struct eval_opts {
+    const char *dir;
+    const char *rules_path, *job_name, *sem;
+    tw_semantics semantics;
+    int as_json, quiet;
+} eval_opts;
 
 typedef struct eval_ctx {
     tw_job *job;
@@ -276,128 +284,131 @@ static void print_table(tw_job *job, const tw_folder *folder,
     tw_json_free(r);
 }
 
-int tw_cmd_eval(int argc, char **argv)
+/* The options and DIR: -1 to exit with *status (0 after --help, 2 on bad
+ * usage). */
+static int eval_load_options(eval_opts *o, int argc, char **argv, int *status)
 {
-    static const struct option opts[] = {
-        {"rules", required_argument, NULL, 'r'},
-        {"semantics", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"job", required_argument, NULL, 'J'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *rules_path = NULL, *job_name = NULL, *sem = NULL;
-    int as_json = 0, quiet = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            rules_path = optarg;
+    memset(o, 0, sizeof(*o));
+    *status = 2;
+    tw_cli_parser p;
+    tw_cli_begin(&p, &eval_command, argc, argv);
+    for (int id; (id = tw_cli_next(&p)) != TW_CLI_END;) {
+        switch (id) {
+        case TW_CLI_HELP:
+            *status = 0;
+            return -1;
+        case TW_CLI_USAGE:
+            return -1;
+        case OPT_RULES:
+            o->rules_path = p.arg;
             break;
-        case 's':
-            sem = optarg;
+        case OPT_SEMANTICS:
+            o->sem = p.arg;
             break;
-        case 'j':
-            as_json = 1;
+        case OPT_JSON:
+            o->as_json = 1;
             break;
-        case 'J':
-            job_name = optarg;
+        case OPT_JOB:
+            o->job_name = p.arg;
             break;
-        case 'q':
-            quiet = 1;
+        case OPT_QUIET:
+            o->quiet = 1;
             break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
         }
     }
-    if (optind != argc - 1) {
+    if (p.optind != argc - 1) {
         fprintf(stderr, "trainwatch eval: expected exactly one folder "
                         "argument\n\n");
-        usage(stderr);
-        return 2;
+        tw_cli_help(&eval_command, stderr);
+        return -1;
     }
-    tw_semantics semantics = TW_SEMANTICS_FIXED;
-    if (sem != NULL) {
-        if (strcmp(sem, "fixed") == 0)
-            semantics = TW_SEMANTICS_FIXED;
-        else if (strcmp(sem, "reference") == 0)
-            semantics = TW_SEMANTICS_REFERENCE;
-        else {
-            fprintf(stderr,
-                    "trainwatch eval: --semantics must be 'fixed' or "
-                    "'reference', not '%s'\n",
-                    sem);
-            return 2;
-        }
+    o->dir = argv[p.optind];
+    o->semantics = TW_SEMANTICS_FIXED;
+    if (o->sem == NULL || strcmp(o->sem, "fixed") == 0)
+        return 0;
+    if (strcmp(o->sem, "reference") == 0) {
+        o->semantics = TW_SEMANTICS_REFERENCE;
+        return 0;
     }
-    const char *dir = argv[optind];
-    char err[1024];
-    int status = 1;
-    tw_folder *folder = NULL;
-    tw_config *cfg = NULL;
-    tw_registry *reg = tw_registry_new();
-    tw_job *job = NULL;
-    tw_trace_state *ts = tw_trace_state_new();
-    int64_t *horizons = NULL;
-    if (reg == NULL || ts == NULL) {
-        fprintf(stderr, "trainwatch eval: out of memory\n");
-        goto out;
-    }
-    if (!quiet)
-        tw_log_set_level(TW_LOG_WARN);
-    else
-        tw_log_set_level(TW_LOG_ERROR);
-    if (tw_folder_list(dir, &folder, err, sizeof(err)) != TW_OK) {
+    fprintf(stderr,
+            "trainwatch eval: --semantics must be 'fixed' or "
+            "'reference', not '%s'\n",
+            o->sem);
+    return -1;
+}
+
+/* What an evaluation holds, from the folder's listing to the results. */
+typedef struct eval_run {
+    tw_folder *folder;
+    tw_config *cfg;
+    tw_registry *reg;
+    tw_job *job;
+    tw_trace_state *ts;
+    int64_t *horizons;
+    const char *id; /* the job id */
+    char namebuf[1024];
+    int64_t last_ts_us; /* L: the scan limit */
+    tw_reader_stats rs;
+    double seconds;
+} eval_run;
+
+/* The folder's listing and the rule configuration. */
+static int eval_load(const eval_opts *o, eval_run *e, char *err, size_t n)
+{
+    if (tw_folder_list(o->dir, &e->folder, err, n) != TW_OK) {
         fprintf(stderr, "trainwatch eval: %s\n", err);
-        goto out;
+        return -1;
     }
     /* Files may be missing: each folder not walked is named (the counts
      * are in the output too, also with --quiet). */
-    for (size_t i = 0; i < folder->nproblems; i++)
+    for (size_t i = 0; i < e->folder->nproblems; i++)
         tw_log(TW_LOG_WARN, "eval: folder not read: %s: %s",
-               folder->problems[i].path, folder->problems[i].reason);
-    if (folder->nfiles == 0) {
+               e->folder->problems[i].path, e->folder->problems[i].reason);
+    if (e->folder->nfiles == 0) {
         fprintf(stderr,
                 "trainwatch eval: no agent files under '%s' (expected "
                 "system/incremental/.../<epoch>.algo-N.json or "
                 "framework/pevents/... files)\n",
-                dir);
-        goto out;
+                o->dir);
+        return -1;
     }
-    int rc = rules_path != NULL
-                 ? tw_config_load(rules_path, &cfg, err, sizeof(err))
-                 : tw_config_default(reg, &cfg, err, sizeof(err));
-    if (rc == TW_OK && cfg->nrules == 0)
-        rc = tw_config_default_rules(cfg, reg, err, sizeof(err));
+    int rc = o->rules_path != NULL
+                 ? tw_config_load(o->rules_path, &e->cfg, err, n)
+                 : tw_config_default(e->reg, &e->cfg, err, n);
+    if (rc == TW_OK && e->cfg->nrules == 0)
+        rc = tw_config_default_rules(e->cfg, e->reg, err, n);
     if (rc != TW_OK) {
         fprintf(stderr, "trainwatch eval: %s\n", err);
-        goto out;
+        return -1;
     }
+    return 0;
+}
+
+/* The job, its first timestamp and scan limit, and the listing's clock. */
+static int eval_open(const eval_opts *o, eval_run *e, char *err, size_t n)
+{
+    tw_config *cfg = e->cfg;
     tw_job_config jc = cfg->job;
     jc.external_watermark = 1;
-    if (sem != NULL) {
-        jc.semantics = semantics;
+    if (o->sem != NULL) {
+        jc.semantics = o->semantics;
         for (size_t i = 0; i < cfg->nrules; i++)
             cfg->rules[i].has_semantics = 0;
     }
-    char namebuf[1024];
-    snprintf(namebuf, sizeof(namebuf), "%s", dir);
-    size_t nl = strlen(namebuf);
-    while (nl > 1 && namebuf[nl - 1] == '/')
-        namebuf[--nl] = '\0';
-    const char *id = job_name != NULL ? job_name : basename(namebuf);
-    if (tw_job_new(id, &jc, reg, cfg->rules, cfg->nrules, &job, err,
-                   sizeof(err)) != TW_OK) {
+    snprintf(e->namebuf, sizeof(e->namebuf), "%s", o->dir);
+    size_t nl = strlen(e->namebuf);
+    while (nl > 1 && e->namebuf[nl - 1] == '/')
+        e->namebuf[--nl] = '\0';
+    e->id = o->job_name != NULL ? o->job_name : basename(e->namebuf);
+    if (tw_job_new(e->id, &jc, e->reg, cfg->rules, cfg->nrules, &e->job, err,
+                   n) != TW_OK) {
         fprintf(stderr, "trainwatch eval: %s%s%s\n",
-                rules_path ? rules_path : "", rules_path ? ": " : "", err);
-        goto out;
+                o->rules_path ? o->rules_path : "", o->rules_path ? ": " : "",
+                err);
+        return -1;
     }
     /* F and L from the file names, as the reference derives them (§1.4). */
+    const tw_folder *folder = e->folder;
     int64_t F = folder->first_system_ts_us;
     if (folder->first_framework_ts_us != 0 &&
         (F == 0 || folder->first_framework_ts_us < F))
@@ -406,54 +417,82 @@ int tw_cmd_eval(int argc, char **argv)
     if (L == 0 || (folder->latest_framework_ts_us != 0 &&
                    folder->latest_framework_ts_us < L))
         L = folder->latest_framework_ts_us;
-    tw_job_set_first_timestamp(job, F);
-    tw_job_set_scan_limit(job, L);
-    horizons = listing_horizons(folder);
-    if (horizons == NULL) {
+    tw_job_set_first_timestamp(e->job, F);
+    tw_job_set_scan_limit(e->job, L);
+    e->last_ts_us = L;
+    e->horizons = listing_horizons(folder);
+    if (e->horizons == NULL) {
         fprintf(stderr, "trainwatch eval: out of memory\n");
-        goto out;
+        return -1;
     }
+    return 0;
+}
 
-    eval_ctx ec = {.job = job, .quiet = quiet};
-    tw_reader_stats rs;
-    memset(&rs, 0, sizeof(rs));
+/* Every file in time order through the job, then the job's end. */
+static int eval_feed(const eval_opts *o, eval_run *e)
+{
+    eval_ctx ec = {.job = e->job, .quiet = o->quiet};
+    const tw_folder *folder = e->folder;
     double t0 = (tw_mono_us() / 1e6), last_progress = t0;
     for (size_t i = 0; i < folder->nfiles; i++) {
         const tw_agent_file *f = &folder->files[i];
-        if (tw_job_advance(job, horizons[i]) != TW_OK) {
+        if (tw_job_advance(e->job, e->horizons[i]) != TW_OK) {
             fprintf(stderr, "trainwatch eval: out of memory\n");
-            goto out;
+            return -1;
         }
-        if (tw_folder_read_file(f, id, ts, sink, &ec, on_bad_input, &ec,
-                                &rs) != TW_OK ||
+        if (tw_folder_read_file(f, e->id, e->ts, sink, &ec, on_bad_input, &ec,
+                                &e->rs) != TW_OK ||
             ec.failed) {
             fprintf(stderr, "trainwatch eval: failed while reading %s\n",
                     f->path);
-            goto out;
+            return -1;
         }
         double t = (tw_mono_us() / 1e6);
-        if (!quiet && !as_json && t - last_progress > 5.0) {
+        if (!o->quiet && !o->as_json && t - last_progress > 5.0) {
             fprintf(stderr, "eval: %zu/%zu files, %.1f MB read\n", i + 1,
-                    folder->nfiles, (double)rs.bytes / 1e6);
+                    folder->nfiles, (double)e->rs.bytes / 1e6);
             last_progress = t;
         }
     }
-    if (tw_job_finish(job, L) != TW_OK) {
+    if (tw_job_finish(e->job, e->last_ts_us) != TW_OK) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        return -1;
+    }
+    e->seconds = (tw_mono_us() / 1e6) - t0;
+    return 0;
+}
+
+int tw_cmd_eval(int argc, char **argv)
+{
+    eval_opts o;
+    int status;
+    if (eval_load_options(&o, argc, argv, &status) != 0)
+        return status;
+    char err[1024];
+    eval_run e;
+    memset(&e, 0, sizeof(e));
+    status = 1;
+    e.reg = tw_registry_new();
+    e.ts = tw_trace_state_new();
+    if (e.reg == NULL || e.ts == NULL) {
         fprintf(stderr, "trainwatch eval: out of memory\n");
         goto out;
     }
-    double seconds = (tw_mono_us() / 1e6) - t0;
-    if (as_json)
-        print_json(job, dir, folder, &rs, seconds);
+    tw_log_set_level(o.quiet ? TW_LOG_ERROR : TW_LOG_WARN);
+    if (eval_load(&o, &e, err, sizeof(err)) != 0 ||
+        eval_open(&o, &e, err, sizeof(err)) != 0 || eval_feed(&o, &e) != 0)
+        goto out;
+    if (o.as_json)
+        print_json(e.job, o.dir, e.folder, &e.rs, e.seconds);
     else
-        print_table(job, folder, &rs, seconds);
+        print_table(e.job, e.folder, &e.rs, e.seconds);
     status = 0;
 out:
-    free(horizons);
-    tw_job_free(job);
-    tw_config_free(cfg);
-    tw_trace_state_free(ts);
-    tw_folder_free(folder);
-    tw_registry_free(reg);
+    free(e.horizons);
+    tw_job_free(e.job);
+    tw_config_free(e.cfg);
+    tw_trace_state_free(e.ts);
+    tw_folder_free(e.folder);
+    tw_registry_free(e.reg);
     return status;
 }

@@ -33,7 +33,6 @@
  * and a summary line goes to stdout.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +40,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cli_options.h"
 #include "clock.h"
 #include "commands.h"
 #include "config.h"
@@ -96,14 +96,58 @@ typedef struct tw_run {
     int paused;      /* store unavailable: consumption stopped */
     int failed; /* a commit or flush failed inside a rebalance */
     tw_quarantine *quarantine;
+    tw_config *cfg;
+    tw_registry *reg;
+    sigset_t sigs;           /* SIGINT/SIGTERM, blocked and polled */
+    int64_t commit_every_us; /* checkpoint and commit pace */
 } tw_run;
 
-static void tw_run_usage(FILE *out)
+/* What the options ask for. */
+typedef struct tw_run_opts {
+    const char *config_path; /* NULL: the default configuration */
+    const char *brokers;     /* overrides kafka.brokers */
+    int check;               /* --check: validate, then exit */
+} tw_run_opts;
+
+enum { OPT_CONFIG = 1, OPT_BROKERS, OPT_CHECK, OPT_QUIET, OPT_VERBOSE };
+
+static const tw_cli_option tw_run_options[] = {
+    {"config", 0, "FILE",
+     "configuration (YAML or JSON, see deploy/trainwatch.yaml): rules "
+     "(default: ProfilerReport), tick, lateness, idle_node, clock_skew, and "
+     "the sections kafka:, engine: and state: (their keys with their "
+     "defaults below). `trainwatch config --describe` lists every key with "
+     "its type, bounds and default. A file with a secret in it (such as "
+     "properties: {sasl.password: ...}) is refused when every user can "
+     "read it (chmod o-r).",
+     OPT_CONFIG},
+    {"brokers", 0, "B", "bootstrap servers; overrides kafka.brokers",
+     OPT_BROKERS},
+    {"check", 0, NULL,
+     "load and check the configuration (every section, rules, plugins, "
+     "actions, the state store), then exit: 0 when valid, 2 with "
+     "file:line:key if not",
+     OPT_CHECK},
+    {"quiet", 'q', NULL, "warnings and errors only", OPT_QUIET},
+    {"verbose", 'v', NULL, "debug log lines too", OPT_VERBOSE},
+    {NULL, 0, NULL, NULL, 0}};
+
+/* The sections' keys with their defaults, from the schema. */
+static void tw_run_help_sections(FILE *out)
 {
-    fprintf(
-        out,
-        "usage: trainwatch run [--config FILE] [--brokers B] [options]\n"
-        "\n"
+    static const tw_section sections[] = {TW_SECTION_KAFKA, TW_SECTION_ENGINE,
+                                          TW_SECTION_STATE};
+    fprintf(out, "\nconfiguration sections (keys with their defaults):\n");
+    for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+        fprintf(out, "  %s:\n", tw_section_name(sections[i]));
+        tw_schema_print_keys(out, sections[i], 4);
+    }
+}
+
+static const tw_cli_command tw_run_command = {
+    .name = "run",
+    .synopsis = "[--config FILE] [--brokers B] [options]",
+    .description =
         "The streaming engine: joins a Kafka consumer group on the metrics\n"
         "topic, evaluates the configured rules per job (key = job id) at\n"
         "each tick of event time, publishes alerts as JSON on the alert\n"
@@ -113,36 +157,11 @@ static void tw_run_usage(FILE *out)
         "A job ends with its JOB_END marker, or after engine.job_idle of\n"
         "wall time without a message; its results then go to\n"
         "engine.results_dir/<name>.json (same rule results as `eval --json`;\n"
-        "<name>: the job id, bytes outside [A-Za-z0-9._-] as %%XX, see\n"
-        "README \"Results files\"; a failed write is retried with backoff).\n"
-        "\n"
-        "options:\n"
-        "  --config FILE   configuration (YAML or JSON, see\n"
-        "                  deploy/trainwatch.yaml): rules (default:\n"
-        "                  ProfilerReport), tick, lateness, idle_node,\n"
-        "                  clock_skew, and the\n"
-        "                  sections (keys with their defaults):\n");
-    static const tw_section sections[] = {TW_SECTION_KAFKA, TW_SECTION_ENGINE,
-                                          TW_SECTION_STATE};
-    for (size_t i = 0; i < 3; i++) {
-        fprintf(out, "                    %s:\n", tw_section_name(sections[i]));
-        tw_schema_print_keys(out, sections[i], 22);
-    }
-    fprintf(
-        out,
-        "                  `trainwatch config --describe` lists every key\n"
-        "                  with its type, bounds and default.\n"
-        "                  A file with a secret in it (such as\n"
-        "                  properties: {sasl.password: ...}) is refused\n"
-        "                  when every user can read it (chmod o-r).\n"
-        "  --brokers B     bootstrap servers; overrides kafka.brokers\n"
-        "  --check         load and check the configuration (every section,\n"
-        "                  rules, plugins, actions, the state store), then\n"
-        "                  exit: 0 when valid, 2 with file:line:key if not\n"
-        "  -q, --quiet     warnings and errors only\n"
-        "  -v, --verbose   debug log lines too\n"
-        "  -h, --help      this text\n"
-        "\n"
+        "<name>: the job id, bytes outside [A-Za-z0-9._-] as %XX, see\n"
+        "README \"Results files\"; a failed write is retried with backoff).\n",
+    .options = tw_run_options,
+    .more = tw_run_help_sections,
+    .epilogue =
         "Log lines go to stderr; a `progress:` line every\n"
         "progress_interval and, at the end, one summary line on stdout:\n"
         "  run: batches=N dead_letters=N duplicates=N late=N jobs_active=N\n"
@@ -174,8 +193,8 @@ static void tw_run_usage(FILE *out)
         "Stops on SIGINT/SIGTERM after the message in hand (a long\n"
         "evaluation is interrupted between scans and the message read\n"
         "again), committing what is safe. Exit status: 0 after a signal,\n"
-        "1 on a failure, 2 on bad usage or configuration.\n");
-}
+        "1 on a failure, 2 on bad usage or configuration.\n",
+};
 
 static void tw_run_settings_free(tw_run_settings *s)
 {
@@ -690,293 +709,352 @@ static int tw_run_quarantine(tw_run *r, const tw_source_msg *m,
     return rc;
 }
 
-int tw_cmd_run(int argc, char **argv)
+/* The options: -1 to exit with *status (0 after --help, 2 on bad usage). */
+static int tw_run_load_options(tw_run_opts *o, int argc, char **argv,
+                               int *status)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"brokers", required_argument, NULL, 'b'},
-        {"check", no_argument, NULL, 'k'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *config_path = NULL, *brokers = NULL;
-    int c, check = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            config_path = optarg;
+    memset(o, 0, sizeof(*o));
+    *status = 2;
+    tw_cli_parser p;
+    tw_cli_begin(&p, &tw_run_command, argc, argv);
+    for (int id; (id = tw_cli_next(&p)) != TW_CLI_END;) {
+        switch (id) {
+        case TW_CLI_HELP:
+            *status = 0;
+            return -1;
+        case TW_CLI_USAGE:
+            return -1;
+        case OPT_CONFIG:
+            o->config_path = p.arg;
             break;
-        case 'b':
-            brokers = optarg;
+        case OPT_BROKERS:
+            o->brokers = p.arg;
             break;
-        case 'k':
-            check = 1;
+        case OPT_CHECK:
+            o->check = 1;
             break;
-        case 'q':
+        case OPT_QUIET:
             tw_log_set_level(TW_LOG_WARN);
             break;
-        case 'v':
+        case OPT_VERBOSE:
             tw_log_set_level(TW_LOG_DEBUG);
             break;
-        case 'h':
-            tw_run_usage(stdout);
-            return 0;
-        default:
-            tw_run_usage(stderr);
-            return 2;
         }
     }
-    if (optind != argc) {
-        fprintf(stderr, "trainwatch run: unexpected argument '%s' (see "
-                        "--help)\n",
-                argv[optind]);
-        return 2;
+    if (p.optind != argc) {
+        tw_cli_usage_error(&tw_run_command, "unexpected argument '%s'",
+                           argv[p.optind]);
+        return -1;
     }
-    sigset_t sigs;
-    if (tw_signals_block(&sigs) != 0) {
-        fprintf(stderr, "trainwatch run: cannot block signals: %s\n",
-                strerror(errno));
-        return 1;
-    }
-    char err[1024];
-    int status = 2;
-    tw_run r;
-    memset(&r, 0, sizeof(r));
-    tw_config *cfg = NULL;
-    tw_store *store = NULL;
-    tw_registry *reg = tw_registry_new();
-    if (reg == NULL) {
-        fprintf(stderr, "trainwatch run: out of memory\n");
-        return 1;
-    }
-    int rc = config_path != NULL
-                 ? tw_config_load(config_path, &cfg, err, sizeof(err))
-                 : tw_config_default(reg, &cfg, err, sizeof(err));
-    if (rc == TW_OK && cfg->nrules == 0)
-        rc = tw_config_default_rules(cfg, reg, err, sizeof(err));
+    return 0;
+}
+
+/* The configuration (the file's or the default) and the settings of its
+ * kafka: and engine: sections, --brokers applied. */
+static int tw_run_load(tw_run *r, const tw_run_opts *o, char *err, size_t n)
+{
+    int rc = o->config_path != NULL
+                 ? tw_config_load(o->config_path, &r->cfg, err, n)
+                 : tw_config_default(r->reg, &r->cfg, err, n);
+    if (rc == TW_OK && r->cfg->nrules == 0)
+        rc = tw_config_default_rules(r->cfg, r->reg, err, n);
     if (rc == TW_OK)
-        rc = tw_run_settings_load(cfg, &r.s, err, sizeof(err));
+        rc = tw_run_settings_load(r->cfg, &r->s, err, n);
     if (rc != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
-        goto out;
+        return -1;
     }
-    if (brokers != NULL)
-        r.s.brokers = brokers;
-    if (r.s.brokers == NULL || r.s.brokers[0] == '\0') {
+    if (o->brokers != NULL)
+        r->s.brokers = o->brokers;
+    if (r->s.brokers == NULL || r->s.brokers[0] == '\0') {
         fprintf(stderr, "trainwatch run: no brokers: set kafka.brokers in "
                         "the configuration or give --brokers\n");
-        goto out;
+        return -1;
     }
-    if (tw_store_open(&cfg->state, &store, err, sizeof(err)) != TW_OK) {
-        fprintf(stderr, "trainwatch run: %s\n", err);
-        goto out;
-    }
-    r.store = store;
-    /* The plain memory store's checkpoints hold no job state, only where
-     * a next owner must start: engine.commit_interval paces those. */
-    int64_t commit_every = tw_store_durable(store)
-                               ? tw_store_checkpoint_interval_us(store)
-                               : r.s.commit_interval_us;
-    if (commit_every <= 0)
-        commit_every = 1;
-    tw_job_config jc = cfg->job;
-    jc.external_watermark = 0; /* the data's own clock */
-    jc.max_scans_per_advance = TW_RUN_MAX_SCANS_PER_MESSAGE;
-    jc.stop_requested = tw_run_stop_requested; /* SIGTERM within a scan */
-    jc.stop_ud = &sigs;
-    tw_router_config rc_cfg = {.job = jc,
-                               .reg = reg,
-                               .rules = cfg->rules,
-                               .nrules = cfg->nrules,
-                               .job_idle_us = r.s.job_idle_us,
-                               .results_dir = r.s.results_dir,
-                               .store = r.store,
-                               .topic = r.s.metrics_topic,
-                               .on_data_loss = r.s.on_data_loss,
-                               .max_alert_bytes = tw_run_alert_room(&r.s)};
-    if (tw_quarantine_new(r.s.failure_ledger, (unsigned)r.s.quarantine_after,
-                          &r.quarantine, err, sizeof(err)) != TW_OK) {
-        fprintf(stderr, "trainwatch run: %s\n", err);
-        goto out;
-    }
-    if (tw_router_new(&rc_cfg, tw_run_alert, &r, &r.router, err,
-                      sizeof(err)) != TW_OK) {
-        fprintf(stderr, "trainwatch run: %s\n", err);
-        goto out;
-    }
-    /* Rules are checked before connecting: a bad plugin or parameter is a
-     * start-up error, not a failure at the first job. */
+    return 0;
+}
+
+/* Rules are checked before connecting: a bad plugin or parameter is a
+ * start-up error, not a failure at the first job. Then the actions. */
+static int tw_run_check_rules(tw_run *r, const tw_run_opts *o,
+                              const tw_job_config *jc, char *err, size_t n)
+{
     tw_job *probe = NULL;
-    if (tw_job_new("(check)", &jc, reg, cfg->rules, cfg->nrules, &probe, err,
-                   sizeof(err)) != TW_OK) {
+    if (tw_job_new("(check)", jc, r->reg, r->cfg->rules, r->cfg->nrules, &probe,
+                   err, n) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s%s%s\n",
-                config_path ? config_path : "", config_path ? ": " : "", err);
-        goto out;
+                o->config_path ? o->config_path : "",
+                o->config_path ? ": " : "", err);
+        return -1;
     }
-    rc = tw_run_actions_new(cfg, probe, r.s.results_dir, &r.actions, err,
-                            sizeof(err));
+    int rc = tw_run_actions_new(r->cfg, probe, r->s.results_dir, &r->actions,
+                                err, n);
     tw_job_free(probe);
     if (rc != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
-        goto out;
+        return -1;
     }
-    if (check) { /* everything checked that needs no broker */
-        printf("trainwatch run: configuration %s is valid\n",
-               config_path ? config_path : "(default)");
-        tw_router_free(r.router);
-        r.router = NULL;
-        status = 0;
-        goto out;
-    }
-    tw_source_config sc = {.brokers = r.s.brokers,
-                           .group = r.s.group,
-                           .topic = r.s.metrics_topic,
-                           .client_id = r.s.client_id,
-                           .props = r.s.props,
-                           .nprops = r.s.nprops};
-    tw_source_handler sh = {
-        .assign = tw_run_on_assign, .revoke = tw_run_on_revoke, .ud = &r};
-    if (tw_source_new(&sc, &sh, &r.source, err, sizeof(err)) != 0) {
+    return 0;
+}
+
+/* Everything that needs no broker: the state store, the quarantine, the
+ * router, the rules and the actions. */
+static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
+{
+    if (tw_store_open(&r->cfg->state, &r->store, err, n) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
-        goto out;
+        return -1;
     }
-    status = 1;
-    if (tw_producer_new(r.s.brokers, (const char *const *)r.s.prop_kv,
-                        r.s.nprops, &r.producer, err, sizeof(err)) != 0) {
+    /* The plain memory store's checkpoints hold no job state, only where
+     * a next owner must start: engine.commit_interval paces those. */
+    r->commit_every_us = tw_store_durable(r->store)
+                             ? tw_store_checkpoint_interval_us(r->store)
+                             : r->s.commit_interval_us;
+    if (r->commit_every_us <= 0)
+        r->commit_every_us = 1;
+    tw_job_config jc = r->cfg->job;
+    jc.external_watermark = 0; /* the data's own clock */
+    jc.max_scans_per_advance = TW_RUN_MAX_SCANS_PER_MESSAGE;
+    jc.stop_requested = tw_run_stop_requested; /* SIGTERM within a scan */
+    jc.stop_ud = &r->sigs;
+    tw_router_config rc_cfg = {.job = jc,
+                               .reg = r->reg,
+                               .rules = r->cfg->rules,
+                               .nrules = r->cfg->nrules,
+                               .job_idle_us = r->s.job_idle_us,
+                               .results_dir = r->s.results_dir,
+                               .store = r->store,
+                               .topic = r->s.metrics_topic,
+                               .on_data_loss = r->s.on_data_loss,
+                               .max_alert_bytes = tw_run_alert_room(&r->s)};
+    if (tw_quarantine_new(r->s.failure_ledger, (unsigned)r->s.quarantine_after,
+                          &r->quarantine, err, n) != TW_OK ||
+        tw_router_new(&rc_cfg, tw_run_alert, r, &r->router, err, n) != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        return -1;
+    }
+    return tw_run_check_rules(r, o, &jc, err, n);
+}
+
+/* The consumer (status 2 when it cannot be made: configuration) and the
+ * producer (1); the output topics learnt. 0 when connected. */
+static int tw_run_connect(tw_run *r, char *err, size_t n)
+{
+    tw_source_config sc = {.brokers = r->s.brokers,
+                           .group = r->s.group,
+                           .topic = r->s.metrics_topic,
+                           .client_id = r->s.client_id,
+                           .props = r->s.props,
+                           .nprops = r->s.nprops};
+    tw_source_handler sh = {
+        .assign = tw_run_on_assign, .revoke = tw_run_on_revoke, .ud = r};
+    if (tw_source_new(&sc, &sh, &r->source, err, n) != 0) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        return 2;
+    }
+    if (tw_producer_new(r->s.brokers, (const char *const *)r->s.prop_kv,
+                        r->s.nprops, &r->producer, err, n) != 0) {
         tw_log(TW_LOG_ERROR, "run: %s", err);
-        goto out;
+        return 1;
     }
     /* Learn the output topics now: the first alert or dead letter would
      * otherwise wait for a metadata round trip (about a second when the
      * cluster has to create the topic). */
-    const char *outputs[] = {r.s.alerts_topic, r.s.deadletter_topic};
+    const char *outputs[] = {r->s.alerts_topic, r->s.deadletter_topic};
     for (size_t i = 0; i < 2; i++)
-        if (tw_producer_prepare_topic(r.producer, outputs[i], 5000, err,
-                                      sizeof(err)) != 0)
+        if (tw_producer_prepare_topic(r->producer, outputs[i], 5000, err, n) !=
+            0)
             tw_log(TW_LOG_WARN, "run: %s (sending will retry)", err);
     tw_log(TW_LOG_INFO,
            "run: group '%s' on '%s' via %s; alerts to '%s', dead letters to "
            "'%s'; %zu rule(s); state: %s%s",
-           r.s.group, r.s.metrics_topic, r.s.brokers, r.s.alerts_topic,
-           r.s.deadletter_topic, cfg->nrules, tw_store_kind(store),
-           tw_store_durable(store) ? " (durable checkpoints)"
-                                   : " (volatile: offsets only)");
+           r->s.group, r->s.metrics_topic, r->s.brokers, r->s.alerts_topic,
+           r->s.deadletter_topic, r->cfg->nrules, tw_store_kind(r->store),
+           tw_store_durable(r->store) ? " (durable checkpoints)"
+                                      : " (volatile: offsets only)");
+    return 0;
+}
 
+/* One polled message, counted against the quarantine: TW_OK, or
+ * TW_JOB_STOPPED (a signal in the middle of it), or TW_ERR (stop without
+ * committing past it). */
+static int tw_run_handle(tw_run *r, const tw_source_msg *m)
+{
+    int mrc = tw_run_message(r, m);
+    if (mrc == TW_OK) {
+        /* one that failed before got through (transient) */
+        tw_quarantine_forget(r->quarantine, m->partition, m->offset);
+        return TW_OK;
+    }
+    /* Counted across restarts: the last allowed failure at this offset
+     * quarantines the message (quarantine.h). */
+    unsigned n = tw_quarantine_failed(r->quarantine, m->partition, m->offset);
+    if (n >= tw_quarantine_max_attempts(r->quarantine))
+        mrc = tw_run_quarantine(r, m, n);
+    else
+        tw_log(TW_LOG_ERROR,
+               "run: partition %" PRId32 " offset %" PRId64
+               " failed (attempt %u of %u before it is quarantined)",
+               m->partition, m->offset, n,
+               tw_quarantine_max_attempts(r->quarantine));
+    return mrc;
+}
+
+/* Between messages: a signal, the periodic expiry and commit, the progress
+ * line. Sets *stop on a signal; TW_ERR = cannot go on. */
+static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
+                               int64_t *next_progress, int *stop)
+{
+    int sig = tw_signals_wait(&r->sigs, 0);
+    if (sig != 0) {
+        tw_log(TW_LOG_INFO, "run: %s received, stopping", tw_signals_name(sig));
+        *stop = 1;
+    }
     int64_t now = tw_mono_us();
-    int64_t next_commit = now + commit_every;
-    int64_t next_progress = now + r.s.progress_interval_us;
+    if (!*stop && now >= *next_commit) {
+        int erc = tw_router_expire(r->router, now);
+        if (erc == TW_JOB_STOPPED) {
+            tw_log(TW_LOG_INFO, "run: %s received, stopping",
+                   tw_signals_name(tw_signals_wait(&r->sigs, 0)));
+            *stop = 1;
+        } else if (erc != TW_OK) {
+            return TW_ERR;
+        } else {
+            tw_run_commit_all(r);
+            *next_commit = now + r->commit_every_us;
+        }
+    }
+    if (r->s.progress_interval_us > 0 && now >= *next_progress) {
+        tw_run_stats_line(r->router, r->actions, "progress:", stderr);
+        *next_progress = now + r->s.progress_interval_us;
+    }
+    tw_producer_poll(r->producer, 0);
+    return TW_OK;
+}
+
+/* Consumes until a signal (0) or a failure (-1). */
+static int tw_run_loop(tw_run *r)
+{
+    char err[1024];
+    int64_t now = tw_mono_us();
+    int64_t next_commit = now + r->commit_every_us;
+    int64_t next_progress = now + r->s.progress_interval_us;
     unsigned since_signal_check = 0;
     int stop = 0;
-    while (!stop && !r.failed) {
+    while (!stop && !r->failed) {
         tw_source_msg m;
-        int got = tw_source_poll(r.source, TW_RUN_POLL_MS, &m, err,
-                                 sizeof(err));
+        int got =
+            tw_source_poll(r->source, TW_RUN_POLL_MS, &m, err, sizeof(err));
         if (got < 0) {
             tw_log(TW_LOG_ERROR, "run: %s", err);
-            goto out;
+            return -1;
         }
-        if (got == 1 && r.paused) {
+        if (got == 1 && r->paused) {
             /* fetched before the pause: read again after the resume */
-            tw_source_release(r.source, &m);
+            tw_source_release(r->source, &m);
         } else if (got == 1) {
-            int mrc = tw_run_message(&r, &m);
-            if (mrc != TW_OK) {
-                /* Counted across restarts: the last allowed failure at
-                 * this offset quarantines the message (quarantine.h). */
-                unsigned n =
-                    tw_quarantine_failed(r.quarantine, m.partition, m.offset);
-                if (n >= tw_quarantine_max_attempts(r.quarantine))
-                    mrc = tw_run_quarantine(&r, &m, n);
-                else
-                    tw_log(TW_LOG_ERROR,
-                           "run: partition %" PRId32 " offset %" PRId64
-                           " failed (attempt %u of %u before it is "
-                           "quarantined)",
-                           m.partition, m.offset, n,
-                           tw_quarantine_max_attempts(r.quarantine));
-            } else {
-                /* one that failed before got through (transient) */
-                tw_quarantine_forget(r.quarantine, m.partition, m.offset);
-            }
-            tw_source_release(r.source, &m);
+            int mrc = tw_run_handle(r, &m);
+            tw_source_release(r->source, &m);
             if (mrc == TW_JOB_STOPPED) {
                 since_signal_check = 64; /* take the signal below */
             } else if (mrc != TW_OK) {
                 tw_log(TW_LOG_ERROR, "run: stopping without committing "
                                      "past the failed message");
-                goto out;
+                return -1;
             }
         }
+        if (r->paused && tw_run_try_resume(r) != TW_OK)
+            return -1;
         /* Checking for a signal costs a system call: not per message. */
-        if (r.paused && tw_run_try_resume(&r) != TW_OK)
-            goto out;
         if (got == 0 || ++since_signal_check >= 64) {
             since_signal_check = 0;
-            int sig = tw_signals_wait(&sigs, 0);
-            if (sig != 0) {
-                tw_log(TW_LOG_INFO, "run: %s received, stopping",
-                       tw_signals_name(sig));
-                stop = 1;
-            }
-            now = tw_mono_us();
-            if (!stop && now >= next_commit) {
-                int erc = tw_router_expire(r.router, now);
-                if (erc == TW_JOB_STOPPED) {
-                    tw_log(TW_LOG_INFO, "run: %s received, stopping",
-                           tw_signals_name(tw_signals_wait(&sigs, 0)));
-                    stop = 1;
-                } else if (erc != TW_OK) {
-                    goto out;
-                } else {
-                    tw_run_commit_all(&r);
-                    next_commit = now + commit_every;
-                }
-            }
-            if (r.s.progress_interval_us > 0 && now >= next_progress) {
-                tw_run_stats_line(r.router, r.actions, "progress:",
-                                  stderr);
-                next_progress = now + r.s.progress_interval_us;
-            }
-            tw_producer_poll(r.producer, 0);
+            if (tw_run_housekeeping(r, &next_commit, &next_progress, &stop) !=
+                TW_OK)
+                return -1;
         }
     }
-    if (r.failed)
-        goto out;
-    /* Graceful stop: results held for a retry get one last try (what is
-     * still held keeps its checkpoint, so the next run re-evaluates it),
-     * commit, leave the group (the revoke commits again), deliver
-     * everything. */
-    size_t held = tw_router_retry_results(r.router);
+    return r->failed ? -1 : 0;
+}
+
+/* Graceful stop: results held for a retry get one last try (what is still
+ * held keeps its checkpoint, so the next run re-evaluates it), commit,
+ * leave the group (the revoke commits again), deliver everything. */
+static int tw_run_stop(tw_run *r)
+{
+    char err[1024];
+    size_t held = tw_router_retry_results(r->router);
     if (held > 0)
         tw_log(TW_LOG_ERROR,
                "run: %zu job(s)' results could not be written; their "
                "partitions keep the previous checkpoint and the next run "
                "evaluates them again",
                held);
-    tw_run_commit_all(&r);
-    tw_source_close(r.source);
-    if (tw_producer_flush(r.producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
+    tw_run_commit_all(r);
+    tw_source_close(r->source);
+    if (tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
         0) {
         tw_log(TW_LOG_ERROR, "run: %s", err);
+        return -1;
+    }
+    if (tw_run_actions_drain(r->actions, TW_RUN_ACTIONS_DRAIN_MS) != TW_OK)
+        tw_log(TW_LOG_WARN,
+               "run: actions still pending after %d ms were "
+               "abandoned",
+               TW_RUN_ACTIONS_DRAIN_MS);
+    return 0;
+}
+
+/* The summary line (when the router was made), then everything freed. */
+static void tw_run_close(tw_run *r)
+{
+    if (r->router != NULL)
+        tw_run_stats_line(r->router, r->actions, "run:", stdout);
+    tw_source_free(r->source);
+    tw_producer_free(r->producer);
+    tw_router_free(r->router);
+    tw_quarantine_free(r->quarantine);
+    tw_run_actions_free(r->actions);
+    tw_store_close(r->store);
+    tw_run_settings_free(&r->s);
+    tw_config_free(r->cfg);
+    tw_registry_free(r->reg);
+}
+
+int tw_cmd_run(int argc, char **argv)
+{
+    tw_run_opts o;
+    int status;
+    if (tw_run_load_options(&o, argc, argv, &status) != 0)
+        return status;
+    tw_run r;
+    memset(&r, 0, sizeof(r));
+    if (tw_signals_block(&r.sigs) != 0) {
+        fprintf(stderr, "trainwatch run: cannot block signals: %s\n",
+                strerror(errno));
+        return 1;
+    }
+    r.reg = tw_registry_new();
+    if (r.reg == NULL) {
+        fprintf(stderr, "trainwatch run: out of memory\n");
+        return 1;
+    }
+    char err[1024];
+    status = 2;
+    if (tw_run_load(&r, &o, err, sizeof(err)) != 0 ||
+        tw_run_open(&r, &o, err, sizeof(err)) != 0)
+        goto out;
+    if (o.check) { /* everything checked that needs no broker */
+        printf("trainwatch run: configuration %s is valid\n",
+               o.config_path ? o.config_path : "(default)");
+        tw_router_free(r.router);
+        r.router = NULL;
+        status = 0;
         goto out;
     }
-    if (tw_run_actions_drain(r.actions, TW_RUN_ACTIONS_DRAIN_MS) != TW_OK)
-        tw_log(TW_LOG_WARN, "run: actions still pending after %d ms were "
-                            "abandoned", TW_RUN_ACTIONS_DRAIN_MS);
-    status = 0;
+    status = tw_run_connect(&r, err, sizeof(err));
+    if (status == 0)
+        status = tw_run_loop(&r) == 0 && tw_run_stop(&r) == 0 ? 0 : 1;
 out:
-    if (r.router != NULL)
-        tw_run_stats_line(r.router, r.actions, "run:", stdout);
-    tw_source_free(r.source);
-    tw_producer_free(r.producer);
-    tw_router_free(r.router);
-    tw_quarantine_free(r.quarantine);
-    tw_run_actions_free(r.actions);
-    tw_store_close(store);
-    tw_run_settings_free(&r.s);
-    tw_config_free(cfg);
-    tw_registry_free(reg);
+    tw_run_close(&r);
     return status;
 }

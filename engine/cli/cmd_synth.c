@@ -16,51 +16,71 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cli_options.h"
 #include "clock.h"
 #include "commands.h"
 #include "synth.h"
+#include "tw_assert.h"
 
-static void tw_synth_cmd_usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: trainwatch synth OUT_DIR [options]\n"
-        "\n"
+enum {
+    OPT_PRESET = 1,
+    OPT_NODES,
+    OPT_CORES,
+    OPT_GPUS,
+    OPT_DURATION,
+    OPT_INTERVAL,
+    OPT_SEED,
+    OPT_START,
+    OPT_NO_FRAMEWORK,
+    OPT_LIST_PRESETS
+};
+
+static const tw_cli_option tw_synth_options[] = {
+    {"preset", 0, "NAME",
+     "what to plant (default: healthy); see --list-presets", OPT_PRESET},
+    {"nodes", 0, "N",
+     "nodes algo-1..algo-N, 1..4096 (default: the preset's, 1; straggler 4)",
+     OPT_NODES},
+    {"cores", 0, "N",
+     "CPU cores per node, 1..1024 (default: the preset's, 4; dataloader 16)",
+     OPT_CORES},
+    {"gpus", 0, "N",
+     "GPUs per node, 0..64, 0 = CPU-only job (default: the preset's, 1; "
+     "load_imbalance 4)",
+     OPT_GPUS},
+    {"duration", 0, "D",
+     "event time to generate: seconds, or with a suffix s, m, h (e.g. 900, "
+     "30m, 2h, 1.5h) (default: the preset's, long enough for its rule's "
+     "patience: 600 s healthy, 720 s most, 1000 s gpu_memory_growth, 1800 s "
+     "slow_init; scaled up for intervals above 500 ms)",
+     OPT_DURATION},
+    {"interval-ms", 0, "MS",
+     "sampling interval: 100, 200, 500, 1000, 5000 or 60000 (default: 500)",
+     OPT_INTERVAL},
+    {"seed", 0, "N", "seed of the generator, 0..2^64-1 (default: 1)", OPT_SEED},
+    {"start", 0, "EPOCH_S",
+     "job start, epoch seconds (default: 1700000000 = 2023-11-14T22:13:20Z)",
+     OPT_START},
+    {"no-framework", 0, NULL,
+     "write system metrics only (default: also framework traces)",
+     OPT_NO_FRAMEWORK},
+    {"list-presets", 0, NULL,
+     "list the presets, what each plants and which rules fire, then exit",
+     OPT_LIST_PRESETS},
+    {NULL, 0, NULL, NULL, 0}};
+
+static const tw_cli_command tw_synth_command = {
+    .name = "synth",
+    .synopsis = "OUT_DIR [options]",
+    .description =
         "Writes a profiler-output folder in the agent's layout (system\n"
         "metrics as JSON lines, framework traces as Chrome trace JSON,\n"
-        "end-of-job markers) with a planted problem; deterministic by "
-        "seed.\n"
-        "OUT_DIR must not exist or must be an empty directory.\n"
-        "\n"
-        "options:\n"
-        "  --preset NAME       what to plant (default: healthy); see\n"
-        "                      --list-presets\n"
-        "  --nodes N           nodes algo-1..algo-N, 1..4096 (default: the\n"
-        "                      preset's, 1; straggler 4)\n"
-        "  --cores N           CPU cores per node, 1..1024 (default: the\n"
-        "                      preset's, 4; dataloader 16)\n"
-        "  --gpus N            GPUs per node, 0..64, 0 = CPU-only job\n"
-        "                      (default: the preset's, 1; load_imbalance 4)\n"
-        "  --duration D        event time to generate: seconds, or with a\n"
-        "                      suffix s, m, h (e.g. 900, 30m, 2h, 1.5h)\n"
-        "                      (default: the preset's, long enough for its\n"
-        "                      rule's patience: 600 s healthy, 720 s most,\n"
-        "                      1000 s gpu_memory_growth, 1800 s slow_init;\n"
-        "                      scaled up for intervals above 500 ms)\n"
-        "  --interval-ms MS    sampling interval: 100, 200, 500, 1000, 5000\n"
-        "                      or 60000 (default: 500)\n"
-        "  --seed N            seed of the generator, 0..2^64-1 (default: 1)\n"
-        "  --start EPOCH_S     job start, epoch seconds (default:\n"
-        "                      1700000000 = 2023-11-14T22:13:20Z)\n"
-        "  --no-framework      write system metrics only (default: also\n"
-        "                      framework traces)\n"
-        "  --list-presets      list the presets, what each plants and which\n"
-        "                      rules fire, then exit\n"
-        "  -h, --help          this text\n"
-        "\n"
-        "A one-line summary goes to stderr at the end, and progress every\n"
-        "~5 s for long runs.\n");
-}
+        "end-of-job markers) with a planted problem; deterministic by seed.\n"
+        "OUT_DIR must not exist or must be an empty directory.\n",
+    .options = tw_synth_options,
+    .epilogue = "A one-line summary goes to stderr at the end, and progress "
+                "every\n~5 s for long runs.\n",
+};
 
 static void tw_synth_cmd_list(FILE *out)
 {
@@ -161,159 +181,138 @@ static void tw_synth_cmd_on_progress(void *ctx, double frac,
             frac * 100, s->files, s->bytes / 1e6, now - p->t0);
 }
 
-int tw_cmd_synth(int argc, char **argv)
+/* --preset NAME: one of the presets (listed on stderr if not). */
+static int tw_synth_cmd_preset(tw_synth_opts *o, const char *val)
+{
+    o->preset = val;
+    if (tw_synth_preset_help(val) != NULL)
+        return 0;
+    fprintf(stderr,
+            "trainwatch synth: --preset: unknown preset '%s'; one of:", val);
+    const char *const *names = tw_synth_presets();
+    for (size_t k = 0; names[k]; k++)
+        fprintf(stderr, " %s", names[k]);
+    fprintf(stderr, "\n");
+    return -1;
+}
+
+/* One option with a value into o; -1 on a bad value (said on stderr). */
+static int tw_synth_cmd_option(tw_synth_opts *o, int id, const char *val)
+{
+    uint64_t u = 0;
+    int bad = 0;
+    const char *want = NULL;
+    switch (id) {
+    case OPT_PRESET:
+        return tw_synth_cmd_preset(o, val);
+    case OPT_NO_FRAMEWORK:
+        o->framework = 0;
+        return 0;
+    case OPT_NODES:
+        bad = tw_synth_parse_u64(val, 4096, &u) || u < 1;
+        o->nodes = (uint32_t)u;
+        want = "an integer 1..4096";
+        break;
+    case OPT_CORES:
+        bad = tw_synth_parse_u64(val, 1024, &u) || u < 1;
+        o->cores = (uint32_t)u;
+        want = "an integer 1..1024";
+        break;
+    case OPT_GPUS:
+        bad = tw_synth_parse_u64(val, 64, &u);
+        o->gpus = (uint32_t)u;
+        want = "an integer 0..64";
+        break;
+    case OPT_DURATION:
+        bad = tw_synth_parse_duration(val, &o->duration_s);
+        want = "a positive duration up to a year: seconds or N[s|m|h]";
+        break;
+    case OPT_INTERVAL:
+        bad = tw_synth_parse_u64(val, UINT32_MAX, &u) ||
+              !tw_synth_interval_valid((uint32_t)u);
+        o->interval_ms = (uint32_t)u;
+        want = "one of 100, 200, 500, 1000, 5000, 60000";
+        break;
+    case OPT_SEED:
+        bad = tw_synth_parse_u64(val, UINT64_MAX, &u);
+        o->seed = u;
+        want = "an integer 0..18446744073709551615";
+        break;
+    case OPT_START:
+        bad = tw_synth_parse_u64(val, INT64_C(9999999999), &u) ||
+              u < UINT64_C(1000000000);
+        o->start_us = (int64_t)u * 1000000;
+        want = "epoch seconds with 10 digits (1000000000..9999999999)";
+        break;
+    }
+    if (bad) {
+        TW_ASSERT(tw_synth_options[id - 1].id == id); /* enum = table order */
+        fprintf(stderr,
+                "trainwatch synth: --%s: invalid value '%s' (expected %s)\n",
+                tw_synth_options[id - 1].name, val, want);
+        return -1;
+    }
+    return 0;
+}
+
+/* Defaults, the options and OUT_DIR, resolved against the preset: -1 to
+ * exit with *status (0 after --help or --list-presets, 2 on bad usage). */
+static int tw_synth_cmd_load(tw_synth_opts *resolved, int argc, char **argv,
+                             int *status)
 {
     tw_synth_opts o;
     tw_synth_opts_default(&o);
-    const char *out_dir = NULL;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            tw_synth_cmd_usage(stdout);
-            return 0;
+    *status = 2;
+    tw_cli_parser p;
+    tw_cli_begin(&p, &tw_synth_command, argc, argv);
+    for (int id; (id = tw_cli_next(&p)) != TW_CLI_END;) {
+        if (id == TW_CLI_HELP || id == OPT_LIST_PRESETS) {
+            if (id == OPT_LIST_PRESETS)
+                tw_synth_cmd_list(stdout);
+            *status = 0;
+            return -1;
         }
-        if (strcmp(a, "--list-presets") == 0) {
-            tw_synth_cmd_list(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--no-framework") == 0) {
-            o.framework = 0;
-            continue;
-        }
-        if (a[0] == '-' && a[1] == '-') {
-            /* --name VALUE or --name=VALUE */
-            char name[32];
-            const char *val = NULL;
-            const char *eq = strchr(a, '=');
-            size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-            if (nl >= sizeof(name)) {
-                fprintf(stderr, "trainwatch synth: unknown option '%s'\n", a);
-                return 2;
-            }
-            memcpy(name, a, nl);
-            name[nl] = '\0';
-            int known =
-                strcmp(name, "--preset") == 0 || strcmp(name, "--nodes") == 0 ||
-                strcmp(name, "--cores") == 0 || strcmp(name, "--gpus") == 0 ||
-                strcmp(name, "--duration") == 0 ||
-                strcmp(name, "--interval-ms") == 0 ||
-                strcmp(name, "--seed") == 0 || strcmp(name, "--start") == 0;
-            if (!known) {
-                fprintf(stderr,
-                        "trainwatch synth: unknown option '%s' (see "
-                        "--help)\n",
-                        name);
-                return 2;
-            }
-            if (eq) {
-                val = eq + 1;
-            } else if (i + 1 < argc) {
-                val = argv[++i];
-            } else {
-                fprintf(stderr, "trainwatch synth: %s needs a value\n", name);
-                return 2;
-            }
-            uint64_t u = 0;
-            int bad = 0;
-            if (strcmp(name, "--preset") == 0) {
-                o.preset = val;
-                if (tw_synth_preset_help(val) == NULL) {
-                    fprintf(stderr,
-                            "trainwatch synth: --preset: unknown preset "
-                            "'%s'; one of:",
-                            val);
-                    const char *const *names = tw_synth_presets();
-                    for (size_t k = 0; names[k]; k++)
-                        fprintf(stderr, " %s", names[k]);
-                    fprintf(stderr, "\n");
-                    return 2;
-                }
-            } else if (strcmp(name, "--nodes") == 0) {
-                bad = tw_synth_parse_u64(val, 4096, &u) || u < 1;
-                o.nodes = (uint32_t)u;
-            } else if (strcmp(name, "--cores") == 0) {
-                bad = tw_synth_parse_u64(val, 1024, &u) || u < 1;
-                o.cores = (uint32_t)u;
-            } else if (strcmp(name, "--gpus") == 0) {
-                bad = tw_synth_parse_u64(val, 64, &u);
-                o.gpus = (uint32_t)u;
-            } else if (strcmp(name, "--duration") == 0) {
-                bad = tw_synth_parse_duration(val, &o.duration_s);
-            } else if (strcmp(name, "--interval-ms") == 0) {
-                bad = tw_synth_parse_u64(val, UINT32_MAX, &u) ||
-                      !tw_synth_interval_valid((uint32_t)u);
-                o.interval_ms = (uint32_t)u;
-            } else if (strcmp(name, "--seed") == 0) {
-                bad = tw_synth_parse_u64(val, UINT64_MAX, &u);
-                o.seed = u;
-            } else { /* --start */
-                bad = tw_synth_parse_u64(val, INT64_C(9999999999), &u) ||
-                      u < UINT64_C(1000000000);
-                o.start_us = (int64_t)u * 1000000;
-            }
-            if (bad) {
-                const char *want =
-                    strcmp(name, "--nodes") == 0   ? "an integer 1..4096"
-                    : strcmp(name, "--cores") == 0 ? "an integer 1..1024"
-                    : strcmp(name, "--gpus") == 0  ? "an integer 0..64"
-                    : strcmp(name, "--duration") == 0
-                        ? "a positive duration up to a year: seconds or "
-                          "N[s|m|h]"
-                    : strcmp(name, "--interval-ms") == 0
-                        ? "one of 100, 200, 500, 1000, 5000, 60000"
-                    : strcmp(name, "--seed") == 0
-                        ? "an integer 0..18446744073709551615"
-                        : "epoch seconds with 10 digits "
-                          "(1000000000..9999999999)";
-                fprintf(stderr,
-                        "trainwatch synth: %s: invalid value '%s' (expected "
-                        "%s)\n",
-                        name, val, want);
-                return 2;
-            }
-            continue;
-        }
-        if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr,
-                    "trainwatch synth: unknown option '%s' (see "
-                    "--help)\n",
-                    a);
-            return 2;
-        }
-        if (out_dir != NULL) {
-            fprintf(stderr,
-                    "trainwatch synth: more than one OUT_DIR ('%s' and "
-                    "'%s')\n",
-                    out_dir, a);
-            return 2;
-        }
-        out_dir = a;
+        if (id == TW_CLI_USAGE || tw_synth_cmd_option(&o, id, p.arg) != 0)
+            return -1;
     }
-    if (out_dir == NULL) {
+    if (p.optind == argc) {
         fprintf(stderr, "trainwatch synth: OUT_DIR is missing\n\n");
-        tw_synth_cmd_usage(stderr);
-        return 2;
+        tw_cli_help(&tw_synth_command, stderr);
+        return -1;
     }
-    o.out_dir = out_dir;
-
+    if (argc - p.optind > 1) {
+        fprintf(stderr,
+                "trainwatch synth: more than one OUT_DIR ('%s' and '%s')\n",
+                argv[p.optind], argv[p.optind + 1]);
+        return -1;
+    }
+    o.out_dir = argv[p.optind];
     char err[512];
-    if (tw_synth_cmd_dir_unusable(out_dir, err, sizeof(err))) {
+    if (tw_synth_cmd_dir_unusable(o.out_dir, err, sizeof(err))) {
         fprintf(stderr, "trainwatch synth: %s\n", err);
-        return 2;
+        return -1;
     }
-    tw_synth_opts resolved = o;
-    if (tw_synth_opts_resolve(&resolved, err, sizeof(err)) != 0) {
+    *resolved = o;
+    if (tw_synth_opts_resolve(resolved, err, sizeof(err)) != 0) {
         fprintf(stderr, "trainwatch synth: %s\n", err);
-        return 2;
+        return -1;
     }
+    return 0;
+}
 
+int tw_cmd_synth(int argc, char **argv)
+{
+    tw_synth_opts o;
+    int status;
+    if (tw_synth_cmd_load(&o, argc, argv, &status) != 0)
+        return status;
     tw_synth_cmd_progress prog;
     prog.t0 = prog.last = (tw_mono_us() / 1e6);
-    resolved.progress = tw_synth_cmd_on_progress;
-    resolved.progress_ctx = &prog;
+    o.progress = tw_synth_cmd_on_progress;
+    o.progress_ctx = &prog;
     tw_synth_stats st;
-    if (tw_synth_write(&resolved, &st, err, sizeof(err)) != 0) {
+    char err[512];
+    if (tw_synth_write(&o, &st, err, sizeof(err)) != 0) {
         fprintf(stderr, "trainwatch synth: %s\n", err);
         return 1;
     }
@@ -322,9 +321,8 @@ int tw_cmd_synth(int argc, char **argv)
             "synth: %s: preset %s, %u node(s) x %u cores x %u GPUs, %.0f s at "
             "%u ms, seed %" PRIu64 ": %" PRIu64 " files, %" PRIu64
             " samples, %" PRIu64 " events, %.1f MB in %.2f s (%.0f MB/s)\n",
-            out_dir, resolved.preset, resolved.nodes, resolved.cores,
-            resolved.gpus, resolved.duration_s, resolved.interval_ms,
-            resolved.seed, st.files, st.samples, st.events, st.bytes / 1e6,
-            secs, secs > 0 ? st.bytes / 1e6 / secs : 0.0);
+            o.out_dir, o.preset, o.nodes, o.cores, o.gpus, o.duration_s,
+            o.interval_ms, o.seed, st.files, st.samples, st.events,
+            st.bytes / 1e6, secs, secs > 0 ? st.bytes / 1e6 / secs : 0.0);
     return 0;
 }

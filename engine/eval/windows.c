@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ckpt_codec.h"
+#include "grow.h"
 
 typedef struct series_window {
     double *ring;   /* cap values; NULL when no rule windows this metric */
@@ -95,14 +96,9 @@ int tw_windows_add_series(tw_windows *w, uint32_t id, tw_metric metric)
 {
     if (id != w->nseries)
         return TW_ERR; /* ids are dense and added in order */
-    if (w->nseries == w->capacity) {
-        size_t cap = w->capacity ? w->capacity * 2 : 64;
-        series_window *ns = realloc(w->series, cap * sizeof(*ns));
-        if (ns == NULL)
-            return TW_ERR;
-        w->series = ns;
-        w->capacity = cap;
-    }
+    if (tw_grow((void **)&w->series, &w->capacity, w->nseries + 1,
+                sizeof(*w->series), 64) != TW_OK)
+        return TW_ERR;
     series_window *s = &w->series[w->nseries];
     memset(s, 0, sizeof(*s));
     s->metric = (unsigned)metric < TW_METRIC_COUNT ? metric : TW_METRIC_OTHER;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "event_time.h"
+#include "grow.h"
 #include "reader_input.h"
 #include "reader_internal.h"
 #include "reader_json.h"
@@ -190,14 +191,9 @@ static tw_sys_open *tw_sys_node(tw_sys_reader *r, const tw_json_str *node)
             }
         }
     }
-    if (r->nopen == r->open_cap) {
-        size_t n = r->open_cap ? r->open_cap * 2 : 4;
-        tw_sys_open *no = realloc(r->open, n * sizeof(*no));
-        if (no == NULL)
-            return NULL;
-        r->open = no;
-        r->open_cap = n;
-    }
+    if (tw_grow((void **)&r->open, &r->open_cap, r->nopen + 1,
+                sizeof(*r->open), 4) != TW_OK)
+        return NULL;
     tw_sys_open *o = &r->open[r->nopen];
     memset(o, 0, sizeof(*o));
     if (tw_sys_open_reset(r, o, node->ptr, node->len) != TW_OK)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "reader_input.h"
+#include "grow.h"
 #include "reader_internal.h"
 #include "reader_json.h"
 #include "hash.h"
@@ -415,14 +416,9 @@ static int tw_trace_begin(tw_trace_reader *r, const tw_json_event *ev,
     tw_pid_state *p = tw_pid_get(r->ss, ev->pid, 1, &oom);
     if (p == NULL)
         return TW_ERR;
-    if (p->nstack == p->stack_cap) {
-        size_t n = p->stack_cap ? p->stack_cap * 2 : 8;
-        tw_open_begin *s = realloc(p->stack, n * sizeof(*s));
-        if (s == NULL)
-            return TW_ERR;
-        p->stack = s;
-        p->stack_cap = n;
-    }
+    if (tw_grow((void **)&p->stack, &p->stack_cap, p->nstack + 1,
+                sizeof(*p->stack), 8) != TW_OK)
+        return TW_ERR;
     tw_open_begin *b = &p->stack[p->nstack];
     b->name = strndup(ev->name.ptr, ev->name.len);
     if (b->name == NULL)

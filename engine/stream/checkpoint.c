@@ -149,6 +149,19 @@ static int queue_finished(tw_store *s, const char *jobs_key, const char *job,
     return TW_OK;
 }
 
+/* A partition's job-set and offset keys (KEY_MAX bytes each). */
+static int partition_keys(const char *topic, int32_t partition,
+                          char *jobs_key, char *offset_key, char *err,
+                          size_t errlen)
+{
+    if (tw_checkpoint_key_partition(jobs_key, KEY_MAX, topic, partition,
+                                    "jobs") != TW_OK ||
+        tw_checkpoint_key_partition(offset_key, KEY_MAX, topic, partition,
+                                    "offset") != TW_OK)
+        return too_long(err, errlen, "topic", topic);
+    return TW_OK;
+}
+
 int tw_checkpoint_commit(tw_store *s, const char *topic, int32_t partition,
                          int64_t next_offset, const tw_checkpoint_part *parts,
                          size_t nparts, const char *const *finished,
@@ -164,11 +177,9 @@ int tw_checkpoint_commit(tw_store *s, const char *topic, int32_t partition,
         return TW_ERR;
     }
     char jobs_key[KEY_MAX], offset_key[KEY_MAX], key[KEY_MAX];
-    if (tw_checkpoint_key_partition(jobs_key, sizeof(jobs_key), topic,
-                                    partition, "jobs") != TW_OK ||
-        tw_checkpoint_key_partition(offset_key, sizeof(offset_key), topic,
-                                    partition, "offset") != TW_OK)
-        return too_long(err, errlen, "topic", topic);
+    if (partition_keys(topic, partition, jobs_key, offset_key, err, errlen) !=
+        TW_OK)
+        return TW_ERR;
 
     tw_store_txn_begin(s);
     const char *last_job = NULL;
@@ -224,11 +235,9 @@ int tw_checkpoint_forget(tw_store *s, const char *topic, int32_t partition,
                          char *err, size_t errlen)
 {
     char jobs_key[KEY_MAX], offset_key[KEY_MAX];
-    if (tw_checkpoint_key_partition(jobs_key, sizeof(jobs_key), topic,
-                                    partition, "jobs") != TW_OK ||
-        tw_checkpoint_key_partition(offset_key, sizeof(offset_key), topic,
-                                    partition, "offset") != TW_OK)
-        return too_long(err, errlen, "topic", topic);
+    if (partition_keys(topic, partition, jobs_key, offset_key, err, errlen) !=
+        TW_OK)
+        return TW_ERR;
     tw_store_txn_begin(s);
     tw_store_txn_del(s, jobs_key);
     tw_store_txn_del(s, offset_key);

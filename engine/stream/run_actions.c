@@ -10,6 +10,7 @@
 
 #include "actions.h"
 #include "checkpoint.h"
+#include "grow.h"
 #include "log.h"
 #include "plugin_host.h"
 #include "results_file.h"
@@ -60,14 +61,9 @@ static int tw_ra_add_sub(tw_run_actions *ra, tw_rule *rule, size_t top)
 {
     for (size_t i = 0; i < tw_rule_nchildren(rule); i++) {
         tw_rule *c = tw_rule_child(rule, i);
-        if (ra->nsub == ra->capsub) {
-            size_t cap = ra->capsub ? ra->capsub * 2 : 32;
-            tw_ra_name *n = realloc(ra->sub, cap * sizeof(*n));
-            if (n == NULL)
-                return TW_ERR;
-            ra->sub = n;
-            ra->capsub = cap;
-        }
+        if (tw_grow((void **)&ra->sub, &ra->capsub, ra->nsub + 1,
+                    sizeof(*ra->sub), 32) != TW_OK)
+            return TW_ERR;
         ra->sub[ra->nsub].name = strdup(tw_rule_name(c));
         if (ra->sub[ra->nsub].name == NULL)
             return TW_ERR;

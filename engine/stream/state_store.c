@@ -3,6 +3,7 @@
 #include "state_store_internal.h"
 
 #include "config_schema.h"
+#include "grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,14 +125,9 @@ static int txn_push(tw_store *s, tw_store_op_kind kind, const char *key,
 {
     if (s->txn_failed)
         return TW_ERR;
-    if (s->nops == s->capops) {
-        size_t cap = s->capops ? s->capops * 2 : 64;
-        tw_store_op *ops = realloc(s->ops, cap * sizeof(*ops));
-        if (ops == NULL)
-            goto oom;
-        s->ops = ops;
-        s->capops = cap;
-    }
+    if (tw_grow((void **)&s->ops, &s->capops, s->nops + 1,
+                sizeof(*s->ops), 64) != TW_OK)
+        goto oom;
     tw_store_op *op = &s->ops[s->nops];
     memset(op, 0, sizeof(*op));
     op->kind = kind;

@@ -8,10 +8,11 @@
 #include <string.h>
 
 #include "ckpt_codec.h"
+#include "finding_text.h"
 #include "json_writer.h"
 #include "plugin_host.h"
 
-#define TW_ALERT_SCHEMA_VERSION 1
+#define TW_ALERT_SCHEMA_VERSION 2
 
 /* What the tracker remembers of one rule between scans. */
 typedef struct tw_alert_rule_state {
@@ -140,6 +141,26 @@ typedef struct tw_alert_event {
     int final;
 } tw_alert_event;
 
+int tw_alert_facts_copy(tw_alert_facts *dst, const tw_alert_facts *src)
+{
+    *dst = *src;
+    dst->rule = src->rule != NULL ? strdup(src->rule) : NULL;
+    dst->parent = src->parent != NULL ? strdup(src->parent) : NULL;
+    if ((src->rule != NULL && dst->rule == NULL) ||
+        (src->parent != NULL && dst->parent == NULL)) {
+        tw_alert_facts_release(dst);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+void tw_alert_facts_release(tw_alert_facts *f)
+{
+    free(f->rule);
+    free(f->parent);
+    f->rule = f->parent = NULL;
+}
+
 static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                             const char *parent, const tw_alert_event *ev)
 {
@@ -199,6 +220,23 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
                           ? "reference"
                           : "fixed");
+    /* what a person reads, while the rule says IssuesFound (a composite's
+     * findings are its sub-rules') */
+    tw_alert_facts facts = {.kind = ev->kind,
+                            .rule = (char *)tw_rule_name(rule),
+                            .parent = (char *)parent,
+                            .status = tw_rule_get_status(rule),
+                            .scan = ev->scan,
+                            .end_us = ev->end_us,
+                            .job_start_us = tw_job_first_timestamp(job),
+                            .violations = res->violations,
+                            .datapoints = res->datapoints};
+    facts.has_finding = tw_rule_nchildren(rule) == 0 &&
+                        tw_rule_finding(rule, &facts.finding) == TW_OK;
+    if (facts.has_finding) {
+        tw_json_key(j, "finding");
+        tw_finding_json(j, &facts.finding);
+    }
     tw_json_key(j, "parameters");
     tw_json_object_begin(j);
     const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
@@ -240,8 +278,8 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_object_end(j);
     if (tw_json_failed(j))
         return TW_ERR;
-    if (t->emit(t->ud, tw_job_id(job), id, tw_json_str(j), tw_json_len(j)) !=
-        TW_OK)
+    if (t->emit(t->ud, tw_job_id(job), id, tw_json_str(j), tw_json_len(j),
+                &facts) != TW_OK)
         return TW_ERR;
     t->sent++;
     return TW_OK;

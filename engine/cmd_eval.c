@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "finding_text.h"
 #include "job.h"
 #include "job_results.h"
 #include "json_writer.h"
@@ -211,36 +212,32 @@ static void table_row(tw_rule *rule, int depth, size_t *no_input)
         table_row(tw_rule_child(rule, i), depth + 1, no_input);
 }
 
-/* Findings of every rule (and sub-rule) that found issues or failed: the
- * report's Details, cut to a readable length. */
-static void findings(tw_rule *rule, tw_json *r)
+/* Findings of every rule (and sub-rule) that found issues or failed, as
+ * the rule describes them (plugin.h tw_finding), a few wrapped lines each;
+ * the raw report is behind --json. */
+static void findings(tw_rule *rule, int64_t job_start_us)
 {
     tw_rule_status st = tw_rule_get_status(rule);
     if (tw_rule_nchildren(rule) > 0) {
         for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
-            findings(tw_rule_child(rule, i), r);
+            findings(tw_rule_child(rule, i), job_start_us);
         return;
     }
     if (st == TW_STATUS_ERROR) {
         printf("\n%s: error: %s\n", tw_rule_name(rule), tw_rule_error(rule));
         return;
     }
-    if (st != TW_STATUS_ISSUES_FOUND)
+    tw_finding f;
+    if (tw_rule_finding(rule, &f) != TW_OK)
         return;
-    tw_json_reset(r);
-    if (tw_rule_report(rule, r) != TW_OK || tw_json_failed(r))
-        return;
-    const char *s = tw_json_str(r);
-    const char *det = strstr(s, "\"Details\": ");
-    const char *show = det != NULL ? det + 11 : s;
-    size_t len = strlen(show);
     const tw_scan_result *res = tw_rule_last_result(rule);
-    printf("\n%s: %lld violation(s), triggered %lld time(s) over %llu "
-           "scan(s)\n  %.*s%s\n",
+    printf("\n%s: %lld violation(s) in %lld datapoints, condition met in "
+           "%llu of %llu scan(s)\n",
            tw_rule_name(rule), (long long)res->violations,
-           (long long)res->rule_triggered,
-           (unsigned long long)tw_rule_scans(rule), (int)(len > 480 ? 480 : len),
-           show, len > 480 ? " ... (--json prints everything)" : "");
+           (long long)res->datapoints,
+           (unsigned long long)tw_rule_conditions_met(rule),
+           (unsigned long long)tw_rule_scans(rule));
+    tw_finding_print(stdout, &f, job_start_us, 78);
 }
 
 static void print_table(tw_job *job, const tw_folder *folder,
@@ -276,10 +273,8 @@ static void print_table(tw_job *job, const tw_folder *folder,
                "none): nothing was judged (status NoData in fixed semantics; "
                "reference semantics keeps the reference's status)\n",
                no_input);
-    tw_json *r = tw_json_new();
-    for (size_t i = 0; r != NULL && i < tw_job_nrules(job); i++)
-        findings(tw_job_rule(job, i), r);
-    tw_json_free(r);
+    for (size_t i = 0; i < tw_job_nrules(job); i++)
+        findings(tw_job_rule(job, i), tw_job_first_timestamp(job));
 }
 
 int tw_cmd_eval(int argc, char **argv)

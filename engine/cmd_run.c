@@ -269,7 +269,7 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
 
 static int tw_run_alert(void *ud, const char *job, const char *id,
                         const char *json, size_t len, int32_t partition,
-                        int64_t offset)
+                        int64_t offset, const tw_alert_facts *facts)
 {
     tw_run *r = ud;
     char part[16], off[32], err[512];
@@ -286,7 +286,7 @@ static int tw_run_alert(void *ud, const char *job, const char *id,
         tw_log(TW_LOG_ERROR, "alert %s of job %s: %s", id, job, err);
         return TW_ERR;
     }
-    tw_run_actions_alert(r->actions, job, id, json, len); /* queues only */
+    tw_run_actions_alert(r->actions, job, id, json, len, facts); /* queues */
     return TW_OK;
 }
 
@@ -684,6 +684,18 @@ int tw_cmd_run(int argc, char **argv)
         fprintf(stderr, "trainwatch run: %s%s%s\n",
                 config_path ? config_path : "", config_path ? ": " : "", err);
         goto out;
+    }
+    /* A persistent store restores jobs: every rule must checkpoint. */
+    for (size_t i = 0; tw_store_durable(store) && i < tw_job_nrules(probe);
+         i++) {
+        if (tw_rule_checkpointable(tw_job_rule(probe, i), err, sizeof(err)) !=
+            TW_OK) {
+            fprintf(stderr, "trainwatch run: %s%s%s (state.store: %s)\n",
+                    config_path ? config_path : "", config_path ? ": " : "",
+                    err, tw_store_kind(store));
+            tw_job_free(probe);
+            goto out;
+        }
     }
     rc = tw_run_actions_new(cfg, probe, r.s.results_dir, &r.actions, err,
                             sizeof(err));

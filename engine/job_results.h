@@ -6,7 +6,7 @@
  * Each rule is one object (name, status, input ("received" or "none":
  * whether its input ever arrived, plugin_host.h), semantics, scans,
  * conditions_met, datapoints, violations, rule_triggered, error when
- * failed, report);
+ * failed, finding when IssuesFound (finding_text.h's JSON form), report);
  * sub-rules of a composite rule follow their parent with a "parent" key
  * and the composite's own report (which would repeat them) is left out.
  *

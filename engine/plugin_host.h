@@ -130,6 +130,20 @@ int tw_rule_save(tw_rule *r, tw_buf *out);
 int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
                     size_t errlen);
 
+/* The rule's finding (plugin.h, ABI 2) into out: the plugin's finding()
+ * completed by the host (generic summary, magnitude and recommendation
+ * from the counters, the time range of the scans whose condition was met,
+ * the parameter list), or all generic for ABI 1 rules and rules without
+ * finding(). TW_ERR (out zeroed) when the rule's status is not
+ * IssuesFound: there is nothing to describe. */
+int tw_rule_finding(const tw_rule *r, tw_finding *out);
+
+/* TW_OK when the rule (and each sub-rule) can be checkpointed exactly:
+ * it has save() and restore(), or declares TW_RULE_STATELESS. Otherwise
+ * TW_ERR with a sentence naming the rule, its file and what it lacks.
+ * Hosts with a persistent state store call it at start-up. */
+int tw_rule_checkpointable(const tw_rule *r, char *err, size_t errlen);
+
 /* ---- growable byte buffer (tw_buf) --------------------------------------- */
 tw_buf *tw_buf_new(void);
 void tw_buf_free(tw_buf *b);

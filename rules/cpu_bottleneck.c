@@ -53,6 +53,8 @@ static const tw_rule_descriptor descriptor = {
     tw_bneck_save,
     tw_bneck_restore,
     tw_bneck_destroy,
+    0,
+    tw_bneck_finding,
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

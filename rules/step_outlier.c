@@ -56,6 +56,7 @@
 #include "fw_strmap.h"
 #include "fwagg.h"
 #include "ser.h"
+#include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
 enum { P_STDDEV = 0, P_MODE, P_N_OUTLIERS, P_MAX_EXACT, P_COUNT };
@@ -144,6 +145,11 @@ typedef struct so_state {
     tw_keyorder ko;
     double *scratch; /* sorted copy / normal values */
     size_t scratch_cap;
+
+    /* For the finding: start times of the first and last outlier steps
+     * seen in a triggering scan (µs; 0 = none), an optional trailer of
+     * the checkpoint. */
+    int64_t out_first_us, out_last_us;
 } so_state;
 
 /* ---- step-number lists ------------------------------------------------- */
@@ -614,6 +620,10 @@ static int so_correlate(so_state *s, so_node *n, const tw_scan *scan)
         long at = fwsm_find(&n->intervals, key);
         if (at < 0)
             continue;
+        if (s->out_first_us == 0 || n->istart[at] < s->out_first_us)
+            s->out_first_us = n->istart[at];
+        if (n->istart[at] > s->out_last_us)
+            s->out_last_us = n->istart[at];
         if (tw_fwagg_interval(&s->agg, scan->events, scan->nevents,
                               n->istart[at], n->iend[at], &s->ko) != TW_OK)
             return TW_ERR;
@@ -846,6 +856,8 @@ static int so_save(void *state, tw_buf *out)
         tw_ser_u64(&w, s->det_order[i]);
     tw_fwagg_save(&s->agg, &w);
     tw_keyorder_save(&s->ko, &w);
+    tw_ser_i64(&w, s->out_first_us);
+    tw_ser_i64(&w, s->out_last_us);
     return tw_ser_ok(&w) ? TW_OK : TW_ERR;
 }
 
@@ -950,6 +962,12 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
         tw_deser_fail(&d);
     if (tw_deser_ok(&d) && tw_keyorder_restore(&s->ko, &d) != TW_OK)
         tw_deser_fail(&d);
+    /* the finding's trailer; absent in checkpoints of older builds */
+    s->out_first_us = s->out_last_us = 0;
+    if (tw_deser_ok(&d) && d.left > 0) {
+        s->out_first_us = tw_deser_i64(&d);
+        s->out_last_us = tw_deser_i64(&d);
+    }
     if (!tw_deser_done(&d)) {
         so_clear_nodes(s);
         fwsm_init(&s->nodes);
@@ -958,6 +976,81 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
                  "this rule");
         return TW_ERR;
     }
+    return TW_OK;
+}
+
+/* Nodes with the most outlier steps first; magnitude against the
+ * median step of the worst node. */
+static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                      char *err, size_t errlen)
+{
+    so_state *s = state;
+    (void)ctx, (void)err, (void)errlen;
+    const so_detail *worst = NULL;
+    const char *worst_node = NULL;
+    int64_t total_out = 0;
+    size_t flagged = 0;
+    for (size_t i = 0; i < s->ndet; i++) {
+        const so_detail *d = &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
+        if (!d->set || d->n_out <= s->n_outliers)
+            continue;
+        flagged++;
+        total_out += d->n_out;
+        if (worst == NULL || d->n_out > worst->n_out) {
+            worst = d;
+            worst_node = s->nodes.keys[s->det_order[i]];
+        }
+    }
+    int64_t above = INT64_MAX;
+    while (f->nnames < TW_FINDING_MAX_NODES) {
+        int64_t best = -1;
+        for (size_t i = 0; i < s->ndet; i++) {
+            const so_detail *d =
+                &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
+            if (d->set && d->n_out > s->n_outliers && d->n_out < above &&
+                d->n_out > best)
+                best = d->n_out;
+        }
+        if (best < 0)
+            break;
+        above = best;
+        for (size_t i = 0; i < s->ndet; i++) {
+            const so_detail *d =
+                &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
+            if (d->set && d->n_out == best)
+                tw_finding_add_name(f, s->nodes.keys[s->det_order[i]]);
+        }
+    }
+    if (flagged > f->ninvolved)
+        f->ninvolved = flagged;
+    f->first_us = s->out_first_us;
+    f->last_us = s->out_last_us;
+    if (worst == NULL)
+        return TW_OK;
+    double ratio = worst->p50 > 0 ? worst->max / worst->p50 : 0.0;
+    double thr = worst->mean + worst->stddev * s->stddev;
+    f->value = ratio;
+    f->limit = worst->p50 > 0 ? thr / worst->p50 : 0.0;
+    snprintf(f->unit, sizeof(f->unit), "x median");
+    tw_finding_text(f->summary,
+                    "Some training steps took far longer than the others: "
+                    "%lld outlier step(s) of '%s' on %zu node(s).",
+                    (long long)total_out, worst->phase ? worst->phase : "?",
+                    flagged);
+    tw_finding_text(f->magnitude,
+                    "on %s: %lld steps above %.3f s (mean %.3f s + %g x std "
+                    "%.3f s); the slowest %.3f s = %.1fx the median %.3f s",
+                    worst_node, (long long)worst->n_out, thr, worst->mean,
+                    s->stddev, worst->stddev, worst->max, ratio, worst->p50);
+    tw_finding_text(f->recommendation,
+                    "Look at what runs at the slow steps (the report's "
+                    "framework metrics): periodic checkpoints, evaluation or "
+                    "logging belong outside the step or on a schedule; data "
+                    "stalls call for more loader workers and prefetching; a "
+                    "single slow node points at its hardware.");
+    tw_finding_text(f->parameters,
+                    "stddev %g, n_outliers %lld, mode %s", s->stddev,
+                    (long long)s->n_outliers, s->mode ? s->mode : "None");
     return TW_OK;
 }
 
@@ -975,6 +1068,7 @@ static const tw_rule_descriptor so_descriptor = {
     .save = so_save,
     .restore = so_restore,
     .destroy = so_destroy,
+    .finding = so_finding,
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -181,8 +181,9 @@ static void sink_clear(sink *k)
 }
 
 static int on_alert(void *ud, const char *job, const char *id, const char *json,
-                    size_t len)
+                    size_t len, const tw_alert_facts *facts)
 {
+    (void)facts;
     sink *k = ud;
     assert_string_equal(job, "job");
     if (k->n == k->cap) {

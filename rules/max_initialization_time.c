@@ -295,7 +295,10 @@ static int mit_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                     "system), building the model or compiling graphs, "
                     "loading a large checkpoint; and check that the job "
                     "is not waiting on a distributed rendezvous.");
-    tw_finding_text(f->parameters, "threshold %g minutes", s->threshold);
+    tw_finding_text(f->parameters,
+                    "threshold %g minutes from the job's first timestamp to "
+                    "the first training step",
+                    s->threshold);
     return TW_OK;
 }
 

@@ -50,6 +50,14 @@ static void usage(FILE *out)
             "name)\n"
             "  --quiet             no progress or bad-line messages on "
             "stderr\n"
+            "  --roundtrip         checkpoint test for rule authors: "
+            "evaluate twice, the\n"
+            "                      second time saving, re-creating and "
+            "restoring every\n"
+            "                      rule after each scan; exit 1 unless "
+            "both give the same\n"
+            "                      results (and each restored state saves "
+            "the same bytes)\n"
             "  -h, --help          this text\n"
             "\n"
             "A rule whose input never arrived ends NoData (fixed semantics; "
@@ -280,6 +288,161 @@ static void print_table(tw_job *job, const tw_folder *folder,
         findings(tw_job_rule(job, i), tw_job_first_timestamp(job));
 }
 
+/* What one evaluation of the folder needs (eval_run). */
+typedef struct eval_run_args {
+    const char *id;
+    const tw_job_config *jc;
+    tw_registry *reg;
+    const tw_config *cfg;
+    const tw_folder *folder;
+    const int64_t *horizons;
+    int64_t first_us, limit_us;
+    int quiet, progress;
+    const char *rules_path;
+} eval_run_args;
+
+/* --roundtrip: after each scan every rule goes through a checkpoint. */
+typedef struct eval_roundtrip_ctx {
+    uint64_t scans;
+    int failed;
+    char first_error[600];
+} eval_roundtrip_ctx;
+
+static void on_scan_roundtrip(void *ud, tw_job *job, const tw_scan *scan)
+{
+    eval_roundtrip_ctx *rt = ud;
+    rt->scans++;
+    for (size_t i = 0; i < tw_job_nrules(job); i++) {
+        char err[512];
+        if (tw_rule_roundtrip(tw_job_rule(job, i), err, sizeof(err)) ==
+            TW_OK)
+            continue;
+        if (!rt->failed)
+            snprintf(rt->first_error, sizeof(rt->first_error), "scan %llu: %s",
+                     (unsigned long long)scan->index, err);
+        rt->failed = 1;
+    }
+}
+
+/* Reads the whole folder into a new job and finishes it; with rt, every
+ * rule is round-tripped after each scan. */
+static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
+                    tw_reader_stats *rs, tw_job **out)
+{
+    char err[1024];
+    tw_job *job = NULL;
+    tw_trace_state *ts = tw_trace_state_new();
+    memset(rs, 0, sizeof(*rs));
+    if (ts == NULL) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        return TW_ERR;
+    }
+    if (tw_job_new(a->id, a->jc, a->reg, a->cfg->rules, a->cfg->nrules, &job,
+                   err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch eval: %s%s%s\n",
+                a->rules_path ? a->rules_path : "", a->rules_path ? ": " : "",
+                err);
+        tw_trace_state_free(ts);
+        return TW_ERR;
+    }
+    if (rt != NULL)
+        tw_job_on_scan(job, on_scan_roundtrip, rt);
+    tw_job_set_first_timestamp(job, a->first_us);
+    tw_job_set_scan_limit(job, a->limit_us);
+    eval_ctx ec = {.job = job, .quiet = a->quiet};
+    double last_progress = now_s();
+    for (size_t i = 0; i < a->folder->nfiles; i++) {
+        const tw_agent_file *f = &a->folder->files[i];
+        if (tw_job_advance(job, a->horizons[i]) != TW_OK) {
+            fprintf(stderr, "trainwatch eval: out of memory\n");
+            goto fail;
+        }
+        if (tw_folder_read_file(f, a->id, ts, sink, &ec, on_bad_input, &ec,
+                                rs) != TW_OK ||
+            ec.failed) {
+            fprintf(stderr, "trainwatch eval: failed while reading %s\n",
+                    f->path);
+            goto fail;
+        }
+        double t = now_s();
+        if (a->progress && t - last_progress > 5.0) {
+            fprintf(stderr, "eval: %zu/%zu files, %.1f MB read\n", i + 1,
+                    a->folder->nfiles, (double)rs->bytes / 1e6);
+            last_progress = t;
+        }
+    }
+    if (tw_job_finish(job, a->limit_us) != TW_OK) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        goto fail;
+    }
+    tw_trace_state_free(ts);
+    *out = job;
+    return TW_OK;
+fail:
+    tw_trace_state_free(ts);
+    tw_job_free(job);
+    return TW_ERR;
+}
+
+/* One rule's result as results files write it (job_results.h). */
+static char *rule_result_text(tw_rule *rule)
+{
+    tw_json *j = tw_json_new(), *scratch = tw_json_new();
+    char *text = NULL;
+    if (j != NULL && scratch != NULL) {
+        tw_json_set_strict(j, 1);
+        tw_json_set_strict(scratch, 1);
+        tw_json_array_begin(j); /* the rule, then its sub-rules */
+        tw_job_results_rule(j, scratch, rule);
+        tw_json_array_end(j);
+        if (!tw_json_failed(j))
+            text = tw_json_take(j);
+    }
+    tw_json_free(j);
+    tw_json_free(scratch);
+    return text;
+}
+
+/* --roundtrip: evaluate again with a checkpoint round trip of every rule
+ * after each scan and compare each rule's results (report, counters,
+ * finding) with the uninterrupted evaluation `plain`. 0 when equal. */
+static int eval_roundtrip(const eval_run_args *a, tw_job *plain)
+{
+    eval_roundtrip_ctx rt = {0};
+    tw_reader_stats rs;
+    tw_job *job = NULL;
+    if (eval_run(a, &rt, &rs, &job) != TW_OK)
+        return 1;
+    size_t differ = 0;
+    for (size_t i = 0; i < tw_job_nrules(plain); i++) {
+        char *x = rule_result_text(tw_job_rule(plain, i));
+        char *y = rule_result_text(tw_job_rule(job, i));
+        if (x == NULL || y == NULL || strcmp(x, y) != 0) {
+            differ++;
+            printf("roundtrip: rule %s: results differ from an uninterrupted "
+                   "evaluation\n  uninterrupted: %.300s\n  round-tripped: "
+                   "%.300s\n",
+                   tw_rule_name(tw_job_rule(plain, i)), x ? x : "?",
+                   y ? y : "?");
+        }
+        free(x);
+        free(y);
+    }
+    if (rt.failed)
+        printf("roundtrip: %s\n", rt.first_error);
+    int ok = differ == 0 && !rt.failed;
+    size_t nsub = 0;
+    for (size_t i = 0; i < tw_job_nrules(plain); i++)
+        nsub += tw_rule_nchildren(tw_job_rule(plain, i));
+    printf("roundtrip: %s: %zu rule(s) (and %zu sub-rule(s)) saved, "
+           "re-created and restored after each of %llu scans; %zu with "
+           "results different from an uninterrupted evaluation\n",
+           ok ? "ok" : "FAILED", tw_job_nrules(plain), nsub,
+           (unsigned long long)rt.scans, differ);
+    tw_job_free(job);
+    return ok ? 0 : 1;
+}
+
 int tw_cmd_eval(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -288,11 +451,12 @@ int tw_cmd_eval(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"job", required_argument, NULL, 'J'},
         {"quiet", no_argument, NULL, 'q'},
+        {"roundtrip", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *rules_path = NULL, *job_name = NULL, *sem = NULL;
-    int as_json = 0, quiet = 0, c;
+    int as_json = 0, quiet = 0, roundtrip = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -310,6 +474,9 @@ int tw_cmd_eval(int argc, char **argv)
             break;
         case 'q':
             quiet = 1;
+            break;
+        case 'R':
+            roundtrip = 1;
             break;
         case 'h':
             usage(stdout);
@@ -346,9 +513,8 @@ int tw_cmd_eval(int argc, char **argv)
     tw_config *cfg = NULL;
     tw_registry *reg = tw_registry_new();
     tw_job *job = NULL;
-    tw_trace_state *ts = tw_trace_state_new();
     int64_t *horizons = NULL;
-    if (reg == NULL || ts == NULL) {
+    if (reg == NULL) {
         fprintf(stderr, "trainwatch eval: out of memory\n");
         goto out;
     }
@@ -395,12 +561,6 @@ int tw_cmd_eval(int argc, char **argv)
     while (nl > 1 && namebuf[nl - 1] == '/')
         namebuf[--nl] = '\0';
     const char *id = job_name != NULL ? job_name : basename(namebuf);
-    if (tw_job_new(id, &jc, reg, cfg->rules, cfg->nrules, &job, err,
-                   sizeof(err)) != TW_OK) {
-        fprintf(stderr, "trainwatch eval: %s%s%s\n",
-                rules_path ? rules_path : "", rules_path ? ": " : "", err);
-        goto out;
-    }
     /* F and L from the file names, as the reference derives them (§1.4). */
     int64_t F = folder->first_system_ts_us;
     if (folder->first_framework_ts_us != 0 &&
@@ -410,40 +570,28 @@ int tw_cmd_eval(int argc, char **argv)
     if (L == 0 || (folder->latest_framework_ts_us != 0 &&
                    folder->latest_framework_ts_us < L))
         L = folder->latest_framework_ts_us;
-    tw_job_set_first_timestamp(job, F);
-    tw_job_set_scan_limit(job, L);
     horizons = listing_horizons(folder);
     if (horizons == NULL) {
         fprintf(stderr, "trainwatch eval: out of memory\n");
         goto out;
     }
-
-    eval_ctx ec = {.job = job, .quiet = quiet};
+    eval_run_args ra = {.id = id,
+                        .jc = &jc,
+                        .reg = reg,
+                        .cfg = cfg,
+                        .folder = folder,
+                        .horizons = horizons,
+                        .first_us = F,
+                        .limit_us = L,
+                        .quiet = quiet,
+                        .progress = !quiet && !as_json,
+                        .rules_path = rules_path};
     tw_reader_stats rs;
-    memset(&rs, 0, sizeof(rs));
-    double t0 = now_s(), last_progress = t0;
-    for (size_t i = 0; i < folder->nfiles; i++) {
-        const tw_agent_file *f = &folder->files[i];
-        if (tw_job_advance(job, horizons[i]) != TW_OK) {
-            fprintf(stderr, "trainwatch eval: out of memory\n");
-            goto out;
-        }
-        if (tw_folder_read_file(f, id, ts, sink, &ec, on_bad_input, &ec,
-                                &rs) != TW_OK ||
-            ec.failed) {
-            fprintf(stderr, "trainwatch eval: failed while reading %s\n",
-                    f->path);
-            goto out;
-        }
-        double t = now_s();
-        if (!quiet && !as_json && t - last_progress > 5.0) {
-            fprintf(stderr, "eval: %zu/%zu files, %.1f MB read\n", i + 1,
-                    folder->nfiles, (double)rs.bytes / 1e6);
-            last_progress = t;
-        }
-    }
-    if (tw_job_finish(job, L) != TW_OK) {
-        fprintf(stderr, "trainwatch eval: out of memory\n");
+    double t0 = now_s();
+    if (eval_run(&ra, NULL, &rs, &job) != TW_OK)
+        goto out;
+    if (roundtrip) {
+        status = eval_roundtrip(&ra, job);
         goto out;
     }
     double seconds = now_s() - t0;
@@ -456,7 +604,6 @@ out:
     free(horizons);
     tw_job_free(job);
     tw_config_free(cfg);
-    tw_trace_state_free(ts);
     tw_folder_free(folder);
     tw_registry_free(reg);
     return status;

@@ -62,6 +62,11 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
                         tw_rule_name(rule));
 }
 
+void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule)
+{
+    tw_results_rule(j, scratch, rule, NULL);
+}
+
 void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job)
 {
     tw_json_set_strict(j, 1);

@@ -27,6 +27,10 @@
  * value of j. `scratch` is a second writer used for reports (reset here). */
 void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job);
 
+/* One configured rule's object and its sub-rules' (as consecutive values
+ * of the array j is in), as tw_job_results_rules writes them. */
+void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule);
+
 /* Writes the job's results object as the next value of j:
  * {"job", "first_timestamp_us", "latest_timestamp_us", "scans",
  *  "input": {samples, events, late_samples, late_events,

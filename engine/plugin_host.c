@@ -1199,3 +1199,67 @@ int tw_rule_checkpointable(const tw_rule *r, char *err, size_t errlen)
             return TW_ERR;
     return TW_OK;
 }
+
+int tw_rule_roundtrip(tw_rule *r, char *err, size_t errlen)
+{
+    if (r->status == TW_STATUS_ERROR)
+        return TW_OK; /* its state is whatever the failure left */
+    tw_buf *before = tw_buf_new(), *after = tw_buf_new();
+    int rc = TW_ERR;
+    if (before == NULL || after == NULL) {
+        snprintf(err, errlen, "rule %s: out of memory", r->name);
+        goto out;
+    }
+    if (tw_rule_save(r, before) != TW_OK) {
+        snprintf(err, errlen, "rule %s: save failed", r->name);
+        goto out;
+    }
+    /* a fresh instance with the same parameters, in place: its sub-rules
+     * are created anew under this rule, as at start-up */
+    if (r->state != NULL)
+        r->desc->destroy(r->state);
+    r->state = NULL;
+    while (r->nchildren > 0)
+        tw_rule_destroy(r->children[r->nchildren - 1]);
+    tw_rule *outer = r->host->creating;
+    r->host->creating = r;
+    char cerr[256] = "";
+    int crc = r->desc->create(tw_host_ctx_host(r->host), &r->params,
+                              &r->state, cerr, sizeof(cerr));
+    r->host->creating = outer;
+    if (crc != TW_OK) {
+        r->state = NULL;
+        r->status = TW_STATUS_ERROR;
+        snprintf(err, errlen, "rule %s: re-create failed: %s", r->name,
+                 cerr[0] ? cerr : "no reason given");
+        snprintf(r->error, sizeof(r->error), "%s", err);
+        goto out;
+    }
+    if (tw_rule_restore(r, tw_buf_data(before), tw_buf_len(before), err,
+                        errlen) != TW_OK) {
+        r->status = TW_STATUS_ERROR;
+        snprintf(r->error, sizeof(r->error), "%s", err);
+        goto out;
+    }
+    /* what was restored must save to the same bytes */
+    if (tw_rule_save(r, after) != TW_OK) {
+        snprintf(err, errlen, "rule %s: save after restore failed", r->name);
+        goto out;
+    }
+    size_t n = tw_buf_len(before), m = tw_buf_len(after);
+    if (n != m || memcmp(tw_buf_data(before), tw_buf_data(after), n) != 0) {
+        size_t at = 0;
+        while (at < n && at < m && tw_buf_data(before)[at] == tw_buf_data(after)[at])
+            at++;
+        snprintf(err, errlen,
+                 "rule %s: restored state saves differently (%zu bytes "
+                 "before, %zu after, first difference at byte %zu)",
+                 r->name, n, m, at);
+        goto out;
+    }
+    rc = TW_OK;
+out:
+    tw_buf_free(before);
+    tw_buf_free(after);
+    return rc;
+}

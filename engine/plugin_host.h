@@ -144,6 +144,15 @@ int tw_rule_finding(const tw_rule *r, tw_finding *out);
  * Hosts with a persistent state store call it at start-up. */
 int tw_rule_checkpointable(const tw_rule *r, char *err, size_t errlen);
 
+/* Checkpoint round trip in place (eval --roundtrip): saves the rule,
+ * destroys its plugin state, creates a fresh one with the same parameters
+ * (sub-rules anew) and restores the saved bytes into it, then checks that
+ * the restored state saves to the same bytes. TW_ERR with a sentence
+ * naming the rule when any step fails or the bytes differ; the rule is
+ * then in Error unless only the comparison failed. Rules in Error are
+ * left alone. */
+int tw_rule_roundtrip(tw_rule *r, char *err, size_t errlen);
+
 /* ---- growable byte buffer (tw_buf) --------------------------------------- */
 tw_buf *tw_buf_new(void);
 void tw_buf_free(tw_buf *b);

@@ -18,5 +18,6 @@ int tw_cmd_broker(int argc, char **argv);
 int tw_cmd_replay(int argc, char **argv);
 int tw_cmd_agent(int argc, char **argv);
 int tw_cmd_run(int argc, char **argv);
+int tw_cmd_explain(int argc, char **argv);
 
 #endif /* TW_COMMANDS_H */

@@ -18,6 +18,8 @@ static const tw_command commands[] = {
      "sample this host (CPU, memory, network, disk, GPUs) to Kafka"},
     {"run", tw_cmd_run,
      "the streaming engine: consume metrics from Kafka, publish alerts"},
+    {"explain", tw_cmd_explain,
+     "what a rule checks, its parameters, what its findings mean"},
 };
 
 static void usage(FILE *out)

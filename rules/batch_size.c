@@ -729,6 +729,9 @@ static const tw_rule_descriptor bs_descriptor = {
     .restore = bs_restore,
     .destroy = bs_destroy,
     .finding = bs_finding,
+    .finding_help = "A GPU, its memory and its node's CPUs were all under-used: the batch "
+        "is probably too small for the hardware. Raise the batch size (and "
+        "the learning rate with it), or use a smaller instance.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

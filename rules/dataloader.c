@@ -772,6 +772,10 @@ static const tw_rule_descriptor dl_descriptor = {
     .restore = dl_restore,
     .destroy = dl_destroy,
     .finding = dl_finding,
+    .finding_help = "Fewer (or more) data-loader processes run at once than the rule "
+        "wants for the machine's cores. Too few: raise num_workers, set "
+        "pin_memory and a prefetch factor. Too many: lower num_workers to "
+        "the cores per GPU, oversubscribed cores slow everything.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -555,6 +555,11 @@ static const tw_rule_descriptor gmi_descriptor = {
     .restore = gmi_restore,
     .destroy = gmi_destroy,
     .finding = gmi_finding,
+    .finding_help = "A GPU's memory use jumped: the mean of its newest samples rose "
+        "sharply over the window before. If it keeps growing the job runs "
+        "out of memory: look for tensors kept across steps (outputs or "
+        "losses stored with their graph, growing caches); otherwise leave "
+        "headroom (smaller batch, mixed precision).",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -553,6 +553,10 @@ static const tw_rule_descriptor lb_descriptor = {
     .restore = lb_restore,
     .destroy = lb_destroy,
     .finding = lb_finding,
+    .finding_help = "GPUs of the same node carry very different loads (their utilisation "
+        "histograms are far apart). Give every GPU a share of the work: "
+        "one process per GPU (distributed data parallel), equal batch sizes "
+        "per rank, and no GPU missing from the device list.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

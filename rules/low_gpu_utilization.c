@@ -730,6 +730,11 @@ static const tw_rule_descriptor descriptor = {
     destroy,
     0,
     finding,
+    "A GPU is under-used (its recent p95 is low) or fluctuates (busy, but "
+    "idle in at least 5 % of recent samples). Under-used: give it more work "
+    "per step (larger batch) or use fewer/smaller GPUs. Fluctuating: the "
+    "input pipeline stalls; prefetch, add loader workers, pin memory, and "
+    "look for periodic pauses in the training loop.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -316,6 +316,10 @@ static const tw_rule_descriptor mit_descriptor = {
     .restore = mit_restore,
     .destroy = mit_destroy,
     .finding = mit_finding,
+    .finding_help = "The first training step started late (or not yet) after the job did. "
+        "Look at what runs first: data download or copy (stream it instead), "
+        "model construction or graph compilation, a large checkpoint to "
+        "load, or ranks waiting for each other at start-up.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

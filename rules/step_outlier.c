@@ -1114,6 +1114,11 @@ static const tw_rule_descriptor so_descriptor = {
     .restore = so_restore,
     .destroy = so_destroy,
     .finding = so_finding,
+    .finding_help = "Some steps take far longer than the others (above mean + stddev x "
+        "std of a node's step durations). Look at what runs during the slow "
+        "steps: checkpointing, evaluation or logging inside the step, data "
+        "stalls, or a slow node; the report's framework metrics name the "
+        "operators seen in them.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

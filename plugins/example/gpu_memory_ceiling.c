@@ -273,6 +273,10 @@ static const tw_rule_descriptor descriptor = {
     .destroy = destroy,
     .flags = 0, /* keeps state between scans: save/restore are required */
     .finding = finding,
+    .finding_help = "A GPU's memory stayed above the ceiling for longer than "
+                    "`patience` samples: the next larger batch or sequence "
+                    "may not fit. Lower the batch size or the activation "
+                    "memory (mixed precision, gradient checkpointing).",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *gpu_memory_ceiling_rule(void)

@@ -471,6 +471,10 @@ typedef struct tw_rule_descriptor {
      * TW_ERR: the host logs err and shows the generic finding. */
     int (*finding)(void *state, const tw_finding_ctx *ctx, tw_finding *out,
                    char *err, size_t errlen);
+
+    /* What a finding of this rule means and what to try first, a short
+     * paragraph for `trainwatch explain` (NULL: none). */
+    const char *finding_help;
 } tw_rule_descriptor;
 
 typedef const tw_rule_descriptor *(*tw_rule_entry_fn)(void);

@@ -44,6 +44,7 @@
 #include "commands.h"
 #include "config.h"
 #include "dead_letter.h"
+#include "finding_text.h"
 #include "job_router.h"
 #include "kafka_producer.h"
 #include "kafka_source.h"
@@ -285,6 +286,16 @@ static int tw_run_alert(void *ud, const char *job, const char *id,
                          err, sizeof(err)) != 0) {
         tw_log(TW_LOG_ERROR, "alert %s of job %s: %s", id, job, err);
         return TW_ERR;
+    }
+    /* a person reading the log sees the finding, not only a count */
+    if (facts != NULL && facts->kind == TW_ALERT_FINDING &&
+        facts->has_finding) {
+        char line[1400];
+        tw_finding_line(&facts->finding, facts->job_start_us, line,
+                        sizeof(line));
+        tw_log(TW_LOG_INFO, "finding: job %s rule %s%s%s: %s", job,
+               facts->rule, facts->parent ? " in " : "",
+               facts->parent ? facts->parent : "", line);
     }
     tw_run_actions_alert(r->actions, job, id, json, len, facts); /* queues */
     return TW_OK;

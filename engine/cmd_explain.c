@@ -83,8 +83,7 @@ int tw_cmd_explain(int argc, char **argv)
         size_t n = tw_registry_list(reg, &names);
         printf("built-in rules ('trainwatch explain RULE' for one):\n");
         for (size_t i = 0; i < n; i++) {
-            if (tw_registry_find(reg, names[i], &p, err, sizeof(err)) !=
-                TW_OK)
+            if (tw_registry_find(reg, names[i], &p, err, sizeof(err)) != TW_OK)
                 continue;
             const char *dsc = tw_plugin_descriptor(p)->description;
             printf("  %-26s %.*s%s\n", names[i], 50, dsc ? dsc : "",

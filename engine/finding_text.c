@@ -21,8 +21,8 @@ void tw_format_offset(int64_t us, int64_t start_us, char *out, size_t n)
     int64_t d = us - start_us;
     char sign = d < 0 ? '-' : '+';
     uint64_t s = (uint64_t)(d < 0 ? -d : d) / 1000000;
-    snprintf(out, n, "%c%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64, sign,
-             s / 3600, s / 60 % 60, s % 60);
+    snprintf(out, n, "%c%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64, sign, s / 3600,
+             s / 60 % 60, s % 60);
 }
 
 void tw_finding_json(tw_json *j, const tw_finding *f)

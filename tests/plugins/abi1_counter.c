@@ -56,8 +56,20 @@ static void destroy(void *s)
 /* Positional, as an ABI 1 source would have it: the ABI 2 members
  * after destroy stay zero and the host must not read them. */
 static const tw_rule_descriptor d = {
-    1, "Abi1Counter", "fires on scans with more than limit samples",
-    params, 1, create, scan, report, NULL, NULL, destroy, 0, NULL, NULL,
+    1,
+    "Abi1Counter",
+    "fires on scans with more than limit samples",
+    params,
+    1,
+    create,
+    scan,
+    report,
+    NULL,
+    NULL,
+    destroy,
+    0,
+    NULL,
+    NULL,
 };
 TW_PLUGIN_EXPORT const tw_rule_descriptor *abi1_counter(void)
 {

@@ -78,8 +78,7 @@ static void test_every_builtin_rule(void **st)
             assert_non_null(strstr(line, want));
             if ((ps->type == TW_PARAM_INT || ps->type == TW_PARAM_DOUBLE) &&
                 ps->min <= ps->max) {
-                snprintf(want, sizeof(want), "from %g to %g", ps->min,
-                         ps->max);
+                snprintf(want, sizeof(want), "from %g to %g", ps->min, ps->max);
                 assert_non_null(strstr(line, want));
             }
             free(line);

@@ -34,8 +34,8 @@ static inline void tw_finding_add_name(tw_finding *f, const char *name)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static inline void tw_finding_text(char out[TW_FINDING_TEXT_LEN],
-                                   const char *fmt, ...)
+static inline void
+tw_finding_text(char out[TW_FINDING_TEXT_LEN], const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -63,8 +63,7 @@ static inline void tw_finding_duration(double seconds, char *out, size_t n)
     else if (seconds < 60)
         snprintf(out, n, "%.0f s", seconds);
     else if (seconds < 3600)
-        snprintf(out, n, "%dm %02ds", (int)(seconds / 60),
-                 (int)seconds % 60);
+        snprintf(out, n, "%dm %02ds", (int)(seconds / 60), (int)seconds % 60);
     else
         snprintf(out, n, "%lldh %02dm", (long long)(seconds / 3600),
                  (int)(seconds / 60) % 60);

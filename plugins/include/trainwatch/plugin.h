@@ -21,7 +21,10 @@
  * it unless the comment says so.
  *
  * Built-in rules are built only against this header; so can yours (see
- * plugins/example/).
+ * plugins/example/ and the guide, docs/plugins.md). References to
+ * "RULES.md" below name the reference semantics the built-in rules
+ * reproduce; a custom rule needs none of it: docs/plugins.md says what
+ * scans deliver and what the counters mean.
  */
 #ifndef TRAINWATCH_PLUGIN_H
 #define TRAINWATCH_PLUGIN_H
@@ -199,8 +202,11 @@ typedef struct tw_scan {
     int final;                  /* 1 on the job's last scan                */
 } tw_scan;
 
-/* What a scan() reports back. The three counters are the report's
- * RuleTriggered, Violations and Datapoints after this scan. */
+/* What a scan() reports back. condition_met: this scan's check returned
+ * true; a scan with it whose violations grew publishes a finding alert and
+ * fires the rule's actions, and the first one makes the status
+ * IssuesFound. The three counters are the report's RuleTriggered,
+ * Violations and Datapoints after this scan, in the rule's own terms. */
 typedef struct tw_scan_result {
     int condition_met; /* the reference's "returned true" for this scan */
     int64_t rule_triggered;

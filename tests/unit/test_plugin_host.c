@@ -516,9 +516,71 @@ static void test_example_roundtrip_and_finding(void **st)
     tw_registry_free(reg);
 }
 
+/* Checkpoints of builds before findings have no finding trailer (and the
+ * TWR1 host header): they still restore, and a trailer that is cut short
+ * is refused. The trailer sizes are those the rules append. */
+static void test_checkpoints_without_finding_trailer(void **st)
+{
+    (void)st;
+    static const struct {
+        const char *rule;
+        size_t trailer;
+    } cases[] = {{"LowGPUUtilization", 16}, {"Dataloader", 32},
+                 {"GPUMemoryIncrease", 24}, {"BatchSize", 40},
+                 {"LoadBalancing", 16}};
+    tw_registry *reg = tw_registry_new();
+    tw_windows *w = tw_windows_new();
+    tw_host_ctx *h = tw_host_ctx_new(reg, w, "job-old");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const tw_plugin *p;
+        char err[512];
+        assert_int_equal(
+            tw_registry_find(reg, cases[i].rule, &p, err, sizeof(err)), TW_OK);
+        tw_rule *r, *c;
+        assert_int_equal(tw_rule_create(p, NULL, NULL, NULL, 0,
+                                        TW_SEMANTICS_FIXED, h, &r, err,
+                                        sizeof(err)),
+                         TW_OK);
+        tw_buf *b = tw_buf_new();
+        assert_int_equal(tw_rule_save(r, b), TW_OK);
+        /* an older build: "TWR1" header (56 bytes), no trailer */
+        size_t n = tw_buf_len(b), v2 = 72, v1 = 56;
+        uint8_t *old = malloc(n);
+        assert_non_null(old);
+        memcpy(old, tw_buf_data(b), v1);
+        memcpy(old, "1RWT", 4); /* little-endian 0x54575231 */
+        memcpy(old + v1, tw_buf_data(b) + v2, n - v2 - cases[i].trailer);
+        size_t oldn = v1 + n - v2 - cases[i].trailer;
+        assert_int_equal(tw_rule_create(p, NULL, NULL, NULL, 0,
+                                        TW_SEMANTICS_FIXED, h, &c, err,
+                                        sizeof(err)),
+                         TW_OK);
+        if (tw_rule_restore(c, old, oldn, err, sizeof(err)) != TW_OK)
+            fail_msg("%s: old checkpoint refused: %s", cases[i].rule, err);
+        tw_rule_destroy(c);
+        /* a trailer cut in half is corrupt */
+        assert_int_equal(tw_rule_create(p, NULL, NULL, NULL, 0,
+                                        TW_SEMANTICS_FIXED, h, &c, err,
+                                        sizeof(err)),
+                         TW_OK);
+        assert_int_equal(tw_rule_restore(c, tw_buf_data(b),
+                                         n - cases[i].trailer / 2, err,
+                                         sizeof(err)),
+                         TW_ERR);
+        tw_rule_destroy(c);
+        free(old);
+        tw_buf_free(b);
+        tw_rule_destroy(r);
+    }
+    tw_host_ctx_free(h);
+    tw_windows_free(w);
+    tw_registry_free(reg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checkpoints_without_finding_trailer),
         cmocka_unit_test(test_abi1_and_checkpoint_duty),
         cmocka_unit_test(test_example_roundtrip_and_finding),
         cmocka_unit_test(test_load_errors),

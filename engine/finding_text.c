@@ -86,12 +86,23 @@ void tw_finding_nodes_text(const tw_finding *f, char *out, size_t n)
 void tw_utf8_cut(char *s, size_t max)
 {
     size_t len = strlen(s);
-    if (len <= max)
+    if (len > max) {
+        size_t n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+        s[n] = '\0';
+        len = n;
+    }
+    /* a character cut short by an earlier truncation (snprintf) goes too */
+    size_t lead = len;
+    while (lead > 0 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead == 0)
         return;
-    size_t n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    s[n] = '\0';
+    unsigned char c = (unsigned char)s[lead - 1];
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (len - (lead - 1) < need)
+        s[lead - 1] = '\0';
 }
 
 /* One labelled paragraph, wrapped at spaces to width columns. */

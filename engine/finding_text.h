@@ -45,7 +45,8 @@ void tw_finding_print(FILE *out, const tw_finding *f, int64_t job_start_us,
 void tw_finding_line(const tw_finding *f, int64_t job_start_us, char *out,
                      size_t n);
 
-/* Cuts s to at most max bytes at a UTF-8 character boundary. */
+/* Cuts s to at most max bytes at a UTF-8 character boundary, and drops
+ * a last character that an earlier truncation left incomplete. */
 void tw_utf8_cut(char *s, size_t max);
 
 #endif /* TW_FINDING_TEXT_H */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "finding_text.h"
 #include "json_writer.h"
 #include "log.h"
 #include "numeric.h"
@@ -1154,6 +1155,13 @@ static void finding_generic(const tw_rule *r, tw_finding *f)
     f->parameters[sizeof(f->parameters) - 1] = '\0';
     for (uint32_t i = 0; i < f->nnames; i++)
         f->names[i][TW_FINDING_NAME_LEN - 1] = '\0';
+    /* a text cut at its buffer's end may have split a character */
+    char *texts[] = {f->unit, f->magnitude, f->summary, f->recommendation,
+                     f->parameters};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        tw_utf8_cut(texts[i], strlen(texts[i]));
+    for (uint32_t i = 0; i < f->nnames; i++)
+        tw_utf8_cut(f->names[i], strlen(f->names[i]));
 }
 
 int tw_rule_finding(const tw_rule *r, tw_finding *out)

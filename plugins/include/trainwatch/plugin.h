@@ -38,8 +38,8 @@ extern "C" {
 
 /* Bumped on any incompatible change to a struct or callback below.
  *
- * Version 2 (this header) appends to tw_rule_descriptor the `flags` word
- * and the `finding` callback, and adds tw_host.size. Every ABI 1 member
+ * Version 2 (this header) appends to tw_rule_descriptor the `flags` word,
+ * the `finding` callback and `finding_help`, and adds tw_host.size. Every ABI 1 member
  * keeps its offset, so the host still loads ABI 1 plugins: it reads the
  * version 2 members only from descriptors that say version 2, and gives
  * an ABI 1 rule a generic finding built from its counters (violations,

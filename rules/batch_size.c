@@ -38,6 +38,7 @@
 #include "dmap.h"
 #include "ser.h"
 #include "sysutil.h"
+#include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
 #define BS_NOSEQ UINT32_MAX
@@ -103,6 +104,11 @@ typedef struct bs {
     int64_t triggered, violations, datapoints;
     uint32_t next_seq, lt_seq;
     int64_t last_timestamp;
+
+    /* For the finding (an optional checkpoint trailer): the first and last
+     * scan windows with a violation, and the p95s of the latest one. */
+    int64_t viol_first_us, viol_last_us;
+    double last_cpu95, last_gpu95, last_mem95;
 } bs;
 
 static int wants_util(const tw_series *s)
@@ -395,9 +401,13 @@ static int bs_evaluate(bs *r, int64_t clock)
             if (bs_p95(r, &g->h, &g95) != TW_OK ||
                 bs_p95(r, &r->mem[mid], &m95) != TW_OK)
                 return TW_ERR;
-            if (g95 < r->gpu_thr && m95 < r->mem_thr &&
-                bs_violation(r, cn, gid, mid, clock) != TW_OK)
-                return TW_ERR;
+            if (g95 < r->gpu_thr && m95 < r->mem_thr) {
+                if (bs_violation(r, cn, gid, mid, clock) != TW_OK)
+                    return TW_ERR;
+                r->last_cpu95 = cpu95;
+                r->last_gpu95 = g95;
+                r->last_mem95 = m95;
+            }
         }
     }
     return TW_OK;
@@ -407,9 +417,15 @@ static int bs_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                    char *err, size_t errlen)
 {
     bs *r = state;
+    int64_t before = r->violations;
     if (bs_ingest(r, scan) != TW_OK || bs_evaluate(r, scan->rule_clock_us) != TW_OK) {
         snprintf(err, errlen, "BatchSize: out of memory");
         return TW_ERR;
+    }
+    if (r->violations > before) {
+        if (r->viol_first_us == 0)
+            r->viol_first_us = scan->start_us;
+        r->viol_last_us = scan->end_us;
     }
     out->condition_met = r->triggered > 0;
     out->rule_triggered = r->triggered;
@@ -570,6 +586,11 @@ static int bs_save(void *state, tw_buf *out)
     tw_seriestab_save(&r->mem_tab, &s);
     for (uint32_t i = 0; i < tw_seriestab_count(&r->mem_tab); i++)
         bs_save_hist(&s, &r->mem[i]);
+    tw_ser_i64(&s, r->viol_first_us);
+    tw_ser_i64(&s, r->viol_last_us);
+    tw_ser_f64(&s, r->last_cpu95);
+    tw_ser_f64(&s, r->last_gpu95);
+    tw_ser_f64(&s, r->last_mem95);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -629,11 +650,69 @@ static int bs_restore(void *state, const void *data, size_t len, char *err,
     for (uint32_t i = 0; i < tw_seriestab_count(&r->mem_tab); i++)
         if (bs_mem_new(r, i) != TW_OK || bs_load_hist(&d, &r->mem[i]) != TW_OK)
             goto bad;
+    /* the finding's trailer; absent in checkpoints of older builds */
+    if (tw_deser_ok(&d) && d.left > 0) {
+        r->viol_first_us = tw_deser_i64(&d);
+        r->viol_last_us = tw_deser_i64(&d);
+        r->last_cpu95 = tw_deser_f64(&d);
+        r->last_gpu95 = tw_deser_f64(&d);
+        r->last_mem95 = tw_deser_f64(&d);
+    }
     if (tw_deser_done(&d))
         return TW_OK;
 bad:
     snprintf(err, errlen, "BatchSize: corrupt or truncated checkpoint");
     return TW_ERR;
+}
+
+/* The GPUs judged under-used in all three respects, in report order. */
+static int bs_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                      char *err, size_t errlen)
+{
+    bs *r = state;
+    (void)ctx, (void)err, (void)errlen;
+    uint32_t flagged = 0;
+    for (uint32_t seq = 0; seq < r->next_seq; seq++)
+        for (uint32_t gid = 0; gid < tw_seriestab_count(&r->util_tab); gid++) {
+            if (r->util[gid].det_seq != seq)
+                continue;
+            char name[TW_FINDING_NAME_LEN];
+            const char *g = tw_seriestab_name(&r->util_tab, gid);
+            snprintf(name, sizeof(name), "%s/%s",
+                     tw_seriestab_node_name(
+                         &r->util_tab, tw_seriestab_node(&r->util_tab, gid)),
+                     g != NULL ? g : "null");
+            tw_finding_add_name(f, name);
+            flagged++;
+        }
+    if (flagged > f->ninvolved)
+        f->ninvolved = flagged;
+    f->first_us = r->viol_first_us;
+    f->last_us = r->viol_last_us;
+    f->value = r->last_gpu95;
+    f->limit = r->gpu_thr;
+    snprintf(f->unit, sizeof(f->unit), "%%");
+    tw_finding_text(f->summary,
+                    "%u GPU(s) and their hosts had capacity to spare: the "
+                    "batch is probably too small for the hardware.",
+                    flagged);
+    tw_finding_text(f->magnitude,
+                    "p95 over the last %s samples: GPU %.1f %% (< %s), GPU "
+                    "memory %.1f %% (< %s), node CPU %.1f %% (< %s); %lld "
+                    "GPU-scan(s) flagged",
+                    r->ptext[P_WINDOW], r->last_gpu95, r->ptext[P_GPU],
+                    r->last_mem95, r->ptext[P_MEM], r->last_cpu95,
+                    r->ptext[P_CPU], (long long)r->violations);
+    tw_finding_text(f->recommendation,
+                    "Raise the batch size (and the learning rate with it) "
+                    "until GPU memory is well used, or train on a smaller "
+                    "instance type with fewer or smaller GPUs.");
+    tw_finding_text(f->parameters,
+                    "cpu_threshold_p95 %s %%, gpu_threshold_p95 %s %%, "
+                    "gpu_memory_threshold_p95 %s %%, window %s, patience %s",
+                    r->ptext[P_CPU], r->ptext[P_GPU], r->ptext[P_MEM],
+                    r->ptext[P_WINDOW], r->ptext[P_PATIENCE]);
+    return TW_OK;
 }
 
 static const tw_rule_descriptor bs_descriptor = {
@@ -649,6 +728,10 @@ static const tw_rule_descriptor bs_descriptor = {
     .save = bs_save,
     .restore = bs_restore,
     .destroy = bs_destroy,
+    .finding = bs_finding,
+    .finding_help = "A GPU, its memory and its node's CPUs were all under-used: the batch "
+        "is probably too small for the hardware. Raise the batch size (and "
+        "the learning rate with it), or use a smaller instance.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -53,6 +53,12 @@ static const tw_rule_descriptor descriptor = {
     tw_bneck_save,
     tw_bneck_restore,
     tw_bneck_destroy,
+    0,
+    tw_bneck_finding,
+    "The GPUs wait for the CPU: in many moments a GPU was nearly idle while a "
+    "core was saturated. Move preprocessing off the training CPUs (GPU "
+    "decoding and augmentation, or once offline), raise the data loader's "
+    "workers if some cores are idle, or use more CPU cores per GPU.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

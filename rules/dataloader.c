@@ -42,6 +42,7 @@
 #include "fw_hist.h"
 #include "fw_strmap.h"
 #include "ser.h"
+#include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
 enum { P_MIN = 0, P_MAX, P_PATIENCE, P_MAX_DISTINCT, P_COUNT };
@@ -112,6 +113,11 @@ typedef struct dl_state {
     int64_t det_dataloaders;
     unsigned char order[D_COUNT];
     size_t norder;
+
+    /* For the finding (an optional checkpoint trailer): violations by
+     * direction and the ends of the first and last violating scans. */
+    int64_t n_low, n_high;
+    int64_t viol_first_us, viol_last_us;
 } dl_state;
 
 /* ---- values ---------------------------------------------------------------
@@ -439,10 +445,20 @@ static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
          * data, not about the loader; the reference compares anyway. */
         int enough = (int64_t)s->nparallel > s->patience &&
                      (s->cores > 0 || s->semantics == TW_SEMANTICS_REFERENCE);
-        if (enough && (double)med < (double)s->cores * (s->min_threshold / 100))
+        int64_t before = s->violations;
+        if (enough && (double)med < (double)s->cores * (s->min_threshold / 100)) {
             s->violations++;
-        if (enough && (double)med > (double)s->cores * (s->max_threshold / 100))
+            s->n_low++;
+        }
+        if (enough && (double)med > (double)s->cores * (s->max_threshold / 100)) {
             s->violations++;
+            s->n_high++;
+        }
+        if (s->violations > before) {
+            if (s->viol_first_us == 0)
+                s->viol_first_us = scan->start_us;
+            s->viol_last_us = scan->end_us;
+        }
         if (s->pin_memory.set) {
             if (value_copy(&s->det_pin_memory, &s->pin_memory) != TW_OK)
                 goto oom_secs;
@@ -616,6 +632,10 @@ static int dl_save(void *state, tw_buf *out)
     tw_ser_i64(&w, s->det_dataloaders);
     tw_ser_u8(&w, (uint8_t)s->norder);
     tw_ser_bytes(&w, s->order, s->norder);
+    tw_ser_i64(&w, s->n_low);
+    tw_ser_i64(&w, s->n_high);
+    tw_ser_i64(&w, s->viol_first_us);
+    tw_ser_i64(&w, s->viol_last_us);
     return tw_ser_ok(&w) ? TW_OK : TW_ERR;
 }
 
@@ -655,6 +675,14 @@ static int dl_restore(void *state, const void *data, size_t len, char *err,
     for (size_t i = 0; tw_deser_ok(&d) && i < s->norder; i++)
         if (s->order[i] >= D_COUNT)
             tw_deser_fail(&d);
+    /* the finding's trailer; absent in checkpoints of older builds */
+    s->n_low = s->n_high = s->viol_first_us = s->viol_last_us = 0;
+    if (tw_deser_ok(&d) && d.left > 0) {
+        s->n_low = tw_deser_i64(&d);
+        s->n_high = tw_deser_i64(&d);
+        s->viol_first_us = tw_deser_i64(&d);
+        s->viol_last_us = tw_deser_i64(&d);
+    }
     if (!tw_deser_done(&d)) {
         s->norder = 0;
         snprintf(err, errlen,
@@ -662,6 +690,71 @@ static int dl_restore(void *state, const void *data, size_t len, char *err,
                  "this rule");
         return TW_ERR;
     }
+    return TW_OK;
+}
+
+/* The comparison is job-wide (loader processes against the job's
+ * cores), so every system node is involved. */
+static int dl_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                      char *err, size_t errlen)
+{
+    dl_state *s = state;
+    (void)err, (void)errlen;
+    for (size_t i = 0; i < ctx->nnodes; i++)
+        tw_finding_add_name(f, ctx->nodes[i]);
+    f->first_us = s->viol_first_us;
+    f->last_us = s->viol_last_us;
+    int low = s->n_low >= s->n_high;
+    double bound = (double)s->det_cores *
+                   (low ? s->min_threshold : s->max_threshold) / 100;
+    f->value = (double)s->det_dataloaders;
+    f->limit = bound;
+    snprintf(f->unit, sizeof(f->unit), "processes");
+    const char *pin = s->det_pin_memory.set && s->det_pin_memory.text
+                          ? s->det_pin_memory.text
+                          : "unknown";
+    const char *workers = s->det_num_workers.set && s->det_num_workers.text
+                              ? s->det_num_workers.text
+                              : "unknown";
+    if (low) {
+        tw_finding_text(f->summary,
+                        "Too few processes load data: a median of %lld "
+                        "loader process(es) at a time for %lld CPU cores.",
+                        (long long)s->det_dataloaders,
+                        (long long)s->det_cores);
+        tw_finding_text(f->recommendation,
+                        "Raise the DataLoader's num_workers (now %s) towards "
+                        "the number of cores per GPU, set pin_memory=True "
+                        "(now %s) and a prefetch_factor of 2-4, so batches "
+                        "are ready before the GPU asks.",
+                        workers, pin);
+    } else {
+        tw_finding_text(f->summary,
+                        "Too many processes load data: a median of %lld "
+                        "loader processes at a time for %lld CPU cores.",
+                        (long long)s->det_dataloaders,
+                        (long long)s->det_cores);
+        tw_finding_text(f->recommendation,
+                        "Lower the DataLoader's num_workers (now %s) to at "
+                        "most the cores per GPU: oversubscribed cores slow "
+                        "every worker and the training process itself.",
+                        workers);
+    }
+    tw_finding_text(f->magnitude,
+                    "median %lld parallel loader process(es) vs %lld cores: "
+                    "the rule wants %g-%g %% of the cores (%.1f-%.1f); "
+                    "%lld scan(s) below, %lld above; num_workers %s, "
+                    "pin_memory %s",
+                    (long long)s->det_dataloaders, (long long)s->det_cores,
+                    s->min_threshold, s->max_threshold,
+                    (double)s->det_cores * s->min_threshold / 100,
+                    (double)s->det_cores * s->max_threshold / 100,
+                    (long long)s->n_low, (long long)s->n_high, workers, pin);
+    tw_finding_text(f->parameters,
+                    "min_threshold %g %%, max_threshold %g %% of cores, "
+                    "patience %lld seconds with loader events",
+                    s->min_threshold, s->max_threshold,
+                    (long long)s->patience);
     return TW_OK;
 }
 
@@ -678,6 +771,11 @@ static const tw_rule_descriptor dl_descriptor = {
     .save = dl_save,
     .restore = dl_restore,
     .destroy = dl_destroy,
+    .finding = dl_finding,
+    .finding_help = "Fewer (or more) data-loader processes run at once than the rule "
+        "wants for the machine's cores. Too few: raise num_workers, set "
+        "pin_memory and a prefetch factor. Too many: lower num_workers to "
+        "the cores per GPU, oversubscribed cores slow everything.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

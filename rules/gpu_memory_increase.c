@@ -41,6 +41,7 @@
 #include "countmap.h"
 #include "ser.h"
 #include "sysutil.h"
+#include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
 #define GMI_MAX_DATAPOINTS 1000000u
@@ -97,6 +98,11 @@ typedef struct gmi {
     int fw_seen;              /* any framework event so far (fixed)     */
     int step_seen;
     int64_t first_step_us;    /* earliest step start seen (fixed)       */
+
+    /* For the finding (an optional checkpoint trailer): sample times of
+     * the first and the last increase, and the largest increase. */
+    int64_t viol_first_us, viol_last_us;
+    double max_increase;
 } gmi;
 
 static int wants_gpu_mem(const tw_series *s)
@@ -205,7 +211,8 @@ static int gmi_eligible(const gmi *r, const gmi_series *s, double ts)
     return 0;
 }
 
-static int gmi_record(gmi *r, uint32_t id, double diff, int64_t clock)
+static int gmi_record(gmi *r, uint32_t id, double diff, double ts,
+                      int64_t clock)
 {
     gmi_series *s = &r->series[id];
     tw_box box;
@@ -232,6 +239,12 @@ static int gmi_record(gmi *r, uint32_t id, double diff, int64_t clock)
         r->lt_seq = r->next_seq++;
     r->triggered++;
     r->violations++;
+    int64_t t = (int64_t)(ts * 1e6);
+    if (r->viol_first_us == 0)
+        r->viol_first_us = t;
+    r->viol_last_us = t;
+    if (diff > r->max_increase)
+        r->max_increase = diff;
     return TW_OK;
 }
 
@@ -263,7 +276,7 @@ static int gmi_sample(gmi *r, uint32_t id, double ts, double v, int64_t clock)
     }
     double diff = cur - prev;
     if (diff > r->increase && gmi_eligible(r, s, ts))
-        return gmi_record(r, id, diff, clock);
+        return gmi_record(r, id, diff, ts, clock);
     return TW_OK;
 }
 
@@ -395,6 +408,9 @@ static int gmi_save(void *state, tw_buf *out)
         tw_dring_save(&x->ring, &s);
         tw_countmap_save(&x->hist, &s);
     }
+    tw_ser_i64(&s, r->viol_first_us);
+    tw_ser_i64(&s, r->viol_last_us);
+    tw_ser_f64(&s, r->max_increase);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -437,11 +453,92 @@ static int gmi_restore(void *state, const void *data, size_t len, char *err,
             tw_countmap_restore(&x->hist, &d) != TW_OK)
             goto bad;
     }
+    /* the finding's trailer; absent in checkpoints of older builds */
+    if (tw_deser_ok(&d) && d.left > 0) {
+        r->viol_first_us = tw_deser_i64(&d);
+        r->viol_last_us = tw_deser_i64(&d);
+        r->max_increase = tw_deser_f64(&d);
+    }
     if (tw_deser_done(&d))
         return TW_OK;
 bad:
     snprintf(err, errlen, "GPUMemoryIncrease: corrupt or truncated checkpoint");
     return TW_ERR;
+}
+
+/* The GPUs whose memory jumped, the largest latest jump first. */
+static int gmi_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                       char *err, size_t errlen)
+{
+    gmi *r = state;
+    (void)ctx, (void)err, (void)errlen;
+    uint32_t nser = tw_seriestab_count(&r->tab);
+    uint32_t flagged = 0, worst = UINT32_MAX;
+    for (uint32_t id = 0; id < nser; id++) {
+        if (r->series[id].det_seq == GMI_NOSEQ)
+            continue;
+        flagged++;
+        if (worst == UINT32_MAX ||
+            r->series[id].rec[R_INCREASE] > r->series[worst].rec[R_INCREASE])
+            worst = id;
+    }
+    double above = INFINITY;
+    while (f->nnames < TW_FINDING_MAX_NODES) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t id = 0; id < nser; id++) {
+            const gmi_series *x = &r->series[id];
+            if (x->det_seq != GMI_NOSEQ && x->rec[R_INCREASE] < above &&
+                (best == UINT32_MAX ||
+                 x->rec[R_INCREASE] > r->series[best].rec[R_INCREASE]))
+                best = id;
+        }
+        if (best == UINT32_MAX)
+            break;
+        above = r->series[best].rec[R_INCREASE];
+        for (uint32_t id = 0; id < nser; id++) {
+            if (r->series[id].det_seq == GMI_NOSEQ ||
+                r->series[id].rec[R_INCREASE] != above)
+                continue;
+            char name[TW_FINDING_NAME_LEN];
+            const char *g = tw_seriestab_name(&r->tab, id);
+            snprintf(name, sizeof(name), "%s/%s",
+                     tw_seriestab_node_name(&r->tab,
+                                            tw_seriestab_node(&r->tab, id)),
+                     g != NULL ? g : "null");
+            tw_finding_add_name(f, name);
+        }
+    }
+    if (flagged > f->ninvolved)
+        f->ninvolved = flagged;
+    f->first_us = r->viol_first_us;
+    f->last_us = r->viol_last_us;
+    f->value = r->max_increase;
+    f->limit = r->increase;
+    snprintf(f->unit, sizeof(f->unit), "points");
+    if (worst == UINT32_MAX)
+        return TW_OK;
+    const gmi_series *w = &r->series[worst];
+    tw_finding_text(f->summary,
+                    "GPU memory use jumped %lld time(s) on %u GPU(s): the "
+                    "job may run out of GPU memory if it keeps growing.",
+                    (long long)r->violations, flagged);
+    tw_finding_text(f->magnitude,
+                    "the mean of the newest %s samples rose by up to %.1f "
+                    "points over the window before it (rule: > %s); on %s "
+                    "memory now peaks at %.1f %%, median %.1f %%",
+                    r->ptext[P_WINDOW], r->max_increase, r->ptext[P_INCREASE],
+                    f->names[0], w->rec[R_MAX], w->rec[R_P50]);
+    tw_finding_text(f->recommendation,
+                    "Look for tensors kept across steps (losses or outputs "
+                    "stored with their graph, growing caches or lists); if "
+                    "the growth is expected, leave headroom by lowering the "
+                    "batch size or using mixed precision.");
+    tw_finding_text(f->parameters,
+                    "increase %s points, window %s samples, patience %s "
+                    "samples",
+                    r->ptext[P_INCREASE], r->ptext[P_WINDOW],
+                    r->ptext[P_PATIENCE]);
+    return TW_OK;
 }
 
 static const tw_rule_descriptor gmi_descriptor = {
@@ -457,6 +554,12 @@ static const tw_rule_descriptor gmi_descriptor = {
     .save = gmi_save,
     .restore = gmi_restore,
     .destroy = gmi_destroy,
+    .finding = gmi_finding,
+    .finding_help = "A GPU's memory use jumped: the mean of its newest samples rose "
+        "sharply over the window before. If it keeps growing the job runs "
+        "out of memory: look for tensors kept across steps (outputs or "
+        "losses stored with their graph, growing caches); otherwise leave "
+        "headroom (smaller batch, mixed precision).",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -55,6 +55,12 @@ static const tw_rule_descriptor descriptor = {
     tw_bneck_save,
     tw_bneck_restore,
     tw_bneck_destroy,
+    0,
+    tw_bneck_finding,
+    "The GPUs wait for storage: in many moments a GPU was nearly idle while "
+    "cores were blocked on I/O. Stage the data on local NVMe or in memory, "
+    "read a few large sequential shards instead of many small files, and "
+    "read ahead with parallel reads or prefetching.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -38,6 +38,7 @@
 
 #include "ser.h"
 #include "sysutil.h"
+#include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
 #define LB_BINS 49
@@ -92,6 +93,10 @@ typedef struct lb {
     uint32_t node_cap;
     lb_dist *dist;      /* first-written order */
     uint32_t ndist, dist_cap;
+
+    /* For the finding (an optional checkpoint trailer): the first and the
+     * last scan window with an unbalanced pair. */
+    int64_t viol_first_us, viol_last_us;
 
     int64_t triggered, violations, datapoints;
     uint32_t next_seq;
@@ -307,9 +312,15 @@ static int lb_scan(void *state, const tw_scan *scan, tw_scan_result *out,
             memcpy(g->written, g->hist, sizeof(g->hist));
         }
     }
+    int64_t before = r->violations;
     if (r->sem == TW_SEMANTICS_FIXED && lb_compare(r) != TW_OK) {
         snprintf(err, errlen, "LoadBalancing: out of memory");
         return TW_ERR;
+    }
+    if (r->violations > before) {
+        if (r->viol_first_us == 0)
+            r->viol_first_us = scan->start_us;
+        r->viol_last_us = scan->end_us;
     }
     out->condition_met = r->triggered > 0;
     out->rule_triggered = r->triggered;
@@ -350,6 +361,79 @@ static int64_t lb_sorted(lb *r, uint32_t node, int by_dist)
     }
     qsort(r->order, m, sizeof(uint64_t), lb_cmp_u64);
     return m;
+}
+
+/* Mean utilisation from the histogram (bin centres); -1 when empty. */
+static double lb_hist_mean(const lb_gpu *g)
+{
+    double sum = 0, n = 0;
+    for (int b = 0; b < LB_BINS; b++) {
+        sum += (double)g->written[b] * (2.0 * b + 1.0);
+        n += (double)g->written[b];
+    }
+    return n > 0 ? sum / n : -1;
+}
+
+static void lb_add_gpu(const lb *r, tw_finding *f, uint32_t id)
+{
+    char name[TW_FINDING_NAME_LEN];
+    snprintf(name, sizeof(name), "%s/%s",
+             tw_seriestab_node_name(&r->tab, tw_seriestab_node(&r->tab, id)),
+             lb_name(r, id));
+    tw_finding_add_name(f, name);
+}
+
+/* The GPUs of the most unbalanced pairs first. */
+static int lb_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                      char *err, size_t errlen)
+{
+    lb *r = state;
+    (void)ctx, (void)err, (void)errlen;
+    const lb_dist *worst = NULL;
+    uint32_t pairs = 0;
+    for (uint32_t i = 0; i < r->ndist; i++) {
+        if (!(r->dist[i].d > r->threshold))
+            continue;
+        pairs++;
+        if (worst == NULL || r->dist[i].d > worst->d)
+            worst = &r->dist[i];
+    }
+    f->first_us = r->viol_first_us;
+    f->last_us = r->viol_last_us;
+    if (worst == NULL)
+        return TW_OK;
+    lb_add_gpu(r, f, worst->g1);
+    lb_add_gpu(r, f, worst->g2);
+    for (uint32_t i = 0; i < r->ndist && f->nnames < TW_FINDING_MAX_NODES;
+         i++)
+        if (r->dist[i].d > r->threshold) {
+            lb_add_gpu(r, f, r->dist[i].g1);
+            lb_add_gpu(r, f, r->dist[i].g2);
+        }
+    f->value = worst->d;
+    f->limit = r->threshold;
+    snprintf(f->unit, sizeof(f->unit), "JS distance");
+    double m1 = lb_hist_mean(&r->gpu[worst->g1]);
+    double m2 = lb_hist_mean(&r->gpu[worst->g2]);
+    tw_finding_text(f->summary,
+                    "GPUs of the same node carry very different loads: %u "
+                    "pair(s) have utilisation profiles far apart.",
+                    pairs);
+    tw_finding_text(f->magnitude,
+                    "%s vs %s: Jensen-Shannon distance %.2f of their "
+                    "utilisation histograms (rule: > %s), mean utilisation "
+                    "about %.0f %% vs %.0f %%",
+                    f->names[0], f->names[1], worst->d,
+                    r->ptext[P_THRESHOLD], m1, m2);
+    tw_finding_text(f->recommendation,
+                    "Make every GPU do a share of the work: use distributed "
+                    "data parallel (one process per GPU) rather than a "
+                    "single-process DataParallel, and check that each rank "
+                    "gets the same batch size and that no GPU is left out "
+                    "of the device list.");
+    tw_finding_text(f->parameters, "threshold %s, patience %s samples",
+                    r->ptext[P_THRESHOLD], r->ptext[P_PATIENCE]);
+    return TW_OK;
 }
 
 static int lb_write_node(lb *r, tw_json *j, uint32_t node)
@@ -468,6 +552,8 @@ static int lb_save(void *state, tw_buf *out)
         tw_ser_u32(&s, r->dist[i].g2);
         tw_ser_f64(&s, r->dist[i].d);
     }
+    tw_ser_i64(&s, r->viol_first_us);
+    tw_ser_i64(&s, r->viol_last_us);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -511,6 +597,11 @@ static int lb_restore(void *state, const void *data, size_t len, char *err,
         if (g1 >= n || g2 >= n || lb_set_distance(r, g1, g2, v) != TW_OK)
             goto bad;
     }
+    /* the finding's trailer; absent in checkpoints of older builds */
+    if (tw_deser_ok(&d) && d.left > 0) {
+        r->viol_first_us = tw_deser_i64(&d);
+        r->viol_last_us = tw_deser_i64(&d);
+    }
     if (tw_deser_done(&d))
         return TW_OK;
 bad:
@@ -531,6 +622,11 @@ static const tw_rule_descriptor lb_descriptor = {
     .save = lb_save,
     .restore = lb_restore,
     .destroy = lb_destroy,
+    .finding = lb_finding,
+    .finding_help = "GPUs of the same node carry very different loads (their utilisation "
+        "histograms are far apart). Give every GPU a share of the work: "
+        "one process per GPU (distributed data parallel), equal batch sizes "
+        "per rank, and no GPU missing from the device list.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

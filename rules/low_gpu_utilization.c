@@ -50,6 +50,7 @@
 #include "smap.h"
 #include "select.h"
 #include "ser.h"
+#include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
 #define LOWGPU_MAX_DATAPOINTS 1000000u
@@ -117,6 +118,9 @@ typedef struct lowgpu {
     tw_smap det_ids;  /* node -> det index + 1 */
     size_t *order;    /* scan: gpus indexes grouped by node */
     size_t *node_start;
+    /* For the finding: end of the first and the last scan that found a
+     * violating GPU (checkpointed as an optional trailer). */
+    int64_t viol_first_us, viol_last_us;
 } lowgpu;
 
 static char *dup_str(const char *s)
@@ -472,6 +476,9 @@ static int scan(void *state, const tw_scan *sc, tw_scan_result *out,
         r->triggered++;
         r->violations++;
         r->datapoints = (int64_t)g->n;
+        if (r->viol_first_us == 0)
+            r->viol_first_us = sc->end_us;
+        r->viol_last_us = sc->end_us;
         if (r->ts_pos < 0)
             r->ts_pos = (int64_t)r->ndet;
         r->last_ts = sc->rule_clock_us;
@@ -580,7 +587,116 @@ static int save(void *state, tw_buf *out)
                 tw_ser_f64(&s, v[k]);
         }
     }
+    tw_ser_i64(&s, r->viol_first_us);
+    tw_ser_i64(&s, r->viol_last_us);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
+}
+
+/* The GPUs flagged, the lowest p95 first; under-used and fluctuating
+ * GPUs get different advice. */
+static int finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                   char *err, size_t errlen)
+{
+    lowgpu *r = state;
+    (void)ctx, (void)err, (void)errlen;
+    size_t low = 0, fluct = 0, total = 0;
+    const gpu_detail *worst = NULL;
+    const char *worst_node = NULL;
+    for (size_t i = 0; i < r->ndet; i++)
+        for (size_t g = 0; g < r->det[i].ngpus; g++) {
+            const gpu_detail *d = &r->det[i].gpus[g];
+            total++;
+            if (d->gpu_95 < r->p95)
+                low++;
+            else
+                fluct++;
+            if (worst == NULL || d->gpu_95 < worst->gpu_95) {
+                worst = d;
+                worst_node = r->det[i].node;
+            }
+        }
+    /* list by ascending p95 (selection over a small set) */
+    double above = -INFINITY;
+    for (size_t listed = 0; listed < total && f->nnames < TW_FINDING_MAX_NODES;) {
+        const gpu_detail *best = NULL;
+        const char *best_node = NULL;
+        for (size_t i = 0; i < r->ndet; i++)
+            for (size_t g = 0; g < r->det[i].ngpus; g++) {
+                const gpu_detail *d = &r->det[i].gpus[g];
+                if (d->gpu_95 > above &&
+                    (best == NULL || d->gpu_95 < best->gpu_95)) {
+                    best = d;
+                    best_node = r->det[i].node;
+                }
+            }
+        if (best == NULL)
+            break;
+        above = best->gpu_95;
+        for (size_t i = 0; i < r->ndet; i++)
+            for (size_t g = 0; g < r->det[i].ngpus; g++)
+                if (r->det[i].gpus[g].gpu_95 == above) {
+                    char name[TW_FINDING_NAME_LEN];
+                    snprintf(name, sizeof(name), "%s/%s", r->det[i].node,
+                             r->det[i].gpus[g].name != NULL
+                                 ? r->det[i].gpus[g].name
+                                 : "null");
+                    tw_finding_add_name(f, name);
+                    listed++;
+                }
+        (void)best_node;
+    }
+    if (total > f->ninvolved)
+        f->ninvolved = total;
+    f->first_us = r->viol_first_us;
+    f->last_us = r->viol_last_us;
+    if (worst == NULL)
+        return TW_OK; /* generic text */
+    f->value = worst->gpu_95;
+    f->limit = r->p95;
+    snprintf(f->unit, sizeof(f->unit), "%%");
+    if (low > 0) {
+        tw_finding_text(f->summary,
+                        "%zu GPU(s) were under-used: 95 %% of their recent "
+                        "samples stayed below %s %% utilisation.",
+                        low, r->param_text[P_P95]);
+        tw_finding_text(f->magnitude,
+                        "p95 of the last %s samples %.1f %% on %s/%s (rule: "
+                        "p95 < %s %%), peak %.1f %%, median over the job "
+                        "%.1f %%; %zu under-used, %zu fluctuating",
+                        r->param_text[P_WINDOW], worst->gpu_95, worst_node,
+                        worst->name != NULL ? worst->name : "null",
+                        r->param_text[P_P95], worst->gpu_max,
+                        worst->box.p50, low, fluct);
+        tw_finding_text(f->recommendation,
+                        "Give each GPU more work per step: raise the batch "
+                        "size (scale the learning rate with it), or move to "
+                        "a smaller or fewer-GPU instance; if a CPU or I/O "
+                        "rule also fired, fix that input bottleneck first.");
+    } else {
+        tw_finding_text(f->summary,
+                        "%zu GPU(s) fluctuated: busy most of the time but "
+                        "idle below %s %% in at least 5 %% of recent "
+                        "samples.",
+                        fluct, r->param_text[P_P5]);
+        tw_finding_text(f->magnitude,
+                        "on %s/%s p95 %.1f %% but p5 %.1f %% (rule: p5 < %s "
+                        "%% while p95 > %s %%) over the last %s samples",
+                        worst_node, worst->name != NULL ? worst->name : "null",
+                        worst->gpu_95, worst->gpu_5, r->param_text[P_P5],
+                        r->param_text[P_P95], r->param_text[P_WINDOW]);
+        tw_finding_text(f->recommendation,
+                        "The GPUs stall waiting for input: prefetch batches "
+                        "(DataLoader prefetch_factor, tf.data prefetch), "
+                        "use more data-loading workers and pinned memory, "
+                        "and look for periodic pauses (checkpointing, "
+                        "evaluation, logging) inside the training loop.");
+    }
+    tw_finding_text(f->parameters,
+                    "threshold_p95 %s %%, threshold_p5 %s %%, window %s "
+                    "samples, patience %s samples",
+                    r->param_text[P_P95], r->param_text[P_P5],
+                    r->param_text[P_WINDOW], r->param_text[P_PATIENCE]);
+    return TW_OK;
 }
 
 static int restore(void *state, const void *data, size_t len, char *err,
@@ -646,6 +762,12 @@ static int restore(void *state, const void *data, size_t len, char *err,
             tw_deser_fail(&d);
         free(node);
     }
+    /* the finding's trailer; absent in checkpoints of older builds */
+    r->viol_first_us = r->viol_last_us = 0;
+    if (tw_deser_ok(&d) && d.left > 0) {
+        r->viol_first_us = tw_deser_i64(&d);
+        r->viol_last_us = tw_deser_i64(&d);
+    }
     if (!tw_deser_done(&d) || r->ts_pos > (int64_t)r->ndet) {
         snprintf(err, errlen, "LowGPUUtilization: corrupt checkpoint");
         return TW_ERR;
@@ -666,6 +788,13 @@ static const tw_rule_descriptor descriptor = {
     save,
     restore,
     destroy,
+    0,
+    finding,
+    "A GPU is under-used (its recent p95 is low) or fluctuates (busy, but "
+    "idle in at least 5 % of recent samples). Under-used: give it more work "
+    "per step (larger batch) or use fewer/smaller GPUs. Fluctuating: the "
+    "input pipeline stalls; prefetch, add loader workers, pin memory, and "
+    "look for periodic pauses in the training loop.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

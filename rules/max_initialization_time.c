@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
 enum { P_THRESHOLD = 0, P_COUNT };
@@ -251,6 +252,56 @@ static int mit_restore(void *state, const void *data, size_t len, char *err,
     return TW_OK;
 }
 
+/* The whole job waited: every system node is involved. */
+static int mit_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                       char *err, size_t errlen)
+{
+    mit_state *s = state;
+    (void)err, (void)errlen;
+    for (size_t i = 0; i < ctx->nnodes; i++)
+        tw_finding_add_name(f, ctx->nodes[i]);
+    int64_t start = ctx->first_timestamp_us;
+    int64_t end = s->have_first ? s->first_us
+                  : s->have_system ? (int64_t)(s->system_end * 1e6)
+                                   : start;
+    f->first_us = start;
+    f->last_us = end;
+    double waited = (double)(end - start) / 1e6;
+    char took[32], limit[32];
+    tw_finding_duration(waited, took, sizeof(took));
+    tw_finding_duration(s->threshold * 60, limit, sizeof(limit));
+    f->value = waited;
+    f->limit = s->threshold * 60;
+    snprintf(f->unit, sizeof(f->unit), "s");
+    if (s->have_first)
+        tw_finding_text(f->summary,
+                        "The first training step started %s after the job "
+                        "did: initialization took longer than the %s "
+                        "allowed.",
+                        took, limit);
+    else
+        tw_finding_text(f->summary,
+                        "No training step had started %s into the job (more "
+                        "than the %s allowed).",
+                        took, limit);
+    tw_finding_text(f->magnitude,
+                    "initialization %s%s > %s (threshold %g minutes), "
+                    "judged late at %lld scan(s)",
+                    s->have_first ? "" : "at least ", took, limit,
+                    s->threshold, (long long)s->violations);
+    tw_finding_text(f->recommendation,
+                    "Find what runs before the first step: downloading or "
+                    "copying the data set (stream it, or use a fast file "
+                    "system), building the model or compiling graphs, "
+                    "loading a large checkpoint; and check that the job "
+                    "is not waiting on a distributed rendezvous.");
+    tw_finding_text(f->parameters,
+                    "threshold %g minutes from the job's first timestamp to "
+                    "the first training step",
+                    s->threshold);
+    return TW_OK;
+}
+
 static const tw_rule_descriptor mit_descriptor = {
     .abi_version = TW_PLUGIN_ABI_VERSION,
     .name = "MaxInitializationTime",
@@ -264,6 +315,11 @@ static const tw_rule_descriptor mit_descriptor = {
     .save = mit_save,
     .restore = mit_restore,
     .destroy = mit_destroy,
+    .finding = mit_finding,
+    .finding_help = "The first training step started late (or not yet) after the job did. "
+        "Look at what runs first: data download or copy (stream it instead), "
+        "model construction or graph compilation, a large checkpoint to "
+        "load, or ranks waiting for each other at start-up.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

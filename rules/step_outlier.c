@@ -28,8 +28,9 @@
  *    way (numpy would build an object array; never written by the hooks).
  *
  * Memory:
- *  - `reference`: every duration (8 bytes) and step number (12 bytes +
- *    its text) per (node, name) since the start, as the reference does;
+ *  - `reference`: every duration (8 bytes), its start time (8 bytes, for
+ *    the finding's time range) and step number (12 bytes + its text) per
+ *    (node, name) since the start, as the reference does;
  *    the per-node report keeps the outliers' step numbers; the §4 buffer is
  *    bounded by the vocabulary (fwagg.h); intervals hold one scan's steps.
  *  - `fixed`: per (node, name) the exact history up to `max_exact_steps`
@@ -43,7 +44,7 @@
  *    whole-history (exact until the count map coarsens; mean/std differ
  *    from numpy's pairwise sums in the last bits), and `step_numbers` lists
  *    only outliers among the retained newest steps. Bound per (node, name):
- *    ~1.125*M*(20 bytes + step text) + ~6.4 MB; per node the report's
+ *    ~1.125*M*(28 bytes + step text) + ~6.4 MB; per node the report's
  *    step numbers are bounded by the same window.
  */
 #include <math.h>
@@ -56,6 +57,7 @@
 #include "fw_strmap.h"
 #include "fwagg.h"
 #include "ser.h"
+#include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
 enum { P_STDDEV = 0, P_MODE, P_N_OUTLIERS, P_MAX_EXACT, P_COUNT };
@@ -94,6 +96,7 @@ typedef struct so_steps {
 
 typedef struct so_series {
     double *d; /* durations (s), arrival order (window in summary) */
+    int64_t *t; /* start times (µs), parallel to d: for the finding only */
     size_t dcap;
     so_steps steps; /* step numbers, parallel to d */
     uint64_t total; /* durations ever appended */
@@ -112,6 +115,8 @@ typedef struct so_detail {
     double edges[101];
     so_steps steps; /* the outliers' step numbers */
     int steps_str;
+    int64_t out_first_us, out_last_us; /* the outliers' starts, this
+                                          evaluation (not saved) */
 } so_detail;
 
 typedef struct so_node {
@@ -144,6 +149,11 @@ typedef struct so_state {
     tw_keyorder ko;
     double *scratch; /* sorted copy / normal values */
     size_t scratch_cap;
+
+    /* For the finding: start times of the first and last outlier steps
+     * of the evaluations that found violations (µs; 0 = none); with the
+     * per-step start times, an optional trailer of the checkpoint. */
+    int64_t out_first_us, out_last_us;
 } so_state;
 
 /* ---- step-number lists ------------------------------------------------- */
@@ -231,6 +241,7 @@ static void series_free(so_series *s)
     if (!s)
         return;
     free(s->d);
+    free(s->t);
     steps_free(&s->steps);
     tw_countmap_free(&s->cm);
     free(s);
@@ -433,13 +444,15 @@ static int series_compact(so_state *s, so_series *ser)
             return TW_ERR;
         }
     memmove(ser->d, ser->d + drop, keep * sizeof(double));
+    memmove(ser->t, ser->t + drop, keep * sizeof(int64_t));
     steps_free(&ser->steps);
     ser->steps = fresh;
     return TW_OK;
 }
 
 static int series_append(so_state *s, so_series *ser, double dur,
-                         const char *text, size_t len, int is_str)
+                         int64_t start_us, const char *text, size_t len,
+                         int is_str)
 {
     if (ser->steps.n == ser->dcap) {
         size_t cap = ser->dcap ? ser->dcap * 2 : 128;
@@ -447,11 +460,16 @@ static int series_append(so_state *s, so_series *ser, double dur,
         if (!d)
             return TW_ERR;
         ser->d = d;
+        int64_t *t = realloc(ser->t, cap * sizeof(*t));
+        if (!t)
+            return TW_ERR;
+        ser->t = t;
         ser->dcap = cap;
     }
     if (steps_push(&ser->steps, text, len, is_str) != TW_OK)
         return TW_ERR;
     ser->d[ser->steps.n - 1] = dur;
+    ser->t[ser->steps.n - 1] = start_us;
     ser->total++;
     if (is_str)
         ser->any_string = 1;
@@ -503,7 +521,8 @@ static int so_intake(so_state *s, const tw_fw_event *e)
         return TW_ERR;
     int is_str = a->kind == TW_ARG_STRING;
     double dur = (double)(e->end_us - e->start_us) / 1000000.0;
-    if (series_append(s, ser, dur, a->value, strlen(a->value), is_str) != TW_OK)
+    if (series_append(s, ser, dur, e->start_us, a->value, strlen(a->value),
+                      is_str) != TW_OK)
         return TW_ERR;
     char key[512];
     step_key(a->value, strlen(a->value), is_str, key, sizeof(key));
@@ -593,10 +612,18 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
         d->n_out = (int64_t)fw_countmap_above(&ser->cm, thr);
         fw_hist100_countmap(&ser->cm, h, 1, thr, d->probs, d->edges);
     }
-    for (size_t i = 0; i < cnt; i++)
-        if (ser->d[i] > thr &&
-            steps_push_from(&d->steps, &ser->steps, i) != TW_OK)
+    d->out_first_us = d->out_last_us = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        if (!(ser->d[i] > thr))
+            continue;
+        if (steps_push_from(&d->steps, &ser->steps, i) != TW_OK)
             return TW_ERR;
+        int64_t t = ser->t[i]; /* 0: restored from an older checkpoint */
+        if (t != 0 && (d->out_first_us == 0 || t < d->out_first_us))
+            d->out_first_us = t;
+        if (t > d->out_last_us)
+            d->out_last_us = t;
+    }
     note_detail(s, node_index);
     return TW_OK;
 }
@@ -614,6 +641,7 @@ static int so_correlate(so_state *s, so_node *n, const tw_scan *scan)
         long at = fwsm_find(&n->intervals, key);
         if (at < 0)
             continue;
+
         if (tw_fwagg_interval(&s->agg, scan->events, scan->nevents,
                               n->istart[at], n->iend[at], &s->ko) != TW_OK)
             return TW_ERR;
@@ -649,6 +677,12 @@ static int so_scan(void *state, const tw_scan *scan, tw_scan_result *out,
             if (n->det.n_out > s->n_outliers) {
                 s->violations += n->det.n_out;
                 s->triggered++;
+                const so_detail *dd = &n->det;
+                if (dd->out_first_us != 0 &&
+                    (s->out_first_us == 0 || dd->out_first_us < s->out_first_us))
+                    s->out_first_us = dd->out_first_us;
+                if (dd->out_last_us > s->out_last_us)
+                    s->out_last_us = dd->out_last_us;
                 if (so_correlate(s, n, scan) != TW_OK)
                     goto oom;
             }
@@ -846,6 +880,16 @@ static int so_save(void *state, tw_buf *out)
         tw_ser_u64(&w, s->det_order[i]);
     tw_fwagg_save(&s->agg, &w);
     tw_keyorder_save(&s->ko, &w);
+    tw_ser_i64(&w, s->out_first_us);
+    tw_ser_i64(&w, s->out_last_us);
+    for (size_t i = 0; i < s->nodes.n; i++) {
+        const so_node *n = s->nodes.ptrs[i];
+        for (size_t k = 0; k < n->names.n; k++) {
+            const so_series *ser = n->names.ptrs[k];
+            for (size_t t = 0; t < ser->steps.n; t++)
+                tw_ser_i64(&w, ser->t[t]);
+        }
+    }
     return tw_ser_ok(&w) ? TW_OK : TW_ERR;
 }
 
@@ -879,7 +923,8 @@ static int restore_node(so_state *s, tw_deser *d)
             return TW_ERR;
         ser->dcap = ser->steps.n ? ser->steps.n : 1;
         ser->d = malloc(ser->dcap * sizeof(double));
-        if (!ser->d)
+        ser->t = calloc(ser->dcap, sizeof(int64_t));
+        if (!ser->d || !ser->t)
             return TW_ERR;
         for (size_t t = 0; t < ser->steps.n; t++)
             ser->d[t] = tw_deser_f64(d);
@@ -950,6 +995,20 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
         tw_deser_fail(&d);
     if (tw_deser_ok(&d) && tw_keyorder_restore(&s->ko, &d) != TW_OK)
         tw_deser_fail(&d);
+    /* the finding's trailer; absent in checkpoints of older builds */
+    s->out_first_us = s->out_last_us = 0;
+    if (tw_deser_ok(&d) && d.left > 0) {
+        s->out_first_us = tw_deser_i64(&d);
+        s->out_last_us = tw_deser_i64(&d);
+        for (size_t i = 0; i < s->nodes.n && tw_deser_ok(&d); i++) {
+            so_node *n = s->nodes.ptrs[i];
+            for (size_t k = 0; k < n->names.n; k++) {
+                so_series *ser = n->names.ptrs[k];
+                for (size_t t = 0; t < ser->steps.n; t++)
+                    ser->t[t] = tw_deser_i64(&d);
+            }
+        }
+    }
     if (!tw_deser_done(&d)) {
         so_clear_nodes(s);
         fwsm_init(&s->nodes);
@@ -958,6 +1017,85 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
                  "this rule");
         return TW_ERR;
     }
+    return TW_OK;
+}
+
+/* Nodes with the most outlier steps first; magnitude against the
+ * median step of the worst node. */
+static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                      char *err, size_t errlen)
+{
+    so_state *s = state;
+    (void)ctx, (void)err, (void)errlen;
+    const so_detail *worst = NULL;
+    const char *worst_node = NULL;
+    int64_t total_out = 0;
+    size_t flagged = 0;
+    for (size_t i = 0; i < s->ndet; i++) {
+        const so_detail *d = &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
+        if (!d->set || d->n_out <= s->n_outliers)
+            continue;
+        flagged++;
+        total_out += d->n_out;
+        if (worst == NULL || d->n_out > worst->n_out) {
+            worst = d;
+            worst_node = s->nodes.keys[s->det_order[i]];
+        }
+    }
+    int64_t above = INT64_MAX;
+    while (f->nnames < TW_FINDING_MAX_NODES) {
+        int64_t best = -1;
+        for (size_t i = 0; i < s->ndet; i++) {
+            const so_detail *d =
+                &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
+            if (d->set && d->n_out > s->n_outliers && d->n_out < above &&
+                d->n_out > best)
+                best = d->n_out;
+        }
+        if (best < 0)
+            break;
+        above = best;
+        for (size_t i = 0; i < s->ndet; i++) {
+            const so_detail *d =
+                &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
+            if (d->set && d->n_out == best)
+                tw_finding_add_name(f, s->nodes.keys[s->det_order[i]]);
+        }
+    }
+    if (flagged > f->ninvolved)
+        f->ninvolved = flagged;
+    f->first_us = s->out_first_us;
+    f->last_us = s->out_last_us;
+    if (worst == NULL)
+        return TW_OK;
+    /* the slowest 1 % against the median: what a slow step costs, without
+     * letting one warm-up step speak for all of them */
+    double ratio = worst->p50 > 0 ? worst->p99 / worst->p50 : 0.0;
+    double thr = worst->mean + worst->stddev * s->stddev;
+    f->value = ratio;
+    f->limit = worst->p50 > 0 ? thr / worst->p50 : 0.0;
+    snprintf(f->unit, sizeof(f->unit), "x median");
+    tw_finding_text(f->summary,
+                    "Some training steps took far longer than the others: "
+                    "%lld outlier step(s) of '%s' on %zu node(s).",
+                    (long long)total_out, worst->phase ? worst->phase : "?",
+                    flagged);
+    tw_finding_text(f->magnitude,
+                    "on %s: %lld steps above %.3f s (mean %.3f s + %g x std "
+                    "%.3f s); the slowest 1 %% take %.3f s, %.1fx the median "
+                    "%.3f s (longest %.3f s)",
+                    worst_node, (long long)worst->n_out, thr, worst->mean,
+                    s->stddev, worst->stddev, worst->p99, ratio, worst->p50,
+                    worst->max);
+    tw_finding_text(f->recommendation,
+                    "Look at what runs at the slow steps (the report's "
+                    "framework metrics): periodic checkpoints, evaluation or "
+                    "logging belong outside the step or on a schedule; data "
+                    "stalls call for more loader workers and prefetching; a "
+                    "single slow node points at its hardware.");
+    tw_finding_text(f->parameters,
+                    "stddev %g, n_outliers %lld, mode %s", s->stddev,
+                    (long long)s->n_outliers, s->mode ? s->mode : "None");
     return TW_OK;
 }
 
@@ -975,6 +1113,12 @@ static const tw_rule_descriptor so_descriptor = {
     .save = so_save,
     .restore = so_restore,
     .destroy = so_destroy,
+    .finding = so_finding,
+    .finding_help = "Some steps take far longer than the others (above mean + stddev x "
+        "std of a node's step durations). Look at what runs during the slow "
+        "steps: checkpointing, evaluation or logging inside the step, data "
+        "stalls, or a slow node; the report's framework metrics name the "
+        "operators seen in them.",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -214,11 +214,17 @@ static int sns_prepare(tw_action_task *t, char *err, size_t errlen)
     /* The reference's wording (RULES.md §5), then ours. */
     snprintf(subject, sizeof(subject), "SMDebugRule:%s fired", t->rule);
     utf8_cut(subject, 100);
-    snprintf(message, sizeof(message),
-             "SMDebugRule:%s fired. trainwatch: job %s: %s%s%s", t->rule,
-             t->job, t->finding ? t->finding : "issue found",
-             t->report ? " Report: " : "", t->report ? t->report : "");
-    utf8_cut(message, 1400);
+    /* an SMS: the engine's short text (<= 160 bytes), else the long form */
+    if (t->sms_text != NULL) {
+        snprintf(message, sizeof(message), "%s", t->sms_text);
+        utf8_cut(message, 160);
+    } else {
+        snprintf(message, sizeof(message),
+                 "SMDebugRule:%s fired. trainwatch: job %s: %s%s%s", t->rule,
+                 t->job, t->finding ? t->finding : "issue found",
+                 t->report ? " Report: " : "", t->report ? t->report : "");
+        utf8_cut(message, 1400);
+    }
     int rc = form_add(t, "Action", "Publish") ||
              form_add(t, "Version", "2010-03-31") ||
              form_add(t, "Subject", subject) || form_add(t, "Message", message);

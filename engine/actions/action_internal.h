@@ -81,6 +81,9 @@ typedef struct tw_action_task {
     char *finding;
     char *report;
     char *alert_json;
+    char *subject;   /* NULL: generic */
+    char *mail_text; /* NULL: "Finding: " + finding */
+    char *sms_text;  /* NULL: built from rule, job and finding */
     int64_t time_us;
 
     int claimed;      /* the ledger said send */

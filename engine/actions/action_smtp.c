@@ -40,8 +40,11 @@ int tw_action_smtp_prepare(tw_action_task *t, char *err, size_t errlen)
     char rule[256], job[512], subject[900], date[64], addr[320];
     header_safe(rule, sizeof(rule), t->rule);
     header_safe(job, sizeof(job), t->job);
-    snprintf(subject, sizeof(subject),
-             "trainwatch: %s found an issue in job %s", rule, job);
+    if (t->subject != NULL)
+        header_safe(subject, sizeof(subject), t->subject);
+    else
+        snprintf(subject, sizeof(subject),
+                 "trainwatch: %s found an issue in job %s", rule, job);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -69,7 +72,7 @@ int tw_action_smtp_prepare(tw_action_task *t, char *err, size_t errlen)
                       "\r\n"
                       "Rule: %s\r\n"
                       "Job: %s\r\n"
-                      "Finding: %s\r\n"
+                      "%s%s\r\n"
                       "Report: %s\r\n"
                       "Alert id: %s\r\n"
                       "Action id: %s\r\n";
@@ -77,20 +80,24 @@ int tw_action_smtp_prepare(tw_action_task *t, char *err, size_t errlen)
     header_safe(id, sizeof(id), t->id);
     char mid[64];
     snprintf(mid, sizeof(mid), "%d", sp->index);
-    const char *finding = t->finding ? t->finding : "(none)";
+    /* the finding as paragraphs when the engine wrote them, else a line */
+    const char *finding_label = t->mail_text ? "\r\n" : "Finding: ";
+    const char *finding = t->mail_text   ? t->mail_text
+                          : t->finding ? t->finding
+                                       : "(none)";
     const char *report = t->report ? t->report : "(none)";
     const char *alert = t->alert_id ? t->alert_id : "(none)";
     int n = snprintf(NULL, 0, fmt, date, sp->from, sp->to, subject,
                      (unsigned long long)t->time_us, mid, id, t->rule, t->job,
-                     finding, report, alert, t->id);
+                     finding_label, finding, report, alert, t->id);
     if (n < 0)
         goto oom;
     t->body = malloc((size_t)n + 1);
     if (t->body == NULL)
         goto oom;
     snprintf(t->body, (size_t)n + 1, fmt, date, sp->from, sp->to, subject,
-             (unsigned long long)t->time_us, mid, id, t->rule, t->job, finding,
-             report, alert, t->id);
+             (unsigned long long)t->time_us, mid, id, t->rule, t->job,
+             finding_label, finding, report, alert, t->id);
     t->body_len = (size_t)n;
     t->body_off = 0;
 

@@ -68,6 +68,10 @@ typedef struct tw_action_event {
     size_t rule_index;      /* index into cfg->rules */
     const char *alert_id;   /* deterministic alert id (may be NULL) */
     const char *finding;    /* one-line text for e-mail/SMS (may be NULL) */
+    const char *subject;    /* e-mail subject (NULL: a generic one) */
+    const char *mail_text;  /* e-mail body text, CRLF lines (NULL: finding) */
+    const char *sms_text;   /* SNS message, <= 160 bytes (NULL: built from
+                               rule, job and finding) */
     const char *report;     /* path or link to the report (may be NULL) */
     const char *alert_json; /* webhook body; NULL: a small JSON is built */
     int64_t time_us;        /* event time (µs since the epoch) */

@@ -16,13 +16,21 @@
 #include "clock.h"
 #include "commands.h"
 #include "config.h"
+#include "finding_text.h"
 #include "job.h"
 #include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
 #include "reader.h"
 
-enum { OPT_RULES = 1, OPT_SEMANTICS, OPT_JSON, OPT_JOB, OPT_QUIET };
+enum {
+    OPT_RULES = 1,
+    OPT_SEMANTICS,
+    OPT_JSON,
+    OPT_JOB,
+    OPT_QUIET,
+    OPT_ROUNDTRIP
+};
 
 static const tw_cli_option eval_options[] = {
     {"rules", 0, "FILE",
@@ -38,6 +46,12 @@ static const tw_cli_option eval_options[] = {
      OPT_JSON},
     {"job", 0, "NAME", "job id to report (default: DIR's base name)", OPT_JOB},
     {"quiet", 0, NULL, "no progress or bad-line messages on stderr", OPT_QUIET},
+    {"roundtrip", 0, NULL,
+     "checkpoint test for rule authors: evaluate twice, the second time "
+     "saving, re-creating and restoring every rule after each scan; exit 1 "
+     "unless both give the same results (and each restored state saves the "
+     "same bytes)",
+     OPT_ROUNDTRIP},
     {NULL, 0, NULL, NULL, 0}};
 
 static const tw_cli_command eval_command = {
@@ -46,7 +60,9 @@ static const tw_cli_command eval_command = {
     .description =
         "Evaluates rules offline over a profiler-output folder DIR (the "
         "agent's\nsystem/ and framework/ files) and prints each rule's "
-        "status and findings.\n",
+        "status and findings.\nEach finding says what was found, where "
+        "(nodes, GPUs), when (+hh:mm:ss from\nthe job's start and UTC), "
+        "how much, what to try and which parameters decided.\n",
     .options = eval_options,
     .epilogue =
         "A rule whose input never arrived ends NoData (fixed semantics; "
@@ -63,7 +79,7 @@ typedef struct eval_opts {
     const char *dir;
     const char *rules_path, *job_name, *sem;
     tw_semantics semantics;
-    int as_json, quiet;
+    int as_json, quiet, roundtrip;
 } eval_opts;
 
 typedef struct eval_ctx {
@@ -213,36 +229,32 @@ static void table_row(tw_rule *rule, int depth, size_t *no_input)
         table_row(tw_rule_child(rule, i), depth + 1, no_input);
 }
 
-/* Findings of every rule (and sub-rule) that found issues or failed: the
- * report's Details, cut to a readable length. */
-static void findings(tw_rule *rule, tw_json *r)
+/* Findings of every rule (and sub-rule) that found issues or failed, as
+ * the rule describes them (plugin.h tw_finding), a few wrapped lines each;
+ * the raw report is behind --json. */
+static void findings(tw_rule *rule, int64_t job_start_us)
 {
     tw_rule_status st = tw_rule_get_status(rule);
     if (tw_rule_nchildren(rule) > 0) {
         for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
-            findings(tw_rule_child(rule, i), r);
+            findings(tw_rule_child(rule, i), job_start_us);
         return;
     }
     if (st == TW_STATUS_ERROR) {
         printf("\n%s: error: %s\n", tw_rule_name(rule), tw_rule_error(rule));
         return;
     }
-    if (st != TW_STATUS_ISSUES_FOUND)
+    tw_finding f;
+    if (tw_rule_finding(rule, &f) != TW_OK)
         return;
-    tw_json_reset(r);
-    if (tw_rule_report(rule, r) != TW_OK || tw_json_failed(r))
-        return;
-    const char *s = tw_json_str(r);
-    const char *det = strstr(s, "\"Details\": ");
-    const char *show = det != NULL ? det + 11 : s;
-    size_t len = strlen(show);
     const tw_scan_result *res = tw_rule_last_result(rule);
-    printf("\n%s: %lld violation(s), triggered %lld time(s) over %llu "
-           "scan(s)\n  %.*s%s\n",
+    printf("\n%s: %lld violation(s) in %lld datapoints, condition met in "
+           "%llu of %llu scan(s)\n",
            tw_rule_name(rule), (long long)res->violations,
-           (long long)res->rule_triggered,
-           (unsigned long long)tw_rule_scans(rule), (int)(len > 480 ? 480 : len),
-           show, len > 480 ? " ... (--json prints everything)" : "");
+           (long long)res->datapoints,
+           (unsigned long long)tw_rule_conditions_met(rule),
+           (unsigned long long)tw_rule_scans(rule));
+    tw_finding_print(stdout, &f, job_start_us, 78);
 }
 
 static void print_table(tw_job *job, const tw_folder *folder,
@@ -278,10 +290,163 @@ static void print_table(tw_job *job, const tw_folder *folder,
                "none): nothing was judged (status NoData in fixed semantics; "
                "reference semantics keeps the reference's status)\n",
                no_input);
-    tw_json *r = tw_json_new();
-    for (size_t i = 0; r != NULL && i < tw_job_nrules(job); i++)
-        findings(tw_job_rule(job, i), r);
-    tw_json_free(r);
+    for (size_t i = 0; i < tw_job_nrules(job); i++)
+        findings(tw_job_rule(job, i), tw_job_first_timestamp(job));
+}
+
+/* What one evaluation of the folder needs (eval_run). */
+typedef struct eval_run_args {
+    const char *id;
+    const tw_job_config *jc;
+    tw_registry *reg;
+    const tw_config *cfg;
+    const tw_folder *folder;
+    const int64_t *horizons;
+    int64_t first_us, limit_us;
+    int quiet, progress;
+    const char *rules_path;
+} eval_run_args;
+
+/* --roundtrip: after each scan every rule goes through a checkpoint. */
+typedef struct eval_roundtrip_ctx {
+    uint64_t scans;
+    int failed;
+    char first_error[600];
+} eval_roundtrip_ctx;
+
+static void on_scan_roundtrip(void *ud, tw_job *job, const tw_scan *scan)
+{
+    eval_roundtrip_ctx *rt = ud;
+    rt->scans++;
+    for (size_t i = 0; i < tw_job_nrules(job); i++) {
+        char err[512];
+        if (tw_rule_roundtrip(tw_job_rule(job, i), err, sizeof(err)) ==
+            TW_OK)
+            continue;
+        if (!rt->failed)
+            snprintf(rt->first_error, sizeof(rt->first_error), "scan %llu: %s",
+                     (unsigned long long)scan->index, err);
+        rt->failed = 1;
+    }
+}
+
+/* Reads the whole folder into a new job and finishes it; with rt, every
+ * rule is round-tripped after each scan. */
+static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
+                    tw_reader_stats *rs, tw_job **out)
+{
+    char err[1024];
+    tw_job *job = NULL;
+    tw_trace_state *ts = tw_trace_state_new();
+    memset(rs, 0, sizeof(*rs));
+    if (ts == NULL) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        return TW_ERR;
+    }
+    if (tw_job_new(a->id, a->jc, a->reg, a->cfg->rules, a->cfg->nrules, &job,
+                   err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "trainwatch eval: %s%s%s\n",
+                a->rules_path ? a->rules_path : "", a->rules_path ? ": " : "",
+                err);
+        tw_trace_state_free(ts);
+        return TW_ERR;
+    }
+    if (rt != NULL)
+        tw_job_on_scan(job, on_scan_roundtrip, rt);
+    tw_job_set_first_timestamp(job, a->first_us);
+    tw_job_set_scan_limit(job, a->limit_us);
+    eval_ctx ec = {.job = job, .quiet = a->quiet};
+    double last_progress = (tw_mono_us() / 1e6);
+    for (size_t i = 0; i < a->folder->nfiles; i++) {
+        const tw_agent_file *f = &a->folder->files[i];
+        if (tw_job_advance(job, a->horizons[i]) != TW_OK) {
+            fprintf(stderr, "trainwatch eval: out of memory\n");
+            goto fail;
+        }
+        if (tw_folder_read_file(f, a->id, ts, sink, &ec, on_bad_input, &ec,
+                                rs) != TW_OK ||
+            ec.failed) {
+            fprintf(stderr, "trainwatch eval: failed while reading %s\n",
+                    f->path);
+            goto fail;
+        }
+        double t = (tw_mono_us() / 1e6);
+        if (a->progress && t - last_progress > 5.0) {
+            fprintf(stderr, "eval: %zu/%zu files, %.1f MB read\n", i + 1,
+                    a->folder->nfiles, (double)rs->bytes / 1e6);
+            last_progress = t;
+        }
+    }
+    if (tw_job_finish(job, a->limit_us) != TW_OK) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        goto fail;
+    }
+    tw_trace_state_free(ts);
+    *out = job;
+    return TW_OK;
+fail:
+    tw_trace_state_free(ts);
+    tw_job_free(job);
+    return TW_ERR;
+}
+
+/* One rule's result as results files write it (job_results.h). */
+static char *rule_result_text(tw_rule *rule)
+{
+    tw_json *j = tw_json_new(), *scratch = tw_json_new();
+    char *text = NULL;
+    if (j != NULL && scratch != NULL) {
+        tw_json_set_strict(j, 1);
+        tw_json_set_strict(scratch, 1);
+        tw_json_array_begin(j); /* the rule, then its sub-rules */
+        tw_job_results_rule(j, scratch, rule);
+        tw_json_array_end(j);
+        if (!tw_json_failed(j))
+            text = tw_json_take(j);
+    }
+    tw_json_free(j);
+    tw_json_free(scratch);
+    return text;
+}
+
+/* --roundtrip: evaluate again with a checkpoint round trip of every rule
+ * after each scan and compare each rule's results (report, counters,
+ * finding) with the uninterrupted evaluation `plain`. 0 when equal. */
+static int eval_roundtrip(const eval_run_args *a, tw_job *plain)
+{
+    eval_roundtrip_ctx rt = {0};
+    tw_reader_stats rs;
+    tw_job *job = NULL;
+    if (eval_run(a, &rt, &rs, &job) != TW_OK)
+        return 1;
+    size_t differ = 0;
+    for (size_t i = 0; i < tw_job_nrules(plain); i++) {
+        char *x = rule_result_text(tw_job_rule(plain, i));
+        char *y = rule_result_text(tw_job_rule(job, i));
+        if (x == NULL || y == NULL || strcmp(x, y) != 0) {
+            differ++;
+            printf("roundtrip: rule %s: results differ from an uninterrupted "
+                   "evaluation\n  uninterrupted: %.300s\n  round-tripped: "
+                   "%.300s\n",
+                   tw_rule_name(tw_job_rule(plain, i)), x ? x : "?",
+                   y ? y : "?");
+        }
+        free(x);
+        free(y);
+    }
+    if (rt.failed)
+        printf("roundtrip: %s\n", rt.first_error);
+    int ok = differ == 0 && !rt.failed;
+    size_t nsub = 0;
+    for (size_t i = 0; i < tw_job_nrules(plain); i++)
+        nsub += tw_rule_nchildren(tw_job_rule(plain, i));
+    printf("roundtrip: %s: %zu rule(s) (and %zu sub-rule(s)) saved, "
+           "re-created and restored after each of %llu scans; %zu with "
+           "results different from an uninterrupted evaluation\n",
+           ok ? "ok" : "FAILED", tw_job_nrules(plain), nsub,
+           (unsigned long long)rt.scans, differ);
+    tw_job_free(job);
+    return ok ? 0 : 1;
 }
 
 /* The options and DIR: -1 to exit with *status (0 after --help, 2 on bad
@@ -314,6 +479,9 @@ static int eval_load_options(eval_opts *o, int argc, char **argv, int *status)
         case OPT_QUIET:
             o->quiet = 1;
             break;
+        case OPT_ROUNDTRIP:
+            o->roundtrip = 1;
+            break;
         }
     }
     if (p.optind != argc - 1) {
@@ -338,24 +506,26 @@ static int eval_load_options(eval_opts *o, int argc, char **argv, int *status)
 }
 
 /* What an evaluation holds, from the folder's listing to the results. */
-typedef struct eval_run {
+/* The folder's listing, the rule configuration and the run's arguments;
+ * -1 after a message. */
+typedef struct eval_setup {
     tw_folder *folder;
     tw_config *cfg;
     tw_registry *reg;
-    tw_job *job;
-    tw_trace_state *ts;
+    tw_job_config jc;
     int64_t *horizons;
-    const char *id; /* the job id */
     char namebuf[1024];
-    int64_t last_ts_us; /* L: the scan limit */
-    tw_reader_stats rs;
-    double seconds;
-} eval_run;
+    eval_run_args ra;
+} eval_setup;
 
-/* The folder's listing and the rule configuration. */
-static int eval_load(const eval_opts *o, eval_run *e, char *err, size_t n)
+static int eval_load(const eval_opts *o, eval_setup *e)
 {
-    if (tw_folder_list(o->dir, &e->folder, err, n) != TW_OK) {
+    char err[1024];
+    if ((e->reg = tw_registry_new()) == NULL) {
+        fprintf(stderr, "trainwatch eval: out of memory\n");
+        return -1;
+    }
+    if (tw_folder_list(o->dir, &e->folder, err, sizeof(err)) != TW_OK) {
         fprintf(stderr, "trainwatch eval: %s\n", err);
         return -1;
     }
@@ -373,42 +543,27 @@ static int eval_load(const eval_opts *o, eval_run *e, char *err, size_t n)
         return -1;
     }
     int rc = o->rules_path != NULL
-                 ? tw_config_load(o->rules_path, &e->cfg, err, n)
-                 : tw_config_default(e->reg, &e->cfg, err, n);
+                 ? tw_config_load(o->rules_path, &e->cfg, err, sizeof(err))
+                 : tw_config_default(e->reg, &e->cfg, err, sizeof(err));
     if (rc == TW_OK && e->cfg->nrules == 0)
-        rc = tw_config_default_rules(e->cfg, e->reg, err, n);
+        rc = tw_config_default_rules(e->cfg, e->reg, err, sizeof(err));
     if (rc != TW_OK) {
         fprintf(stderr, "trainwatch eval: %s\n", err);
         return -1;
     }
-    return 0;
-}
-
-/* The job, its first timestamp and scan limit, and the listing's clock. */
-static int eval_open(const eval_opts *o, eval_run *e, char *err, size_t n)
-{
-    tw_config *cfg = e->cfg;
-    tw_job_config jc = cfg->job;
-    jc.external_watermark = 1;
+    e->jc = e->cfg->job;
+    e->jc.external_watermark = 1;
     if (o->sem != NULL) {
-        jc.semantics = o->semantics;
-        for (size_t i = 0; i < cfg->nrules; i++)
-            cfg->rules[i].has_semantics = 0;
+        e->jc.semantics = o->semantics;
+        for (size_t i = 0; i < e->cfg->nrules; i++)
+            e->cfg->rules[i].has_semantics = 0;
     }
     snprintf(e->namebuf, sizeof(e->namebuf), "%s", o->dir);
     size_t nl = strlen(e->namebuf);
     while (nl > 1 && e->namebuf[nl - 1] == '/')
         e->namebuf[--nl] = '\0';
-    e->id = o->job_name != NULL ? o->job_name : basename(e->namebuf);
-    if (tw_job_new(e->id, &jc, e->reg, cfg->rules, cfg->nrules, &e->job, err,
-                   n) != TW_OK) {
-        fprintf(stderr, "trainwatch eval: %s%s%s\n",
-                o->rules_path ? o->rules_path : "", o->rules_path ? ": " : "",
-                err);
-        return -1;
-    }
-    /* F and L from the file names, as the reference derives them (§1.4). */
     const tw_folder *folder = e->folder;
+    /* F and L from the file names, as the reference derives them. */
     int64_t F = folder->first_system_ts_us;
     if (folder->first_framework_ts_us != 0 &&
         (F == 0 || folder->first_framework_ts_us < F))
@@ -417,49 +572,31 @@ static int eval_open(const eval_opts *o, eval_run *e, char *err, size_t n)
     if (L == 0 || (folder->latest_framework_ts_us != 0 &&
                    folder->latest_framework_ts_us < L))
         L = folder->latest_framework_ts_us;
-    tw_job_set_first_timestamp(e->job, F);
-    tw_job_set_scan_limit(e->job, L);
-    e->last_ts_us = L;
-    e->horizons = listing_horizons(folder);
-    if (e->horizons == NULL) {
+    if ((e->horizons = listing_horizons(folder)) == NULL) {
         fprintf(stderr, "trainwatch eval: out of memory\n");
         return -1;
     }
+    e->ra = (eval_run_args){
+        .id = o->job_name != NULL ? o->job_name : basename(e->namebuf),
+        .jc = &e->jc,
+        .reg = e->reg,
+        .cfg = e->cfg,
+        .folder = folder,
+        .horizons = e->horizons,
+        .first_us = F,
+        .limit_us = L,
+        .quiet = o->quiet,
+        .progress = !o->quiet && !o->as_json,
+        .rules_path = o->rules_path};
     return 0;
 }
 
-/* Every file in time order through the job, then the job's end. */
-static int eval_feed(const eval_opts *o, eval_run *e)
+static void eval_free(eval_setup *e)
 {
-    eval_ctx ec = {.job = e->job, .quiet = o->quiet};
-    const tw_folder *folder = e->folder;
-    double t0 = (tw_mono_us() / 1e6), last_progress = t0;
-    for (size_t i = 0; i < folder->nfiles; i++) {
-        const tw_agent_file *f = &folder->files[i];
-        if (tw_job_advance(e->job, e->horizons[i]) != TW_OK) {
-            fprintf(stderr, "trainwatch eval: out of memory\n");
-            return -1;
-        }
-        if (tw_folder_read_file(f, e->id, e->ts, sink, &ec, on_bad_input, &ec,
-                                &e->rs) != TW_OK ||
-            ec.failed) {
-            fprintf(stderr, "trainwatch eval: failed while reading %s\n",
-                    f->path);
-            return -1;
-        }
-        double t = (tw_mono_us() / 1e6);
-        if (!o->quiet && !o->as_json && t - last_progress > 5.0) {
-            fprintf(stderr, "eval: %zu/%zu files, %.1f MB read\n", i + 1,
-                    folder->nfiles, (double)e->rs.bytes / 1e6);
-            last_progress = t;
-        }
-    }
-    if (tw_job_finish(e->job, e->last_ts_us) != TW_OK) {
-        fprintf(stderr, "trainwatch eval: out of memory\n");
-        return -1;
-    }
-    e->seconds = (tw_mono_us() / 1e6) - t0;
-    return 0;
+    free(e->horizons);
+    tw_config_free(e->cfg);
+    tw_folder_free(e->folder);
+    tw_registry_free(e->reg);
 }
 
 int tw_cmd_eval(int argc, char **argv)
@@ -468,31 +605,25 @@ int tw_cmd_eval(int argc, char **argv)
     int status;
     if (eval_load_options(&o, argc, argv, &status) != 0)
         return status;
-    char err[1024];
-    eval_run e;
-    memset(&e, 0, sizeof(e));
-    status = 1;
-    e.reg = tw_registry_new();
-    e.ts = tw_trace_state_new();
-    if (e.reg == NULL || e.ts == NULL) {
-        fprintf(stderr, "trainwatch eval: out of memory\n");
-        goto out;
-    }
     tw_log_set_level(o.quiet ? TW_LOG_ERROR : TW_LOG_WARN);
-    if (eval_load(&o, &e, err, sizeof(err)) != 0 ||
-        eval_open(&o, &e, err, sizeof(err)) != 0 || eval_feed(&o, &e) != 0)
-        goto out;
-    if (o.as_json)
-        print_json(e.job, o.dir, e.folder, &e.rs, e.seconds);
-    else
-        print_table(e.job, e.folder, &e.rs, e.seconds);
-    status = 0;
-out:
-    free(e.horizons);
-    tw_job_free(e.job);
-    tw_config_free(e.cfg);
-    tw_trace_state_free(e.ts);
-    tw_folder_free(e.folder);
-    tw_registry_free(e.reg);
+    eval_setup e;
+    memset(&e, 0, sizeof(e));
+    tw_job *job = NULL;
+    tw_reader_stats rs;
+    status = 1;
+    double t0 = (tw_mono_us() / 1e6);
+    if (eval_load(&o, &e) == 0 && eval_run(&e.ra, NULL, &rs, &job) == TW_OK) {
+        if (o.roundtrip) {
+            status = eval_roundtrip(&e.ra, job);
+        } else {
+            if (o.as_json)
+                print_json(job, o.dir, e.folder, &rs, (tw_mono_us() / 1e6) - t0);
+            else
+                print_table(job, e.folder, &rs, (tw_mono_us() / 1e6) - t0);
+            status = 0;
+        }
+    }
+    tw_job_free(job);
+    eval_free(&e);
     return status;
 }

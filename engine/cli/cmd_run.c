@@ -46,6 +46,7 @@
 #include "config.h"
 #include "config_schema.h"
 #include "dead_letter.h"
+#include "finding_text.h"
 #include "job_router.h"
 #include "kafka_producer.h"
 #include "kafka_source.h"
@@ -311,7 +312,7 @@ static size_t tw_run_alert_room(const tw_run_settings *s)
 
 static int tw_run_alert(void *ud, const char *job, const char *id,
                         const char *json, size_t len, int32_t partition,
-                        int64_t offset)
+                        int64_t offset, const tw_alert_facts *facts)
 {
     tw_run *r = ud;
     char part[16], off[32], err[512];
@@ -328,7 +329,17 @@ static int tw_run_alert(void *ud, const char *job, const char *id,
         tw_log(TW_LOG_ERROR, "alert %s of job %s: %s", id, job, err);
         return TW_ERR;
     }
-    tw_run_actions_alert(r->actions, job, id, json, len); /* queues only */
+    /* a person reading the log sees the finding, not only a count */
+    if (facts != NULL && facts->kind == TW_ALERT_FINDING &&
+        facts->has_finding) {
+        char line[1400];
+        tw_finding_line(&facts->finding, facts->job_start_us, line,
+                        sizeof(line));
+        tw_log(TW_LOG_INFO, "finding: job %s rule %s%s%s: %s", job,
+               facts->rule, facts->parent ? " in " : "",
+               facts->parent ? facts->parent : "", line);
+    }
+    tw_run_actions_alert(r->actions, job, id, json, len, facts); /* queues */
     return TW_OK;
 }
 
@@ -786,6 +797,17 @@ static int tw_run_check_rules(tw_run *r, const tw_run_opts *o,
                 o->config_path ? o->config_path : "",
                 o->config_path ? ": " : "", err);
         return -1;
+    }
+    /* A persistent store restores jobs: every rule must checkpoint. */
+    for (size_t i = 0; tw_store_durable(r->store) && i < tw_job_nrules(probe);
+         i++) {
+        if (tw_rule_checkpointable(tw_job_rule(probe, i), err, n) != TW_OK) {
+            fprintf(stderr, "trainwatch run: %s%s%s (state.store: %s)\n",
+                    o->config_path ? o->config_path : "",
+                    o->config_path ? ": " : "", err, tw_store_kind(r->store));
+            tw_job_free(probe);
+            return -1;
+        }
     }
     int rc = tw_run_actions_new(r->cfg, probe, r->s.results_dir, &r->actions,
                                 err, n);

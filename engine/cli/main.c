@@ -20,6 +20,8 @@ static const tw_command commands[] = {
      "the streaming engine: consume metrics from Kafka, publish alerts"},
     {"config", tw_cmd_config,
      "describe every configuration key, or print a sample configuration"},
+    {"explain", tw_cmd_explain,
+     "what a rule checks, its parameters, what its findings mean"},
 };
 
 static void usage(FILE *out)

@@ -3,6 +3,8 @@
 
 #include <stdint.h>
 
+#include "finding_text.h"
+
 static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
                             const char *parent)
 {
@@ -36,6 +38,12 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
         tw_json_key(j, "error");
         tw_json_string(j, tw_rule_error(rule));
     }
+    /* what a person reads (plugin.h tw_finding); IssuesFound leaves only */
+    tw_finding f;
+    if (tw_rule_nchildren(rule) == 0 && tw_rule_finding(rule, &f) == TW_OK) {
+        tw_json_key(j, "finding");
+        tw_finding_json(j, &f);
+    }
     tw_json_reset(scratch);
     if (tw_rule_nchildren(rule) == 0 &&
         tw_rule_report(rule, scratch) == TW_OK && !tw_json_failed(scratch) &&
@@ -52,6 +60,11 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
     for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
         tw_results_rule(j, scratch, tw_rule_child(rule, i),
                         tw_rule_name(rule));
+}
+
+void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule)
+{
+    tw_results_rule(j, scratch, rule, NULL);
 }
 
 void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job)

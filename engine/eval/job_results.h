@@ -6,7 +6,7 @@
  * Each rule is one object (name, status, input ("received" or "none":
  * whether its input ever arrived, plugin_host.h), semantics, scans,
  * conditions_met, datapoints, violations, rule_triggered, error when
- * failed, report);
+ * failed, finding when IssuesFound (finding_text.h's JSON form), report);
  * sub-rules of a composite rule follow their parent with a "parent" key
  * and the composite's own report (which would repeat them) is left out.
  *
@@ -26,6 +26,10 @@
 /* Writes the array of every rule's (and sub-rule's) result as the next
  * value of j. `scratch` is a second writer used for reports (reset here). */
 void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job);
+
+/* One configured rule's object and its sub-rules' (as consecutive values
+ * of the array j is in), as tw_job_results_rules writes them. */
+void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule);
 
 /* Writes the job's results object as the next value of j:
  * {"job", "first_timestamp_us", "latest_timestamp_us", "scans",

@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "finding_text.h"
 #include "json_writer.h"
 #include "log.h"
 #include "numeric.h"
@@ -89,12 +91,14 @@ int tw_registry_add_dir(tw_registry *r, const char *dir)
 static int validate_descriptor(const tw_rule_descriptor *d, const char *path,
                                char *err, size_t errlen)
 {
-    if (d->abi_version != TW_PLUGIN_ABI_VERSION) {
+    if (d->abi_version < TW_PLUGIN_ABI_MIN_VERSION ||
+        d->abi_version > TW_PLUGIN_ABI_VERSION) {
         snprintf(err, errlen,
                  "rule plugin '%s': ABI version %u, but this engine speaks "
-                 "version %u (rebuild the plugin against this "
+                 "versions %u to %u (rebuild the plugin against this "
                  "trainwatch/plugin.h)",
-                 path, d->abi_version, TW_PLUGIN_ABI_VERSION);
+                 path, d->abi_version, TW_PLUGIN_ABI_MIN_VERSION,
+                 TW_PLUGIN_ABI_VERSION);
         return TW_ERR;
     }
     const char *missing = NULL;
@@ -362,7 +366,29 @@ struct tw_host_ctx {
     tw_windows *windows;
     char *job;
     tw_rule *creating; /* the rule whose create() is running, if any */
+    char **nodes;      /* copies of the job's system node ids (findings) */
+    size_t nnodes;
+    int64_t first_us;  /* the job's first timestamp, from the scans */
 };
+
+/* Copies the node ids a scan shows that the ctx has not seen yet. */
+static int host_note_nodes(tw_host_ctx *h, const tw_scan *scan)
+{
+    h->first_us = scan->first_timestamp_us;
+    if (scan->nnodes <= h->nnodes)
+        return TW_OK;
+    char **n = realloc(h->nodes, scan->nnodes * sizeof(*n));
+    if (n == NULL)
+        return TW_ERR;
+    h->nodes = n;
+    for (size_t i = h->nnodes; i < scan->nnodes; i++) {
+        h->nodes[i] = strdup(scan->nodes[i] != NULL ? scan->nodes[i] : "");
+        if (h->nodes[i] == NULL)
+            return TW_ERR;
+        h->nnodes = i + 1;
+    }
+    return TW_OK;
+}
 
 static void host_log(void *ctx, tw_log_level level, const char *fmt, ...)
 {
@@ -482,6 +508,7 @@ tw_host_ctx *tw_host_ctx_new(tw_registry *reg, tw_windows *windows,
     h->windows = windows;
     tw_host *t = &h->host;
     t->abi_version = TW_PLUGIN_ABI_VERSION;
+    t->size = (uint32_t)sizeof(*t);
     t->ctx = h;
     t->log = host_log;
     t->request_window = host_request_window;
@@ -522,6 +549,9 @@ void tw_host_ctx_free(tw_host_ctx *h)
 {
     if (h == NULL)
         return;
+    for (size_t i = 0; i < h->nnodes; i++)
+        free(h->nodes[i]);
+    free(h->nodes);
     free(h->job);
     free(h);
 }
@@ -661,6 +691,9 @@ struct tw_rule {
     tw_scan_result last;
     uint64_t scans;
     uint64_t conditions;
+    int64_t met_first_us; /* window start of the first scan whose condition
+                             was met; 0 = none yet */
+    int64_t met_last_us;  /* window end of the last such scan */
     tw_rule *parent;    /* the rule that created this one, or NULL */
     tw_rule **children; /* sub-rules, in creation order (not owned: the
                            parent plugin destroys them) */
@@ -835,6 +868,12 @@ int tw_rule_scan(tw_rule *r, const tw_scan *scan)
     if (((in & TW_INPUT_SYSTEM) && scan->nsamples > 0) ||
         ((in & TW_INPUT_FRAMEWORK) && scan->nevents > 0))
         r->received_input = 1;
+    if (host_note_nodes(r->host, scan) != TW_OK) {
+        r->status = TW_STATUS_ERROR;
+        snprintf(r->error, sizeof(r->error), "scan %llu: out of memory",
+                 (unsigned long long)scan->index);
+        return TW_ERR;
+    }
     if (r->desc->scan(r->state, scan, &res, err, sizeof(err)) != TW_OK) {
         r->status = TW_STATUS_ERROR;
         snprintf(r->error, sizeof(r->error), "scan %llu: %s",
@@ -848,6 +887,9 @@ int tw_rule_scan(tw_rule *r, const tw_scan *scan)
     if (res.condition_met) {
         r->conditions++;
         r->status = TW_STATUS_ISSUES_FOUND;
+        if (r->met_first_us == 0)
+            r->met_first_us = scan->start_us;
+        r->met_last_us = scan->end_us;
     }
     return TW_OK;
 }
@@ -918,7 +960,9 @@ int tw_rule_report(tw_rule *r, tw_json *j)
     return r->desc->report(r->state, j);
 }
 
-/* Host bookkeeping header written before the plugin's own bytes. */
+/* Host bookkeeping header written before the plugin's own bytes.
+ * Version 2 ("TWR2") appends the met window; "TWR1" headers (older
+ * builds) are read without it. */
 typedef struct rule_ckpt_header {
     uint32_t magic;
     uint32_t status;
@@ -927,11 +971,14 @@ typedef struct rule_ckpt_header {
     int64_t triggered, violations, datapoints;
     int32_t condition_met;
     uint32_t flags; /* TW_RULE_CKPT_INPUT; 0 in checkpoints of older builds */
+    int64_t met_first_us, met_last_us; /* TWR2 only */
 } rule_ckpt_header;
 
 #define TW_RULE_CKPT_INPUT 1u /* received_input */
 
-#define TW_RULE_CKPT_MAGIC 0x54575231u /* "TWR1" */
+#define TW_RULE_CKPT_MAGIC_V1 0x54575231u /* "TWR1" */
+#define TW_RULE_CKPT_MAGIC 0x54575232u    /* "TWR2" */
+#define TW_RULE_CKPT_V1_SIZE offsetof(rule_ckpt_header, met_first_us)
 
 int tw_rule_save(tw_rule *r, tw_buf *out)
 {
@@ -943,7 +990,9 @@ int tw_rule_save(tw_rule *r, tw_buf *out)
                           r->last.violations,
                           r->last.datapoints,
                           r->last.condition_met,
-                          r->received_input ? TW_RULE_CKPT_INPUT : 0u};
+                          r->received_input ? TW_RULE_CKPT_INPUT : 0u,
+                          r->met_first_us,
+                          r->met_last_us};
     if (tw_buf_append(out, &h, sizeof(h)) != TW_OK)
         return TW_ERR;
     if (r->desc->save == NULL)
@@ -955,18 +1004,24 @@ int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
                     size_t errlen)
 {
     rule_ckpt_header h;
-    if (len < sizeof(h)) {
+    memset(&h, 0, sizeof(h));
+    if (len >= sizeof(h.magic))
+        memcpy(&h.magic, data, sizeof(h.magic));
+    size_t hsize =
+        h.magic == TW_RULE_CKPT_MAGIC_V1 ? TW_RULE_CKPT_V1_SIZE : sizeof(h);
+    if (len < hsize) {
         snprintf(err, errlen, "rule %s: checkpoint of %zu bytes is truncated",
                  r->name, len);
         return TW_ERR;
     }
-    memcpy(&h, data, sizeof(h));
-    if (h.magic != TW_RULE_CKPT_MAGIC || h.status > TW_STATUS_NO_DATA) {
+    memcpy(&h, data, hsize);
+    if ((h.magic != TW_RULE_CKPT_MAGIC && h.magic != TW_RULE_CKPT_MAGIC_V1) ||
+        h.status > TW_STATUS_NO_DATA) {
         snprintf(err, errlen, "rule %s: checkpoint header is corrupt", r->name);
         return TW_ERR;
     }
-    const uint8_t *rest = (const uint8_t *)data + sizeof(h);
-    size_t nrest = len - sizeof(h);
+    const uint8_t *rest = (const uint8_t *)data + hsize;
+    size_t nrest = len - hsize;
     if (r->desc->restore != NULL) {
         if (r->desc->restore(r->state, rest, nrest, err, errlen) != TW_OK)
             return TW_ERR;
@@ -985,5 +1040,180 @@ int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
     r->last.violations = h.violations;
     r->last.datapoints = h.datapoints;
     r->last.condition_met = h.condition_met;
+    r->met_first_us = h.met_first_us;
+    r->met_last_us = h.met_last_us;
     return TW_OK;
+}
+
+/* ---- findings (plugin.h, ABI 2) ------------------------------------------ */
+
+static void finding_generic(const tw_rule *r, tw_finding *f)
+{
+    const tw_scan_result *c = &r->last;
+    if (f->summary[0] == '\0')
+        snprintf(f->summary, sizeof(f->summary),
+                 "%s found %lld violation(s) in %lld datapoints.", r->name,
+                 (long long)c->violations, (long long)c->datapoints);
+    if (f->magnitude[0] == '\0') {
+        if (c->datapoints > 0)
+            snprintf(f->magnitude, sizeof(f->magnitude),
+                     "%lld of %lld datapoints (%.1f %%) violated the rule; "
+                     "its condition held in %llu of %llu scans",
+                     (long long)c->violations, (long long)c->datapoints,
+                     100.0 * (double)c->violations / (double)c->datapoints,
+                     (unsigned long long)r->conditions,
+                     (unsigned long long)r->scans);
+        else
+            snprintf(f->magnitude, sizeof(f->magnitude),
+                     "%lld violation(s); its condition held in %llu of %llu "
+                     "scans",
+                     (long long)c->violations,
+                     (unsigned long long)r->conditions,
+                     (unsigned long long)r->scans);
+    }
+    if (f->recommendation[0] == '\0')
+        snprintf(f->recommendation, sizeof(f->recommendation),
+                 "The rule gives no advice of its own: read its report "
+                 "(eval --json, or the results file) for what it measured.");
+    if (f->first_us == 0 && f->last_us == 0) {
+        f->first_us = r->met_first_us;
+        f->last_us = r->met_last_us;
+    }
+    if (f->parameters[0] == '\0') {
+        size_t o = 0;
+        for (size_t i = 0; i < r->desc->nparams && o < sizeof(f->parameters);
+             i++)
+            o += (size_t)snprintf(f->parameters + o, sizeof(f->parameters) - o,
+                                  "%s%s %s", i > 0 ? ", " : "",
+                                  r->desc->params[i].name,
+                                  r->values[i].text != NULL ? r->values[i].text
+                                                            : "None");
+    }
+    if (f->nnames > TW_FINDING_MAX_NODES)
+        f->nnames = TW_FINDING_MAX_NODES;
+    if (f->ninvolved < f->nnames)
+        f->ninvolved = f->nnames;
+    /* the rule's strings may arrive unterminated when cut carelessly */
+    f->unit[sizeof(f->unit) - 1] = '\0';
+    f->magnitude[sizeof(f->magnitude) - 1] = '\0';
+    f->summary[sizeof(f->summary) - 1] = '\0';
+    f->recommendation[sizeof(f->recommendation) - 1] = '\0';
+    f->parameters[sizeof(f->parameters) - 1] = '\0';
+    for (uint32_t i = 0; i < f->nnames; i++)
+        f->names[i][TW_FINDING_NAME_LEN - 1] = '\0';
+    /* a text cut at its buffer's end may have split a character */
+    char *texts[] = {f->unit, f->magnitude, f->summary, f->recommendation,
+                     f->parameters};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        tw_utf8_cut(texts[i], strlen(texts[i]));
+    for (uint32_t i = 0; i < f->nnames; i++)
+        tw_utf8_cut(f->names[i], strlen(f->names[i]));
+}
+
+int tw_rule_finding(const tw_rule *r, tw_finding *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (r->status != TW_STATUS_ISSUES_FOUND)
+        return TW_ERR;
+    if (r->desc->abi_version >= 2 && r->desc->finding != NULL) {
+        tw_finding_ctx ctx = {.nodes = (const char *const *)r->host->nodes,
+                              .nnodes = r->host->nnodes,
+                              .first_timestamp_us = r->host->first_us,
+                              .counters = &r->last};
+        char err[256] = "";
+        if (r->desc->finding(r->state, &ctx, out, err, sizeof(err)) != TW_OK) {
+            tw_log(TW_LOG_WARN, "rule %s: finding: %s (a generic one is shown)",
+                   r->name, err[0] ? err : "failed without a reason");
+            memset(out, 0, sizeof(*out));
+        }
+    }
+    finding_generic(r, out);
+    return TW_OK;
+}
+
+int tw_rule_checkpointable(const tw_rule *r, char *err, size_t errlen)
+{
+    const tw_rule_descriptor *d = r->desc;
+    int stateless = d->abi_version >= 2 && (d->flags & TW_RULE_STATELESS);
+    if (!stateless && (d->save == NULL || d->restore == NULL)) {
+        snprintf(err, errlen,
+                 "rule %s (%s): has no %s, and does not declare itself "
+                 "stateless (TW_RULE_STATELESS): with a persistent state "
+                 "store a restored job would start it from zero; add "
+                 "save/restore to the plugin (trainwatch/plugin.h, ABI %u)",
+                 r->name, r->plugin->path,
+                 d->save == NULL && d->restore == NULL ? "save() nor restore()"
+                 : d->save == NULL                     ? "save()"
+                                                       : "restore()",
+                 TW_PLUGIN_ABI_VERSION);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < r->nchildren; i++)
+        if (tw_rule_checkpointable(r->children[i], err, errlen) != TW_OK)
+            return TW_ERR;
+    return TW_OK;
+}
+
+int tw_rule_roundtrip(tw_rule *r, char *err, size_t errlen)
+{
+    if (r->status == TW_STATUS_ERROR)
+        return TW_OK; /* its state is whatever the failure left */
+    tw_buf *before = tw_buf_new(), *after = tw_buf_new();
+    int rc = TW_ERR;
+    if (before == NULL || after == NULL) {
+        snprintf(err, errlen, "rule %s: out of memory", r->name);
+        goto out;
+    }
+    if (tw_rule_save(r, before) != TW_OK) {
+        snprintf(err, errlen, "rule %s: save failed", r->name);
+        goto out;
+    }
+    /* a fresh instance with the same parameters, in place: its sub-rules
+     * are created anew under this rule, as at start-up */
+    if (r->state != NULL)
+        r->desc->destroy(r->state);
+    r->state = NULL;
+    while (r->nchildren > 0)
+        tw_rule_destroy(r->children[r->nchildren - 1]);
+    tw_rule *outer = r->host->creating;
+    r->host->creating = r;
+    char cerr[256] = "";
+    int crc = r->desc->create(tw_host_ctx_host(r->host), &r->params,
+                              &r->state, cerr, sizeof(cerr));
+    r->host->creating = outer;
+    if (crc != TW_OK) {
+        r->state = NULL;
+        r->status = TW_STATUS_ERROR;
+        snprintf(err, errlen, "rule %s: re-create failed: %s", r->name,
+                 cerr[0] ? cerr : "no reason given");
+        snprintf(r->error, sizeof(r->error), "%s", err);
+        goto out;
+    }
+    if (tw_rule_restore(r, tw_buf_data(before), tw_buf_len(before), err,
+                        errlen) != TW_OK) {
+        r->status = TW_STATUS_ERROR;
+        snprintf(r->error, sizeof(r->error), "%s", err);
+        goto out;
+    }
+    /* what was restored must save to the same bytes */
+    if (tw_rule_save(r, after) != TW_OK) {
+        snprintf(err, errlen, "rule %s: save after restore failed", r->name);
+        goto out;
+    }
+    size_t n = tw_buf_len(before), m = tw_buf_len(after);
+    if (n != m || memcmp(tw_buf_data(before), tw_buf_data(after), n) != 0) {
+        size_t at = 0;
+        while (at < n && at < m && tw_buf_data(before)[at] == tw_buf_data(after)[at])
+            at++;
+        snprintf(err, errlen,
+                 "rule %s: restored state saves differently (%zu bytes "
+                 "before, %zu after, first difference at byte %zu)",
+                 r->name, n, m, at);
+        goto out;
+    }
+    rc = TW_OK;
+out:
+    tw_buf_free(before);
+    tw_buf_free(after);
+    return rc;
 }

@@ -131,4 +131,27 @@ int tw_rule_save(tw_rule *r, tw_buf *out);
 int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
                     size_t errlen);
 
+/* The rule's finding (plugin.h, ABI 2) into out: the plugin's finding()
+ * completed by the host (generic summary, magnitude and recommendation
+ * from the counters, the time range of the scans whose condition was met,
+ * the parameter list), or all generic for ABI 1 rules and rules without
+ * finding(). TW_ERR (out zeroed) when the rule's status is not
+ * IssuesFound: there is nothing to describe. */
+int tw_rule_finding(const tw_rule *r, tw_finding *out);
+
+/* TW_OK when the rule (and each sub-rule) can be checkpointed exactly:
+ * it has save() and restore(), or declares TW_RULE_STATELESS. Otherwise
+ * TW_ERR with a sentence naming the rule, its file and what it lacks.
+ * Hosts with a persistent state store call it at start-up. */
+int tw_rule_checkpointable(const tw_rule *r, char *err, size_t errlen);
+
+/* Checkpoint round trip in place (eval --roundtrip): saves the rule,
+ * destroys its plugin state, creates a fresh one with the same parameters
+ * (sub-rules anew) and restores the saved bytes into it, then checks that
+ * the restored state saves to the same bytes. TW_ERR with a sentence
+ * naming the rule when any step fails or the bytes differ; the rule is
+ * then in Error unless only the comparison failed. Rules in Error are
+ * left alone. */
+int tw_rule_roundtrip(tw_rule *r, char *err, size_t errlen);
+
 #endif /* TW_PLUGIN_HOST_H */

@@ -8,11 +8,12 @@
 #include <string.h>
 
 #include "ckpt_codec.h"
+#include "finding_text.h"
 #include "json_writer.h"
 #include "log.h"
 #include "plugin_host.h"
 
-#define TW_ALERT_SCHEMA_VERSION 1
+#define TW_ALERT_SCHEMA_VERSION 2
 
 /* What the tracker remembers of one rule between scans. */
 typedef struct tw_alert_rule_state {
@@ -153,6 +154,26 @@ typedef struct tw_alert_event {
     int final;
 } tw_alert_event;
 
+int tw_alert_facts_copy(tw_alert_facts *dst, const tw_alert_facts *src)
+{
+    *dst = *src;
+    dst->rule = src->rule != NULL ? strdup(src->rule) : NULL;
+    dst->parent = src->parent != NULL ? strdup(src->parent) : NULL;
+    if ((src->rule != NULL && dst->rule == NULL) ||
+        (src->parent != NULL && dst->parent == NULL)) {
+        tw_alert_facts_release(dst);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+void tw_alert_facts_release(tw_alert_facts *f)
+{
+    free(f->rule);
+    free(f->parent);
+    f->rule = f->parent = NULL;
+}
+
 /* What a size-bounded alert leaves out (tw_alert_build). */
 typedef struct tw_alert_cut {
     size_t nodes;          /* nodes listed: the first `nodes` of t->nodes */
@@ -165,7 +186,8 @@ typedef struct tw_alert_cut {
  * caller put in t->scratch (empty: none); with a cut, never the report. */
 static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                            const char *parent, const tw_alert_event *ev,
-                           const char *id, const tw_alert_cut *cut)
+                           const char *id, const tw_alert_facts *facts,
+                           const tw_alert_cut *cut)
 {
     const char *status = tw_rule_status_name(tw_rule_get_status(rule));
     const tw_scan_result *res = tw_rule_last_result(rule);
@@ -221,6 +243,12 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
                           ? "reference"
                           : "fixed");
+    /* what a person reads, while the rule says IssuesFound; a cut that
+     * drops the parameters drops it too (the results file keeps both) */
+    if (facts->has_finding && (cut == NULL || cut->params_omitted == 0)) {
+        tw_json_key(j, "finding");
+        tw_finding_json(j, &facts->finding);
+    }
     tw_json_key(j, "parameters");
     tw_json_object_begin(j);
     const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
@@ -298,23 +326,24 @@ static size_t tw_alert_nparams(tw_rule *rule)
  * that does not fit either. */
 static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                         const char *parent, const tw_alert_event *ev,
-                        const char *id)
+                        const char *id,
+                        const tw_alert_facts *facts)
 {
     tw_alert_cut cut = {.nodes = t->nnodes,
                         .report_len = tw_json_len(t->scratch),
                         .full_len = tw_json_len(t->out)};
-    tw_alert_build(t, job, rule, parent, ev, id, &cut);
+    tw_alert_build(t, job, rule, parent, ev, id, facts, &cut);
     if (tw_json_failed(t->out))
         return TW_ERR;
     if (tw_json_len(t->out) > t->max_bytes) {
         /* Without nodes, then as many as fit; each costs its escaped
          * length plus a comma (measured with the scratch writer). */
         cut.nodes = 0;
-        tw_alert_build(t, job, rule, parent, ev, id, &cut);
+        tw_alert_build(t, job, rule, parent, ev, id, facts, &cut);
         size_t used = tw_json_len(t->out) + TW_ALERT_CUT_RESERVE;
         if (!tw_json_failed(t->out) && used > t->max_bytes) {
             cut.params_omitted = tw_alert_nparams(rule);
-            tw_alert_build(t, job, rule, parent, ev, id, &cut);
+            tw_alert_build(t, job, rule, parent, ev, id, facts, &cut);
             used = tw_json_len(t->out) + TW_ALERT_CUT_RESERVE;
         }
         if (tw_json_failed(t->out) || used > t->max_bytes)
@@ -328,7 +357,7 @@ static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                 break;
             room -= cost;
         }
-        tw_alert_build(t, job, rule, parent, ev, id, &cut);
+        tw_alert_build(t, job, rule, parent, ev, id, facts, &cut);
     }
     if (tw_json_failed(t->out) || tw_json_len(t->out) > t->max_bytes)
         return TW_ERR;
@@ -348,11 +377,25 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     if (tw_rule_nchildren(rule) != 0 ||
         tw_rule_report(rule, t->scratch) != TW_OK || tw_json_failed(t->scratch))
         tw_json_reset(t->scratch);
-    tw_alert_build(t, job, rule, parent, ev, id, NULL);
+    /* what a person reads, while the rule says IssuesFound (a composite's
+     * findings are its sub-rules') */
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    tw_alert_facts facts = {.kind = ev->kind,
+                            .rule = (char *)tw_rule_name(rule),
+                            .parent = (char *)parent,
+                            .status = tw_rule_get_status(rule),
+                            .scan = ev->scan,
+                            .end_us = ev->end_us,
+                            .job_start_us = tw_job_first_timestamp(job),
+                            .violations = res->violations,
+                            .datapoints = res->datapoints};
+    facts.has_finding = tw_rule_nchildren(rule) == 0 &&
+                        tw_rule_finding(rule, &facts.finding) == TW_OK;
+    tw_alert_build(t, job, rule, parent, ev, id, &facts, NULL);
     if (tw_json_failed(t->out))
         return TW_ERR;
     if (t->max_bytes > 0 && tw_json_len(t->out) > t->max_bytes &&
-        tw_alert_fit(t, job, rule, parent, ev, id) != TW_OK) {
+        tw_alert_fit(t, job, rule, parent, ev, id, &facts) != TW_OK) {
         tw_log(TW_LOG_ERROR,
                "alert %s of job %.200s rule %s: cannot fit %zu bytes even "
                "without its report, nodes and parameters",
@@ -360,8 +403,8 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
         return TW_ERR;
     }
     tw_json *j = t->out;
-    if (t->emit(t->ud, tw_job_id(job), id, tw_json_str(j), tw_json_len(j)) !=
-        TW_OK)
+    if (t->emit(t->ud, tw_job_id(job), id, tw_json_str(j), tw_json_len(j),
+                &facts) != TW_OK)
         return TW_ERR;
     t->sent++;
     return TW_OK;

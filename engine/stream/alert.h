@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "job.h"
+#include "plugin_host.h"
 
 #define TW_ALERT_ID_LEN 32
 
@@ -50,9 +51,33 @@ void tw_alert_id(const char *job, const char *parent, const char *rule,
                  tw_alert_kind kind, uint64_t scan, const char *status,
                  char *out);
 
-/* One alert ready to publish: the job (the Kafka key), its id, the JSON. */
+/* What an alert says, typed, for the engine's own consumers (actions):
+ * the JSON is for the process edge only, nobody re-reads it. Strings are
+ * borrowed in a callback's argument; a copy made with
+ * tw_alert_facts_copy() owns them (tw_alert_facts_release). */
+typedef struct tw_alert_facts {
+    tw_alert_kind kind;
+    char *rule;   /* display name */
+    char *parent; /* composite rule of a sub-rule; NULL for configured */
+    tw_rule_status status;
+    uint64_t scan;
+    int64_t end_us;       /* the alert window's end */
+    int64_t job_start_us; /* the job's first timestamp */
+    int64_t violations, datapoints;
+    int has_finding; /* status IssuesFound: `finding` is filled */
+    tw_finding finding;
+} tw_alert_facts;
+
+/* Deep copy (strings duplicated); TW_ERR when out of memory (dst is then
+ * released). */
+int tw_alert_facts_copy(tw_alert_facts *dst, const tw_alert_facts *src);
+void tw_alert_facts_release(tw_alert_facts *f);
+
+/* One alert ready to publish: the job (the Kafka key), its id, the JSON,
+ * and the same content typed. */
 typedef int (*tw_alert_emit_fn)(void *ud, const char *job, const char *id,
-                                const char *json, size_t len);
+                                const char *json, size_t len,
+                                const tw_alert_facts *facts);
 
 typedef struct tw_alert_tracker tw_alert_tracker;
 

@@ -63,6 +63,7 @@ typedef struct tw_pending_part {
 typedef struct tw_outbox_alert {
     char *job, *json;
     size_t len;
+    tw_alert_facts facts; /* owned copy (tw_alert_facts_copy) */
     char id[TW_ALERT_ID_LEN + 1];
     int32_t partition;
     int64_t offset;
@@ -192,6 +193,7 @@ static void tw_outbox_drop(tw_router *r, int32_t partition, int all)
         if (all || r->outbox[i].partition == partition) {
             free(r->outbox[i].job);
             free(r->outbox[i].json);
+            tw_alert_facts_release(&r->outbox[i].facts);
         } else {
             r->outbox[kept++] = r->outbox[i];
         }
@@ -370,7 +372,8 @@ void tw_router_get_stats(const tw_router *r, tw_router_stats *out)
 /* ---- jobs ---------------------------------------------------------------- */
 
 static int tw_router_emit(void *ud, const char *job, const char *id,
-                          const char *json, size_t len)
+                          const char *json, size_t len,
+                          const tw_alert_facts *facts)
 {
     tw_rjob *j = ud;
     tw_router *r = j->router;
@@ -382,7 +385,8 @@ static int tw_router_emit(void *ud, const char *job, const char *id,
     tw_outbox_alert *a = &r->outbox[r->nout];
     a->job = strdup(job);
     a->json = malloc(len + 1);
-    if (a->job == NULL || a->json == NULL) {
+    if (a->job == NULL || a->json == NULL ||
+        tw_alert_facts_copy(&a->facts, facts) != TW_OK) {
         free(a->job);
         free(a->json);
         return TW_ERR;
@@ -411,13 +415,14 @@ int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen)
             tw_log(TW_LOG_DEBUG, "alert %s of job %s was sent before", a->id,
                    a->job);
         } else if (r->alert(r->alert_ud, a->job, a->id, a->json, a->len,
-                            a->offset >= 0 ? a->partition : -1,
-                            a->offset) != TW_OK) {
+                            a->offset >= 0 ? a->partition : -1, a->offset,
+                            &a->facts) != TW_OK) {
             snprintf(err, errlen, "alert %s of job %s could not be queued",
                      a->id, a->job);
             rc = TW_ERR;
             free(a->job);
             free(a->json);
+            tw_alert_facts_release(&a->facts);
             done++; /* claimed: never again */
             break;
         } else {
@@ -426,6 +431,7 @@ int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen)
         rc = TW_OK;
         free(a->job);
         free(a->json);
+        tw_alert_facts_release(&a->facts);
     }
     if (done > 0 && done < r->nout)
         memmove(r->outbox, r->outbox + done,

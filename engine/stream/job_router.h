@@ -60,6 +60,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alert.h"
 #include "job.h"
 #include "kafka_source.h"
 #include "state_store.h"
@@ -130,10 +131,12 @@ typedef struct tw_router_stats {
 } tw_router_stats;
 
 /* An alert to publish (key = job). partition/offset: the metrics message
- * whose batch completed the scan, or -1/-1 (idle finalization). */
+ * whose batch completed the scan, or -1/-1 (idle finalization). facts:
+ * the alert's content typed (alert.h), borrowed for the call. */
 typedef int (*tw_router_alert_fn)(void *ud, const char *job, const char *id,
                                   const char *json, size_t len,
-                                  int32_t partition, int64_t offset);
+                                  int32_t partition, int64_t offset,
+                                  const tw_alert_facts *facts);
 
 typedef struct tw_router tw_router;
 

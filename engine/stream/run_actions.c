@@ -2,7 +2,6 @@
 #include "run_actions.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 
 #include "actions.h"
 #include "checkpoint.h"
+#include "finding_text.h"
 #include "grow.h"
 #include "log.h"
 #include "plugin_host.h"
@@ -164,59 +164,92 @@ static int tw_ra_rule_of(const tw_run_actions *ra, const char *rule,
            tw_ra_lookup(ra->sub, ra->nsub, name, out);
 }
 
+/* The worst (first listed) node of a finding, or "" */
+static const char *tw_ra_worst(const tw_alert_facts *a)
+{
+    return a->has_finding && a->finding.nnames > 0 ? a->finding.names[0] : "";
+}
+
+/* The e-mail's paragraphs: the finding wrapped for a plain-text reader,
+ * lines ended by CRLF (RFC 5322). NULL when out of memory. */
+static char *tw_ra_mail_text(const tw_alert_facts *a)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m == NULL)
+        return NULL;
+    tw_finding_print(m, &a->finding, a->job_start_us, 72);
+    if (fclose(m) != 0) {
+        free(text);
+        return NULL;
+    }
+    size_t lf = 0;
+    for (size_t i = 0; i < len; i++)
+        lf += text[i] == '\n';
+    char *crlf = malloc(len + lf + 1);
+    if (crlf != NULL) {
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (text[i] == '\n')
+                crlf[o++] = '\r';
+            crlf[o++] = text[i];
+        }
+        crlf[o] = '\0';
+    }
+    free(text);
+    return crlf;
+}
+
 void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
-                          const char *json, size_t len)
+                          const char *json, size_t len,
+                          const tw_alert_facts *a)
 {
     /* Findings, and status changes to IssuesFound (a rule can reach it
      * without a finding, e.g. at its final scan), fire the rule's
      * actions; the module's once semantics drop the repeats. Other status
-     * alerts (most of them) are passed over without parsing. */
-    static const char finding_kind[] = "\"kind\":\"finding\"";
-    static const char issues_status[] = "\"status\":\"IssuesFound\"";
-    if (ra == NULL ||
-        (memmem(json, len, finding_kind, sizeof(finding_kind) - 1) == NULL &&
-         memmem(json, len, issues_status, sizeof(issues_status) - 1) == NULL))
+     * alerts (most of them) fire nothing. */
+    if (ra == NULL || a == NULL ||
+        (a->kind != TW_ALERT_FINDING && a->status != TW_STATUS_ISSUES_FOUND))
         return;
-    json_error_t jerr;
-    json_t *doc = json_loadb(json, len, 0, &jerr);
-    const char *kind = NULL, *rule = NULL, *parent = NULL, *status = NULL;
-    json_int_t scan = 0, end_us = 0, violations = 0, datapoints = 0;
-    if (doc == NULL ||
-        json_unpack_ex(doc, &jerr, 0,
-                       "{s:s, s:s, s?s, s:s, s:I, s:{s:I}, s:{s:I, s:I}}",
-                       "kind", &kind, "rule", &rule, "parent", &parent, "status", &status,
-                       "scan", &scan, "window", "end_us", &end_us, "details",
-                       "violations", &violations, "datapoints",
-                       &datapoints) != 0) {
-        if (ra->bad_alerts++ < 5)
-            tw_log(TW_LOG_ERROR, "actions: alert %s of job %s: %s", id, job,
-                   jerr.text);
-        json_decref(doc);
-        return;
-    }
     size_t index;
-    if (strcmp(kind, "finding") != 0 && strcmp(status, "IssuesFound") != 0) {
-        json_decref(doc);
-        return;
-    }
-    if (!tw_ra_rule_of(ra, rule, parent, &index)) {
+    if (!tw_ra_rule_of(ra, a->rule, a->parent, &index)) {
         if (ra->bad_alerts++ < 5)
             tw_log(TW_LOG_ERROR, "actions: alert %s: no configured rule '%s'",
-                   id, parent ? parent : rule);
-        json_decref(doc);
+                   id, a->parent ? a->parent : a->rule);
         return;
     }
-    if (tw_actions_count(ra->actions, index) == 0) {
-        json_decref(doc);
+    if (tw_actions_count(ra->actions, index) == 0)
         return;
+    char rule[300], line[1700], sms[1400], subject[1000], report[PATH_MAX];
+    char fname[TW_RESULTS_NAME_LEN];
+    snprintf(rule, sizeof(rule), "%s%s%s%s", a->rule, a->parent ? " (in " : "",
+             a->parent ? a->parent : "", a->parent ? ")" : "");
+    char *mail = NULL;
+    if (a->has_finding) {
+        char what[1300];
+        tw_finding_line(&a->finding, a->job_start_us, what, sizeof(what));
+        snprintf(line, sizeof(line), "%s: %s", rule, what);
+        const char *worst = tw_ra_worst(a);
+        snprintf(subject, sizeof(subject), "trainwatch: %s in job %s%s%s%s",
+                 a->rule, job, worst[0] ? " (" : "", worst,
+                 worst[0] ? ")" : "");
+        snprintf(sms, sizeof(sms), "trainwatch %s, job %s%s%s: %s", a->rule,
+                 job, worst[0] ? ", " : "", worst, a->finding.summary);
+        tw_utf8_cut(sms, 160);
+        mail = tw_ra_mail_text(a);
+    } else {
+        snprintf(line, sizeof(line),
+                 "%s: %s at scan %" PRIu64 " (violations %" PRId64
+                 ", datapoints %" PRId64 ")",
+                 rule, tw_rule_status_name(a->status), a->scan, a->violations,
+                 a->datapoints);
+        snprintf(subject, sizeof(subject), "trainwatch: %s in job %s", a->rule,
+                 job);
+        snprintf(sms, sizeof(sms), "trainwatch %s, job %s: %s", a->rule, job,
+                 tw_rule_status_name(a->status));
+        tw_utf8_cut(sms, 160);
     }
-    char finding[512], report[PATH_MAX], fname[TW_RESULTS_NAME_LEN];
-    snprintf(finding, sizeof(finding),
-             "%s%s%s%s: %s at scan %" JSON_INTEGER_FORMAT
-             " (violations %" JSON_INTEGER_FORMAT
-             ", datapoints %" JSON_INTEGER_FORMAT ")",
-             rule, parent ? " (in " : "", parent ? parent : "",
-             parent ? ")" : "", status, scan, violations, datapoints);
     if (ra->results_dir != NULL) {
         tw_results_file_name(job, fname);
         snprintf(report, sizeof(report), "%s/%s.json", ra->results_dir,
@@ -227,16 +260,19 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
     tw_action_event ev = {.job_id = job,
                           .rule_index = index,
                           .alert_id = id,
-                          .finding = finding,
+                          .finding = line,
+                          .subject = subject,
+                          .mail_text = mail,
+                          .sms_text = sms,
                           .report = ra->results_dir ? report : NULL,
                           .alert_json = body,
-                          .time_us = (int64_t)end_us};
+                          .time_us = a->end_us};
     /* TW_ERR here is a full queue (counted as dropped by the module) */
     if (tw_actions_fire(ra->actions, &ev) != TW_OK)
         tw_log(TW_LOG_WARN, "actions: job %s rule %s: not queued (queue full)",
-               job, rule);
+               job, a->rule);
     free(body);
-    json_decref(doc);
+    free(mail);
 }
 
 /* ---- counters and shutdown ---------------------------------------------- */

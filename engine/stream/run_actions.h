@@ -14,10 +14,14 @@
  * once per (job, configured rule) or once per repeat_after; the repeats
  * are counted as deduplicated.
  *
- * The event: job, configured rule, the alert id, the alert JSON (webhook
- * body), a one-line finding ("CPUBottleneck (in ProfilerReport): ...") and
- * the report path results_dir/<job>.json when engine.results_dir is set
- * (the file appears when the job ends).
+ * The event, from the alert's typed facts (alert.h; the JSON is only
+ * passed on as the webhook body, never re-read): job, configured rule,
+ * the alert id, a one-line finding ("CPUBottleneck (in ProfilerReport):
+ * <summary> Where: ... Since ... Try: ..."), an e-mail subject naming
+ * rule, job and worst node with the finding as wrapped paragraphs for the
+ * body, an SMS text of at most 160 bytes, and the report path
+ * results_dir/<job>.json when engine.results_dir is set (the file
+ * appears when the job ends).
  *
  * Once across restarts. With `state.store: redis` the ledger claims each
  * action id with tw_checkpoint_claim (SET NX of v1:sent:<id>) on a store
@@ -28,7 +32,7 @@
  * crash whose request never left is not sent again.
  *
  * Threads: tw_run_actions_alert() runs on the consuming thread and only
- * parses the alert and queues (non-blocking); sends and claims run on the
+ * formats the texts and queues (non-blocking); sends and claims run on the
  * module's worker thread.
  *
  * Ownership: tw_run_actions_new() copies what it needs from cfg and probe
@@ -42,6 +46,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "alert.h"
 #include "job.h"
 
 typedef struct tw_run_actions tw_run_actions;
@@ -59,7 +64,8 @@ int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
  * IssuesFound; never blocks. NULL ra
  * is fine (no actions). */
 void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
-                          const char *json, size_t len);
+                          const char *json, size_t len,
+                          const tw_alert_facts *facts);
 
 /* " actions_fired=N actions_sent=N actions_failed=N actions_deduplicated=N
  * actions_skipped=N actions_retried=N actions_dropped=N actions_queued=N"

@@ -11,12 +11,17 @@
  *       rule_to_invoke: gpu_memory_ceiling_rule
  *       parameters: {ceiling: 95, patience: 20}
  *
- * State: one counter per series, grown as series appear: 8 bytes x series.
+ * State: one counter per series, grown as series appear: 8 bytes x series,
+ * plus what the finding names (the worst series, the first and last
+ * violation times). All of it is saved: a rule that keeps state between
+ * scans must save and restore it, or a host with a persistent store
+ * refuses it (plugin.h, TW_RULE_STATELESS).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <trainwatch/finding.h>
 #include <trainwatch/plugin.h>
 
 typedef struct ceiling_rule {
@@ -26,6 +31,12 @@ typedef struct ceiling_rule {
     int64_t *streak; /* consecutive samples above the ceiling, per series */
     size_t nstreak;
     int64_t triggered, violations, datapoints;
+    /* for the finding */
+    int64_t first_us, last_us; /* first and last violation            */
+    int64_t worst_streak;      /* longest streak above the ceiling     */
+    uint32_t worst_series;     /* the series that had it               */
+    uint32_t worst_node;       /* its node (index into tw_scan.nodes)  */
+    char worst_name[32];       /* its GPU's name                       */
 } ceiling_rule;
 
 static const tw_param_spec params[] = {
@@ -71,9 +82,22 @@ static int scan(void *state, const tw_scan *s, tw_scan_result *out,
             continue;
         r->datapoints++;
         if (x->value > r->ceiling) {
-            if (++r->streak[x->series] == r->patience + 1) {
+            int64_t run = ++r->streak[x->series];
+            if (run == r->patience + 1) {
+                int64_t t = (int64_t)(x->ts * 1e6);
                 r->violations++;
                 met = 1;
+                if (r->first_us == 0)
+                    r->first_us = t;
+                r->last_us = t;
+            }
+            if (run > r->worst_streak) {
+                const tw_series *se = &s->series[x->series];
+                r->worst_streak = run;
+                r->worst_series = x->series;
+                r->worst_node = se->node;
+                snprintf(r->worst_name, sizeof(r->worst_name), "%s",
+                         se->name != NULL ? se->name : "gpu");
             }
         } else {
             r->streak[x->series] = 0;
@@ -111,6 +135,123 @@ static int report(void *state, tw_json *j)
     return TW_OK;
 }
 
+/* What a person reads: where, since when, how much, what to do. */
+static int finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                   char *err, size_t errlen)
+{
+    ceiling_rule *r = state;
+    (void)err, (void)errlen;
+    char where[TW_FINDING_NAME_LEN];
+    const char *node =
+        r->worst_node < ctx->nnodes ? ctx->nodes[r->worst_node] : "?";
+    snprintf(where, sizeof(where), "%s/%s", node, r->worst_name);
+    tw_finding_add_name(f, where);
+    f->first_us = r->first_us;
+    f->last_us = r->last_us;
+    f->value = (double)r->worst_streak;
+    f->limit = (double)r->patience;
+    snprintf(f->unit, sizeof(f->unit), "samples");
+    tw_finding_text(f->summary,
+                    "GPU memory stayed above %g %% for longer than %lld "
+                    "samples %lld time(s); the next larger batch may not fit.",
+                    r->ceiling, (long long)r->patience,
+                    (long long)r->violations);
+    tw_finding_text(f->magnitude,
+                    "longest run above %g %%: %lld consecutive samples on %s "
+                    "(patience %lld); %lld of %lld samples checked",
+                    r->ceiling, (long long)r->worst_streak, where,
+                    (long long)r->patience, (long long)r->violations,
+                    (long long)r->datapoints);
+    tw_finding_text(f->recommendation,
+                    "Lower the batch size or the model's activation memory "
+                    "(mixed precision, gradient checkpointing) on %s before "
+                    "it runs out of memory.",
+                    where);
+    tw_finding_text(f->parameters, "ceiling %g %%, patience %lld samples",
+                    r->ceiling, (long long)r->patience);
+    return TW_OK;
+}
+
+/* Checkpoint: a version word, the counters, the finding's facts, then
+ * one streak per series. Native byte order: checkpoints are read back by
+ * the same build on the same kind of machine. */
+#define CEILING_CKPT_VERSION 1u
+
+typedef struct ceiling_wire {
+    uint32_t version;
+    uint32_t worst_series, worst_node;
+    uint32_t pad;
+    int64_t triggered, violations, datapoints;
+    int64_t first_us, last_us, worst_streak;
+    uint64_t nstreak;
+    char worst_name[32];
+} ceiling_wire;
+
+static int save(void *state, tw_buf *out)
+{
+    ceiling_rule *r = state;
+    ceiling_wire w;
+    memset(&w, 0, sizeof(w));
+    w.version = CEILING_CKPT_VERSION;
+    w.worst_series = r->worst_series;
+    w.worst_node = r->worst_node;
+    w.triggered = r->triggered;
+    w.violations = r->violations;
+    w.datapoints = r->datapoints;
+    w.first_us = r->first_us;
+    w.last_us = r->last_us;
+    w.worst_streak = r->worst_streak;
+    w.nstreak = r->nstreak;
+    memcpy(w.worst_name, r->worst_name, sizeof(w.worst_name));
+    if (r->host->buf_write(out, &w, sizeof(w)) != TW_OK)
+        return TW_ERR;
+    return r->host->buf_write(out, r->streak, r->nstreak * sizeof(int64_t));
+}
+
+static int restore(void *state, const void *data, size_t len, char *err,
+                   size_t errlen)
+{
+    ceiling_rule *r = state;
+    ceiling_wire w;
+    if (len < sizeof(w)) {
+        snprintf(err, errlen, "checkpoint of %zu bytes is truncated", len);
+        return TW_ERR;
+    }
+    memcpy(&w, data, sizeof(w));
+    if (w.version != CEILING_CKPT_VERSION ||
+        w.nstreak != (len - sizeof(w)) / sizeof(int64_t) ||
+        (len - sizeof(w)) % sizeof(int64_t) != 0) {
+        snprintf(err, errlen, "checkpoint is not version %u or has a bad "
+                              "series count", CEILING_CKPT_VERSION);
+        return TW_ERR;
+    }
+    int64_t *streak = NULL;
+    if (w.nstreak > 0) {
+        streak = malloc(w.nstreak * sizeof(int64_t));
+        if (streak == NULL) {
+            snprintf(err, errlen, "out of memory for %llu series",
+                     (unsigned long long)w.nstreak);
+            return TW_ERR;
+        }
+        memcpy(streak, (const char *)data + sizeof(w),
+               w.nstreak * sizeof(int64_t));
+    }
+    free(r->streak);
+    r->streak = streak;
+    r->nstreak = (size_t)w.nstreak;
+    r->triggered = w.triggered;
+    r->violations = w.violations;
+    r->datapoints = w.datapoints;
+    r->first_us = w.first_us;
+    r->last_us = w.last_us;
+    r->worst_streak = w.worst_streak;
+    r->worst_series = w.worst_series;
+    r->worst_node = w.worst_node;
+    memcpy(r->worst_name, w.worst_name, sizeof(r->worst_name));
+    r->worst_name[sizeof(r->worst_name) - 1] = '\0';
+    return TW_OK;
+}
+
 static void destroy(void *state)
 {
     ceiling_rule *r = state;
@@ -127,9 +268,15 @@ static const tw_rule_descriptor descriptor = {
     .create = create,
     .scan = scan,
     .report = report,
-    .save = NULL,
-    .restore = NULL,
+    .save = save,
+    .restore = restore,
     .destroy = destroy,
+    .flags = 0, /* keeps state between scans: save/restore are required */
+    .finding = finding,
+    .finding_help = "A GPU's memory stayed above the ceiling for longer than "
+                    "`patience` samples: the next larger batch or sequence "
+                    "may not fit. Lower the batch size or the activation "
+                    "memory (mixed precision, gradient checkpointing).",
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *gpu_memory_ceiling_rule(void)

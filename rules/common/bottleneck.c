@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dmap.h"
+#include "trainwatch/finding.h"
 #include "fwagg.h"
 #include "ser.h"
 
@@ -51,6 +52,14 @@ typedef struct bneck {
     size_t nprev, capprev;
 
     tw_dmap g, c;         /* scan-local: anchor -> low GPU / high counts    */
+
+    /* For the finding (never for decisions): samples that made a
+     * bottleneck snapshot, per node (index into tw_scan.nodes), and the
+     * first and last bottleneck anchors ever (the report ring forgets). */
+    uint64_t *node_hits;
+    size_t nnode_hits;
+    double first_anchor, last_anchor;
+    uint64_t high_peak_pct; /* highest "high" sample in a bottleneck, % */
     tw_fwagg agg;
     tw_keyorder order;
 } bneck;
@@ -64,6 +73,7 @@ void tw_bneck_destroy(void *state)
     tw_dmap_free(&b->index);
     free(b->prev_anchor);
     free(b->prev_seq);
+    free(b->node_hits);
     tw_dmap_free(&b->g);
     tw_dmap_free(&b->c);
     tw_fwagg_free(&b->agg);
@@ -186,6 +196,46 @@ static uint32_t clamp32(uint64_t v)
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
+/* Replays the scan's snapshot anchors from `anchor` and credits each
+ * node whose low-GPU or high sample lies in one of this scan's bottleneck
+ * snapshots (those in the index; the previous scan's are there too, which
+ * only matters for a snapshot straddling the boundary). */
+static int note_nodes(bneck *b, const tw_scan *sc, double anchor)
+{
+    if (sc->nnodes > b->nnode_hits) {
+        uint64_t *n = realloc(b->node_hits, sc->nnodes * sizeof(*n));
+        if (n == NULL)
+            return TW_ERR;
+        memset(n + b->nnode_hits, 0,
+               (sc->nnodes - b->nnode_hits) * sizeof(*n));
+        b->node_hits = n;
+        b->nnode_hits = sc->nnodes;
+    }
+    for (size_t i = 0; i < sc->nsamples; i++) {
+        const tw_sample *s = &sc->samples[i];
+        if (fabs(anchor - s->ts) > BNECK_SNAPSHOT_S)
+            anchor = s->ts;
+        if (s->series >= sc->nseries)
+            continue;
+        const tw_series *se = &sc->series[s->series];
+        int low = se->metric == TW_METRIC_GPU_UTIL &&
+                  s->value < b->gpu_threshold;
+        int high = !low && se->metric == b->kind->high_metric &&
+                   s->value > b->high_threshold;
+        if ((!low && !high) || tw_dmap_get(&b->index, anchor) == NULL)
+            continue;
+        if (se->node < b->nnode_hits)
+            b->node_hits[se->node]++;
+        if (b->first_anchor == 0 || anchor < b->first_anchor)
+            b->first_anchor = anchor;
+        if (anchor > b->last_anchor)
+            b->last_anchor = anchor;
+        if (high && s->value > (double)b->high_peak_pct)
+            b->high_peak_pct = (uint64_t)s->value;
+    }
+    return TW_OK;
+}
+
 int tw_bneck_scan(void *state, const tw_scan *sc, tw_scan_result *out,
                   char *err, size_t errlen)
 {
@@ -210,6 +260,7 @@ int tw_bneck_scan(void *state, const tw_scan *sc, tw_scan_result *out,
 
     tw_dmap_clear(&b->g);
     tw_dmap_clear(&b->c);
+    double anchor0 = b->anchor;
     for (size_t i = 0; i < sc->nsamples; i++) {
         const tw_sample *s = &sc->samples[i];
         if (fabs(b->anchor - s->ts) > BNECK_SNAPSHOT_S) {
@@ -266,6 +317,9 @@ int tw_bneck_scan(void *state, const tw_scan *sc, tw_scan_result *out,
         b->c.ent[nt].key = a;
         nt++;
     }
+
+    if (nt > 0 && note_nodes(b, sc, anchor0) != TW_OK)
+        goto oom;
 
     int fire = 0;
     if (b->datapoints > (uint64_t)b->patience) {
@@ -362,6 +416,73 @@ int tw_bneck_report(void *state, tw_json *j)
     return TW_OK;
 }
 
+int tw_bneck_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                     char *err, size_t errlen)
+{
+    bneck *b = state;
+    (void)err, (void)errlen;
+    int io = b->kind->high_metric == TW_METRIC_CPU_IOWAIT;
+    const char *what = io ? "I/O wait" : "CPU utilisation";
+    /* nodes, most bottleneck samples first */
+    uint64_t listed_upto = UINT64_MAX;
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < b->nnode_hits; i++)
+            if (b->node_hits[i] > 0 && b->node_hits[i] < listed_upto &&
+                (best == SIZE_MAX || b->node_hits[i] > b->node_hits[best]))
+                best = i;
+        if (best == SIZE_MAX)
+            break;
+        listed_upto = b->node_hits[best];
+        for (size_t i = 0; i < b->nnode_hits; i++)
+            if (b->node_hits[i] == listed_upto)
+                tw_finding_add_name(f, i < ctx->nnodes ? ctx->nodes[i] : "?");
+    }
+    if (b->first_anchor > 0) {
+        f->first_us = (int64_t)(b->first_anchor * 1e6);
+        f->last_us = (int64_t)(b->last_anchor * 1e6);
+    }
+    double ratio = b->datapoints > 0
+                       ? (double)b->nb / (double)b->datapoints * 100.0
+                       : 0.0;
+    f->value = ratio;
+    f->limit = b->threshold;
+    snprintf(f->unit, sizeof(f->unit), "%%");
+    tw_finding_text(f->summary, "%s",
+                    io ? "The GPUs sat idle while the CPU cores waited on "
+                         "I/O: training is held back by reading data."
+                       : "The GPUs sat idle while CPU cores were saturated: "
+                         "training is held back by work on the CPU.");
+    tw_finding_text(f->magnitude,
+                    "GPU below %s %% while a core's %s was above %s %% (up "
+                    "to %llu %%) in %.1f %% of %llu snapshots (%llu bottlenecks); the "
+                    "rule fires above %s %%",
+                    b->param_text[TW_BNECK_P_GPU], what,
+                    b->param_text[TW_BNECK_P_HIGH],
+                    (unsigned long long)b->high_peak_pct, ratio,
+                    (unsigned long long)b->datapoints,
+                    (unsigned long long)b->nb,
+                    b->param_text[TW_BNECK_P_THRESHOLD]);
+    tw_finding_text(
+        f->recommendation, "%s",
+        io ? "Feed the GPUs faster from storage: copy the data set to local "
+             "NVMe or memory, read it as a few large sequential shards "
+             "(TFRecord, WebDataset, RecordIO) instead of many small files, "
+             "and read ahead with more parallel reads or prefetching."
+           : "Take work off the CPU: raise the DataLoader's num_workers if "
+             "cores are free, move decoding and augmentation to the GPU "
+             "(e.g. DALI) or do them once offline, or pick an instance with "
+             "more CPU cores per GPU.");
+    tw_finding_text(f->parameters,
+                    "threshold %s %% of snapshots, gpu_threshold %s %%, %s "
+                    "%s %%, patience %s snapshots",
+                    b->param_text[TW_BNECK_P_THRESHOLD],
+                    b->param_text[TW_BNECK_P_GPU], b->kind->high_label,
+                    b->param_text[TW_BNECK_P_HIGH],
+                    b->param_text[TW_BNECK_P_PATIENCE]);
+    return TW_OK;
+}
+
 size_t tw_bneck_memory(const void *state)
 {
     const bneck *b = state;
@@ -372,14 +493,15 @@ size_t tw_bneck_memory(const void *state)
            tw_fwagg_memory(&b->agg) - sizeof(b->agg);
 }
 
-#define BNECK_TAG 0x424e434bu /* "BNCK" */
+#define BNECK_TAG 0x424e434bu    /* "BNCK": no finding facts (older) */
+#define BNECK_TAG_V2 0x424e4332u /* "BNC2": finding facts at the end  */
 
 int tw_bneck_save(void *state, tw_buf *out)
 {
     bneck *b = state;
     tw_ser s;
     tw_ser_init(&s, b->host, out);
-    tw_ser_u32(&s, BNECK_TAG);
+    tw_ser_u32(&s, BNECK_TAG_V2);
     tw_ser_f64(&s, b->anchor);
     tw_ser_u64(&s, b->datapoints);
     tw_ser_u64(&s, b->low_gpu);
@@ -407,6 +529,12 @@ int tw_bneck_save(void *state, tw_buf *out)
     }
     tw_keyorder_save(&b->order, &s);
     tw_fwagg_save(&b->agg, &s);
+    tw_ser_f64(&s, b->first_anchor);
+    tw_ser_f64(&s, b->last_anchor);
+    tw_ser_u64(&s, b->high_peak_pct);
+    tw_ser_u64(&s, b->nnode_hits);
+    for (size_t i = 0; i < b->nnode_hits; i++)
+        tw_ser_u64(&s, b->node_hits[i]);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -417,7 +545,8 @@ int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
     tw_deser d;
     tw_deser_init(&d, data, len);
     reset_map(b);
-    if (tw_deser_u32(&d) != BNECK_TAG)
+    uint32_t tag = tw_deser_u32(&d);
+    if (tag != BNECK_TAG && tag != BNECK_TAG_V2)
         tw_deser_fail(&d);
     b->anchor = tw_deser_f64(&d);
     b->datapoints = tw_deser_u64(&d);
@@ -465,6 +594,24 @@ int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
         tw_keyorder_restore(&b->order, &d);
     if (tw_deser_ok(&d))
         tw_fwagg_restore(&b->agg, &d);
+    free(b->node_hits);
+    b->node_hits = NULL;
+    b->nnode_hits = 0;
+    if (tag == BNECK_TAG_V2 && tw_deser_ok(&d)) {
+        b->first_anchor = tw_deser_f64(&d);
+        b->last_anchor = tw_deser_f64(&d);
+        b->high_peak_pct = tw_deser_u64(&d);
+        uint64_t nn = tw_deser_count(&d, 8);
+        if (tw_deser_ok(&d) && nn > 0) {
+            b->node_hits = calloc((size_t)nn, sizeof(*b->node_hits));
+            if (b->node_hits == NULL)
+                tw_deser_fail(&d);
+            else
+                b->nnode_hits = (size_t)nn;
+        }
+        for (size_t i = 0; i < b->nnode_hits && tw_deser_ok(&d); i++)
+            b->node_hits[i] = tw_deser_u64(&d);
+    }
     if (!tw_deser_done(&d)) {
         snprintf(err, errlen, "%s: corrupt checkpoint", b->kind->rule_name);
         return TW_ERR;

@@ -100,6 +100,11 @@ int tw_bneck_save(void *state, tw_buf *out);
 int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
                      size_t errlen);
 void tw_bneck_destroy(void *state);
+/* The finding (plugin.h, ABI 2): the nodes whose samples made bottleneck
+ * snapshots (most first), the first and last bottleneck snapshot, the
+ * ratio against `threshold`. */
+int tw_bneck_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
+                     char *err, size_t errlen);
 
 /* Bytes held by an instance (for tests and the benchmarks). */
 size_t tw_bneck_memory(const void *state);

@@ -47,8 +47,10 @@ typedef struct alert_tally {
 } alert_tally;
 
 static int on_alert(void *ud, const char *job, const char *id, const char *json,
-                    size_t len, int32_t partition, int64_t offset)
+                    size_t len, int32_t partition, int64_t offset,
+                    const tw_alert_facts *facts)
 {
+    (void)facts;
     (void)job;
     (void)id;
     (void)json;

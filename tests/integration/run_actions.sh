@@ -188,6 +188,8 @@ for r in recs:
         fires = a.get("kind") == "finding" or a.get("status") == "IssuesFound"
         if not fires or a.get("rule") != "CPUBottleneck":
             errors.append("webhook %s: body is not the alert that fired it" % aid)
+        elif "GPUs sat idle" not in a.get("finding", {}).get("summary", ""):
+            errors.append("webhook %s: alert without its finding" % aid)
     elif target == "SageMaker.StopTrainingJob":
         name = json.loads(r["body"])["TrainingJobName"]
         stops[name] = stops.get(name, 0) + 1
@@ -212,7 +214,12 @@ for l in open(work + "/smtp.jsonl"):
     aid = [x for x in d.splitlines() if x.startswith("Action id: ")][0][11:]
     mails[aid] = mails.get(aid, 0) + 1
     j = aid.split("/")[0]
-    for want in ("Finding: CPUBottleneck: IssuesFound at scan ",
+    # the finding (plugin ABI 2) as paragraphs, the subject naming rule,
+    # job and worst node
+    for want in ("Subject: trainwatch: CPUBottleneck in job %s (" % j,
+                 "  %-14sThe GPUs sat idle while CPU cores were" % "what:",
+                 "  %-14s" % "where:", "  %-14sGPU below" % "how much:",
+                 "  %-14s" % "try:", "  %-14sthreshold 50 %%" % "decided by:",
                  "Report: %s/res/%s.json" % (work, j), "Rule: CPUBottleneck"):
         if want not in d:
             errors.append("mail %s lacks %r" % (aid, want))
@@ -220,6 +227,9 @@ for l in open(work + "/smtp.jsonl"):
         errors.append("mail %s: no alert id" % aid)
     if not m["authenticated"]:
         errors.append("mail %s: not authenticated" % aid)
+if mails:
+    print("--- one e-mail as the SMTP server received it:")
+    print(json.loads(open(work + "/smtp.jsonl").readline())["data"])
 for aid, n in mails.items():
     if n > 1:
         errors.append("mail %s received %d times" % (aid, n))

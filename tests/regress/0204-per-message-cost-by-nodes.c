@@ -44,8 +44,10 @@ static double now_s(void)
 }
 
 static int on_alert(void *ud, const char *job, const char *id, const char *json,
-                    size_t len, int32_t partition, int64_t offset)
+                    size_t len, int32_t partition, int64_t offset,
+                    const tw_alert_facts *facts)
 {
+    (void)facts;
     (void)job;
     (void)id;
     (void)json;

@@ -95,8 +95,10 @@ typedef struct stream {
 } stream;
 
 static int no_alert(void *ud, const char *job, const char *id, const char *json,
-                    size_t len, int32_t partition, int64_t offset)
+                    size_t len, int32_t partition, int64_t offset,
+                    const tw_alert_facts *facts)
 {
+    (void)facts;
     (void)job, (void)id, (void)json, (void)len, (void)partition;
     (void)offset;
     (*(uint64_t *)ud)++;

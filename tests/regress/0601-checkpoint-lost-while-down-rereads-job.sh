@@ -18,7 +18,9 @@ need kcat redis-server redis-cli
 . "$LIB/state.sh"
 timeout 120 "$TW" synth "$WORK/lost" --preset cpu_bottleneck --nodes 2 \
     --duration 10m --no-framework >/dev/null 2>&1 || fail "synth"
-timeout 120 "$TW" eval "$WORK/lost" --json --quiet >"$WORK/lost.eval.json" || fail "eval"
+state_rules >"$WORK/rules.yaml" # run's rules (lib/state.sh), for eval too
+timeout 120 "$TW" eval "$WORK/lost" --json --quiet --rules "$WORK/rules.yaml" \
+    >"$WORK/lost.eval.json" || fail "eval"
 STATE_REDIS_ARGS=""
 GROUP=lost-group
 tw_redis_start || fail "redis start"

@@ -22,8 +22,9 @@ typedef struct rr {
 
 static int rr_on_alert(void *ud, const char *job, const char *id,
                        const char *json, size_t len, int32_t partition,
-                       int64_t offset)
+                       int64_t offset, const tw_alert_facts *facts)
 {
+    (void)facts;
     (void)ud, (void)job, (void)id, (void)json, (void)len, (void)partition,
         (void)offset;
     return 0;

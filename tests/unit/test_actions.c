@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 
 #include "action_test_util.h"
+#include "alert.h"
+#include "run_actions.h"
 
 #define AKID "AKIDTESTEXAMPLE01"
 #define AWS_SECRET "wJalrSECRETsecretKEY0000"
@@ -338,6 +340,81 @@ static void test_sms_sns_publish(void **st)
     json_decref(recs);
     srv_stop(&s);
     finish(a);
+}
+
+/* The daemon's texts from a typed alert (run_actions.c): the SMS is the
+ * rule, the job, the worst node and the finding's summary, cut to 160
+ * bytes at a character boundary. */
+static void test_run_actions_sms_from_finding(void **st)
+{
+    (void)st;
+    srv s;
+    srv_start(&s, "http_recorder.py", "--aws-secret", AWS_SECRET, NULL);
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg),
+             "rules:\n"
+             "  - name: CPUBottleneck\n"
+             "    actions:\n"
+             "      - type: sms\n"
+             "        phone: '+15555550100'\n"
+             "        region: eu-west-1\n"
+             "        endpoint: http://127.0.0.1:%d\n",
+             s.port);
+    tw_config *c = tu_config(cfg);
+    tw_registry *reg = tw_registry_new();
+    tw_job *probe = NULL;
+    tw_run_actions *ra = NULL;
+    char err[512];
+    if (tw_job_new("(check)", &c->job, reg, c->rules, c->nrules, &probe, err,
+                   sizeof(err)) != TW_OK ||
+        tw_run_actions_new(c, probe, NULL, &ra, err, sizeof(err)) != TW_OK)
+        fail_msg("setup: %s", err);
+    tw_alert_facts f = {.kind = TW_ALERT_FINDING,
+                        .rule = "CPUBottleneck",
+                        .status = TW_STATUS_ISSUES_FOUND,
+                        .scan = 3,
+                        .end_us = 1700000240000000,
+                        .job_start_us = 1700000000000000,
+                        .violations = 9,
+                        .datapoints = 12,
+                        .has_finding = 1};
+    snprintf(f.finding.names[0], sizeof(f.finding.names[0]), "algo-7");
+    f.finding.nnames = 1;
+    f.finding.ninvolved = 1;
+    /* 2-byte characters so that a cut at 160 bytes would split one */
+    snprintf(f.finding.summary, sizeof(f.finding.summary),
+             "The GPUs idled while the cores were saturated: "
+             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9 end.");
+    tw_run_actions_alert(ra, "job-fnd", "alert-9", "{}", 2, &f);
+    /* a status alert other than IssuesFound fires nothing */
+    tw_alert_facts quiet = f;
+    quiet.kind = TW_ALERT_STATUS;
+    quiet.status = TW_STATUS_NO_ISSUES_FOUND;
+    tw_run_actions_alert(ra, "job-fnd", "alert-10", "{}", 2, &quiet);
+    assert_int_equal(tw_run_actions_drain(ra, 30000), TW_OK);
+    json_t *recs = srv_records(&s);
+    assert_int_equal(json_array_size(recs), 1);
+    char *msg = form_get(rec_str(json_array_get(recs, 0), "body"), "Message");
+    assert_non_null(msg);
+    size_t n = strlen(msg);
+    assert_true(n <= 160 && n > 150);
+    assert_true(((unsigned char)msg[n - 1] & 0xC0) != 0xC0); /* not cut mid */
+    const char *head =
+        "trainwatch CPUBottleneck, job job-fnd, algo-7: The GPUs idled";
+    assert_memory_equal(msg, head, strlen(head));
+    print_message("SNS Message (%zu bytes): %s\n", n, msg);
+    free(msg);
+    json_decref(recs);
+    tw_run_actions_free(ra);
+    tw_job_free(probe);
+    tw_registry_free(reg);
+    tw_config_free(c);
+    srv_stop(&s);
+    assert_log_clean();
 }
 
 /* ---- e-mail (SMTP with AUTH) ------------------------------------------ */
@@ -734,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_stop_training_sigv4),
         cmocka_unit_test(test_stop_training_prefix),
         cmocka_unit_test(test_sms_sns_publish),
+        cmocka_unit_test(test_run_actions_sms_from_finding),
         cmocka_unit_test(test_email_smtp),
         cmocka_unit_test(test_webhook_hmac),
         cmocka_unit_test(test_retry_backoff),

@@ -215,15 +215,19 @@ static void sink_clear(sink *k)
 }
 
 static int on_alert(void *ud, const char *job, const char *id, const char *json,
-                    size_t len, int32_t partition, int64_t offset)
+                    size_t len, int32_t partition, int64_t offset,
+                    const tw_alert_facts *facts)
 {
+    (void)facts;
     sink_add(ud, job, id, json, len, partition, offset);
     return TW_OK;
 }
 
 static int on_tracker_alert(void *ud, const char *job, const char *id,
-                            const char *json, size_t len)
+                            const char *json, size_t len,
+                            const tw_alert_facts *facts)
 {
+    (void)facts;
     sink_add(ud, job, id, json, len, -1, -1);
     return TW_OK;
 }

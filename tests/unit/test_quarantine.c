@@ -90,8 +90,10 @@ static void test_ledger_damaged(void **st)
 }
 
 static int on_alert(void *ud, const char *job, const char *id, const char *json,
-                    size_t len, int32_t partition, int64_t offset)
+                    size_t len, int32_t partition, int64_t offset,
+                    const tw_alert_facts *facts)
 {
+    (void)facts;
     (void)ud;
     (void)job;
     (void)id;

@@ -8,9 +8,11 @@
  * object, calls the entry, checks `abi_version`, validates the configured
  * parameters against `params`, then drives the rule:
  *
- *     create() once per (job, rule)
- *     scan()   once per evaluation interval, in order k = 0, 1, 2, ...
- *     report() whenever the host wants the rule's report JSON
+ *     create()  once per (job, rule)
+ *     scan()    once per evaluation interval, in order k = 0, 1, 2, ...
+ *     report()  whenever the host wants the rule's report JSON
+ *     finding() (ABI 2) whenever the host shows a problem to a person:
+ *               after a scan whose condition was met, at the job's end
  *     save() / restore() for checkpoints
  *     destroy()
  *
@@ -19,7 +21,9 @@
  * it unless the comment says so.
  *
  * Built-in rules are built only against this header; so can yours (see
- * docs/plugins.md and plugins/example/; docs/rules.md for the built-ins).
+ * plugins/example/ and the guide, docs/plugins.md, which says what scans
+ * deliver and what the counters mean; docs/rules.md for the built-in
+ * rules and the reference semantics they reproduce).
  */
 #ifndef TRAINWATCH_PLUGIN_H
 #define TRAINWATCH_PLUGIN_H
@@ -31,8 +35,21 @@
 extern "C" {
 #endif
 
-/* Bumped on any incompatible change to a struct or callback below. */
-#define TW_PLUGIN_ABI_VERSION 1u
+/* Bumped on any incompatible change to a struct or callback below.
+ *
+ * Version 2 (this header) appends to tw_rule_descriptor the `flags` word,
+ * the `finding` callback and `finding_help`, and adds tw_host.size. Every ABI 1 member
+ * keeps its offset, so the host still loads ABI 1 plugins: it reads the
+ * version 2 members only from descriptors that say version 2, and gives
+ * an ABI 1 rule a generic finding built from its counters (violations,
+ * datapoints, the scans whose condition was met). Refusing them would
+ * break every custom rule in the field for a text they can gain by a
+ * rebuild; they are held to the version 2 checkpoint rule below all the
+ * same (an ABI 1 rule cannot declare itself stateless, so one without
+ * save/restore is refused under a persistent store). */
+#define TW_PLUGIN_ABI_VERSION 2u
+/* The oldest descriptor version the host still loads. */
+#define TW_PLUGIN_ABI_MIN_VERSION 1u
 
 /* Default entry symbol: `const tw_rule_descriptor *trainwatch_rule(void);` */
 #define TW_PLUGIN_ENTRY "trainwatch_rule"
@@ -184,8 +201,11 @@ typedef struct tw_scan {
     int final;                  /* 1 on the job's last scan                */
 } tw_scan;
 
-/* What a scan() reports back. The three counters are the report's
- * RuleTriggered, Violations and Datapoints after this scan. */
+/* What a scan() reports back. condition_met: this scan's check returned
+ * true; a scan with it whose violations grew publishes a finding alert and
+ * fires the rule's actions, and the first one makes the status
+ * IssuesFound. The three counters are the report's RuleTriggered,
+ * Violations and Datapoints after this scan, in the rule's own terms. */
 typedef struct tw_scan_result {
     int condition_met; /* the reference's "returned true" for this scan */
     int64_t rule_triggered;
@@ -258,10 +278,15 @@ typedef enum tw_log_level {
     TW_LOG_ERROR
 } tw_log_level;
 
-/* Handed to create(); valid until destroy(). Plugins may keep the pointer. */
+/* Handed to create(); valid until destroy(). Plugins may keep the pointer.
+ * Members are only ever appended; `size` (ABI 2, in what was padding in
+ * ABI 1, so 0 from an ABI 1 host) is sizeof(tw_host) as the host built
+ * it: test a member with TW_HOST_HAS(host, member) before calling one
+ * added after your plugin's header version. */
 typedef struct tw_host {
     uint32_t abi_version;
-    void *ctx; /* pass back as the first argument where asked */
+    uint32_t size; /* ABI 2: sizeof(tw_host) of the host */
+    void *ctx;     /* pass back as the first argument where asked */
 
     void (*log)(void *ctx, tw_log_level level, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -338,12 +363,76 @@ typedef struct tw_host {
     size_t (*buf_len)(const tw_buf *b);
 } tw_host;
 
+/* 1 when the host that handed out `h` has member `m` (ABI 2 hosts on). */
+#define TW_HOST_HAS(h, m)                                                    \
+    ((h)->size >= offsetof(tw_host, m) + sizeof(((const tw_host *)0)->m))
+
+/* ------------------------------------------------------------------------
+ * Findings (ABI 2): what a person reads about a problem
+ * --------------------------------------------------------------------- */
+
+#define TW_FINDING_MAX_NODES 8  /* nodes (GPUs, ranks) listed by name     */
+#define TW_FINDING_NAME_LEN 64  /* per listed name, NUL included          */
+#define TW_FINDING_TEXT_LEN 384 /* per text below, NUL included           */
+
+/* Filled by the rule's finding() into a zeroed struct the host owns.
+ * Texts are plain UTF-8 sentences without line breaks (the host wraps
+ * them); longer ones are cut. Everything is optional: the host fills
+ * what the rule leaves empty (see finding() below). */
+typedef struct tw_finding {
+    /* Where: the nodes, "node/gpu" pairs or ranks involved, the worst
+     * first. `nnames` are listed; `ninvolved` (>= nnames) is how many are
+     * involved in all, so "3 of 40 nodes" can be said without listing 40. */
+    char names[TW_FINDING_MAX_NODES][TW_FINDING_NAME_LEN];
+    uint32_t nnames;
+    uint64_t ninvolved;
+    /* Since when: event times (µs since the epoch) of the first and the
+     * last violation, as exactly as the rule knows them; 0 = unknown (the
+     * host then uses the windows of the scans whose condition was met). */
+    int64_t first_us;
+    int64_t last_us;
+    /* How much, in the rule's own terms: `value` measured against `limit`
+     * (the parameter it was compared with), in `unit` ("%", "s", "x
+     * median"); `magnitude` says it in words with the numbers, e.g. "GPU
+     * below 10 % while a core was above 90 % in 76 % of 4720 snapshots". */
+    double value;
+    double limit;
+    char unit[16];
+    char magnitude[TW_FINDING_TEXT_LEN];
+    /* What, in one sentence, and what to try first. */
+    char summary[TW_FINDING_TEXT_LEN];
+    char recommendation[TW_FINDING_TEXT_LEN];
+    /* The parameters that decided it ("threshold 50 %, patience 1000");
+     * empty: the host lists every parameter. */
+    char parameters[TW_FINDING_TEXT_LEN];
+} tw_finding;
+
+/* What the host lends to finding(): the job's system node ids (the same
+ * list, and order, as tw_scan.nodes, so a rule may keep node indices in
+ * its state and name them here), the job's first timestamp, and the
+ * rule's counters after its last scan. Valid during the call only. */
+typedef struct tw_finding_ctx {
+    const char *const *nodes;
+    size_t nnodes;
+    int64_t first_timestamp_us;
+    const tw_scan_result *counters;
+} tw_finding_ctx;
+
 /* ------------------------------------------------------------------------
  * The descriptor a plugin exports
  * --------------------------------------------------------------------- */
 
+/* tw_rule_descriptor.flags */
+/* The rule keeps nothing between scans that its decisions depend on: the
+ * host may recreate it instead of restoring it, and it needs neither
+ * save() nor restore(). Without this flag both are mandatory: a host with
+ * a persistent state store refuses, at start-up and naming the rule, a
+ * rule that lacks them (a restored job would silently start counting from
+ * zero). */
+#define TW_RULE_STATELESS 1u
+
 typedef struct tw_rule_descriptor {
-    uint32_t abi_version; /* must be TW_PLUGIN_ABI_VERSION */
+    uint32_t abi_version; /* TW_PLUGIN_ABI_VERSION (1 still loads, above) */
     const char *name;     /* "LowGPUUtilization"           */
     const char *description;
     const tw_param_spec *params;
@@ -372,6 +461,25 @@ typedef struct tw_rule_descriptor {
                    size_t errlen);
 
     void (*destroy)(void *state);
+
+    /* ---- ABI 2: read only when abi_version >= 2 ---------------------- */
+    uint32_t flags; /* TW_RULE_* */
+
+    /* Describe the problem the rule has found so far, from its own state
+     * (counters after the last scan are in ctx). Called only while the
+     * rule's status is IssuesFound, possibly several times, never during
+     * scan(); it must not change the state. `out` arrives zeroed. Fill
+     * what the rule knows; the host completes the rest: an empty summary
+     * becomes "<rule> found N violation(s) in M datapoints", an empty
+     * time range the windows of the scans whose condition was met, empty
+     * parameters the list of every parameter. NULL: all of it generic.
+     * TW_ERR: the host logs err and shows the generic finding. */
+    int (*finding)(void *state, const tw_finding_ctx *ctx, tw_finding *out,
+                   char *err, size_t errlen);
+
+    /* What a finding of this rule means and what to try first, a short
+     * paragraph for `trainwatch explain` (NULL: none). */
+    const char *finding_help;
 } tw_rule_descriptor;
 
 typedef const tw_rule_descriptor *(*tw_rule_entry_fn)(void);

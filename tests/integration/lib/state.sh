@@ -2,21 +2,37 @@
 # run_redis_restart.sh, run_rebalance.sh). Needs $TW, $WORK, $HERE and
 # lib/broker.sh, lib/run.sh, lib/redis.sh sourced.
 #
-# The job: a 2-hour, 4-node generated job (cpu_bottleneck preset, the
-# default ProfilerReport rule set), system metrics sampled every 5 s (the
+# The job: a 2-hour, 4-node generated job (cpu_bottleneck preset; rules:
+# ProfilerReport and the example custom rule GPUMemoryCeiling, whose
+# checkpoints -- plugin ABI 2 save/restore -- must be exact too; without
+# them a restored run reported fewer datapoints), system metrics sampled
+# every 5 s (the
 # agent's 500 ms would be 22 MB of FlatBuffers, and librdkafka 2.0.2's mock
 # broker keeps only ~5 MB per partition): 92,160 samples, 120 scans,
 # ~2.3 MB on the topic.
 
 STATE_JOB=${STATE_JOB:-ckpt-job}
 
+# The rules of every run and of the reference `eval`.
+state_rules() {
+    cat <<YAML
+rules:
+  - name: ProfilerReport
+  - name: GPUMemoryCeiling
+    source: $(dirname "$TW")/plugins/example/gpu_memory_ceiling.so
+    rule_to_invoke: gpu_memory_ceiling_rule
+    parameters: {ceiling: 30, patience: 3}
+YAML
+}
+
 # state_make_job: synth + `eval --json` (the reference results).
 state_make_job() {
     timeout 120 "$TW" synth "$WORK/$STATE_JOB" --preset cpu_bottleneck \
         --nodes 4 --duration 2h --interval-ms 5000 --no-framework \
         >/dev/null 2>"$WORK/synth.err" || fail "synth: $(cat "$WORK/synth.err")"
+    state_rules >"$WORK/rules.yaml"
     timeout 300 "$TW" eval "$WORK/$STATE_JOB" --json --quiet \
-        >"$WORK/$STATE_JOB.eval.json" || fail "eval"
+        --rules "$WORK/rules.yaml" >"$WORK/$STATE_JOB.eval.json" || fail "eval"
 }
 
 # state_config NAME GROUP RESULTS_DIR [EXTRA YAML]: $WORK/NAME.yaml with the
@@ -44,6 +60,7 @@ state:
     connect_timeout: 1s
     command_timeout: 2s
 ${4:-}
+$(state_rules)
 YAML
 }
 

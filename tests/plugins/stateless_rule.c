@@ -1,0 +1,42 @@
+/* Test fixture: an ABI 2 rule that declares TW_RULE_STATELESS and so needs
+ * no save/restore, even under a persistent store. */
+#include <stdlib.h>
+
+#include <trainwatch/plugin.h>
+
+static int create(const tw_host *h, const tw_params *p, void **s, char *e,
+                  size_t n)
+{
+    (void)h, (void)p, (void)e, (void)n;
+    *s = NULL;
+    return TW_OK;
+}
+static int scan(void *s, const tw_scan *sc, tw_scan_result *o, char *e,
+                size_t n)
+{
+    (void)s, (void)e, (void)n;
+    o->condition_met = sc->nsamples > 0;
+    return TW_OK;
+}
+static int report(void *s, tw_json *j)
+{
+    (void)s, (void)j;
+    return TW_OK;
+}
+static void destroy(void *s)
+{
+    (void)s;
+}
+static const tw_rule_descriptor d = {
+    .abi_version = TW_PLUGIN_ABI_VERSION,
+    .name = "StatelessRule",
+    .create = create,
+    .scan = scan,
+    .report = report,
+    .destroy = destroy,
+    .flags = TW_RULE_STATELESS,
+};
+TW_PLUGIN_EXPORT const tw_rule_descriptor *stateless_rule(void)
+{
+    return &d;
+}

@@ -1,0 +1,139 @@
+"""Encodes one metric batch (schemas/metrics.fbs) with the code `flatc
+--python` generates from the schema (the package trainwatch.wire, made at
+build time: see hooks/python/README.md). Nothing here knows the binary
+layout; it only calls the generated builders.
+
+An event is the tuple the hook records:
+    (name, phase, start_us, end_us, pid, args, source)
+args is None (the event had no args) or a dict; source a SourceType value.
+A marker is (kind, time_us, sampling_interval_ms, profiler_config_json).
+"""
+import json
+
+import flatbuffers
+
+from .wire import (Arg, ArgKind, Batch, FrameworkEvent, Marker, MarkerKind,
+                   Mode, SourceType)
+
+WIRE_VERSION = 1
+FILE_IDENTIFIER = b"TWM1"
+
+SOURCE_PYTHON_TIMELINE = SourceType.SourceType.PythonTimeline
+SOURCE_MODEL_TIMELINE = SourceType.SourceType.ModelTimeline
+MARKER_JOB_START = MarkerKind.MarkerKind.JobStart
+MARKER_JOB_END = MarkerKind.MarkerKind.JobEnd
+
+_MODES = {
+    "Step:ModeKeys.TRAIN": Mode.Mode.Train,
+    "Step:ModeKeys.EVAL": Mode.Mode.Eval,
+    "Step:ModeKeys.PREDICT": Mode.Mode.Predict,
+    "Step:ModeKeys.GLOBAL": Mode.Mode.Global,
+}
+
+
+def _arg_value(v):
+    """(text, ArgKind) of one argument value, as the trace reader would
+    have decoded it from JSON."""
+    if isinstance(v, str):
+        return v, ArgKind.ArgKind.String
+    if isinstance(v, bool):
+        return ("true" if v else "false"), ArgKind.ArgKind.Bool
+    if v is None:
+        return "null", ArgKind.ArgKind.Null
+    if isinstance(v, int):
+        return str(v), ArgKind.ArgKind.Number
+    if isinstance(v, float):
+        return json.dumps(v), ArgKind.ArgKind.Number
+    return json.dumps(v, separators=(",", ":")), ArgKind.ArgKind.Json
+
+
+def _event(b, strings, ev):
+    name, phase, start_us, end_us, pid, args, source = ev
+
+    def s(text):
+        off = strings.get(text)
+        if off is None:
+            off = b.CreateString(text)
+            strings[text] = off
+        return off
+
+    name_off, phase_off = s(name), s(phase)
+    args_off = None
+    if args:
+        arg_offs = []
+        for k, v in args.items():
+            text, kind = _arg_value(v)
+            k_off, v_off = s(str(k)), s(text)
+            Arg.Start(b)
+            Arg.AddKey(b, k_off)
+            Arg.AddValue(b, v_off)
+            Arg.AddKind(b, kind)
+            arg_offs.append(Arg.End(b))
+        FrameworkEvent.StartArgsVector(b, len(arg_offs))
+        for off in reversed(arg_offs):
+            b.PrependUOffsetTRelative(off)
+        args_off = b.EndVector()
+    elif args is not None:  # an empty args object
+        FrameworkEvent.StartArgsVector(b, 0)
+        args_off = b.EndVector()
+    FrameworkEvent.Start(b)
+    FrameworkEvent.AddName(b, name_off)
+    FrameworkEvent.AddPhase(b, phase_off)
+    FrameworkEvent.AddStartUs(b, start_us)
+    FrameworkEvent.AddEndUs(b, end_us)
+    FrameworkEvent.AddPid(b, pid)
+    FrameworkEvent.AddSource(b, source)
+    FrameworkEvent.AddMode(b, _MODES.get(name, Mode.Mode.None_))
+    if args_off is not None:
+        FrameworkEvent.AddArgs(b, args_off)
+        FrameworkEvent.AddHasArgs(b, True)
+    return FrameworkEvent.End(b)
+
+
+def _marker(b, m):
+    kind, time_us, interval_ms, config_json = m
+    cfg_off = b.CreateString(config_json) if config_json else None
+    Marker.Start(b)
+    Marker.AddKind(b, kind)
+    Marker.AddTimeUs(b, time_us)
+    Marker.AddSamplingIntervalMs(b, interval_ms)
+    if cfg_off is not None:
+        Marker.AddProfilerConfig(b, cfg_off)
+    return Marker.End(b)
+
+
+def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0):
+    """The bytes of one Batch. file_ts_us 0 = unknown (the engine then
+    orders the batch by its newest event's end)."""
+    b = flatbuffers.Builder(1024 + 160 * len(events))
+    strings = {}
+    ev_offs = [_event(b, strings, ev) for ev in events]
+    mk_offs = [_marker(b, m) for m in markers]
+    job_off = b.CreateString(job)
+    node_off = b.CreateString(node)
+    ev_vec = mk_vec = None
+    if ev_offs:
+        Batch.StartEventsVector(b, len(ev_offs))
+        for off in reversed(ev_offs):
+            b.PrependUOffsetTRelative(off)
+        ev_vec = b.EndVector()
+    if mk_offs:
+        Batch.StartMarkersVector(b, len(mk_offs))
+        for off in reversed(mk_offs):
+            b.PrependUOffsetTRelative(off)
+        mk_vec = b.EndVector()
+    Batch.Start(b)
+    # the schema asks writers to store the version explicitly
+    b.ForceDefaults(True)
+    Batch.AddVersion(b, WIRE_VERSION)
+    b.ForceDefaults(False)
+    Batch.AddJob(b, job_off)
+    Batch.AddNode(b, node_off)
+    Batch.AddSeq(b, seq)
+    Batch.AddFileTsUs(b, file_ts_us)
+    if ev_vec is not None:
+        Batch.AddEvents(b, ev_vec)
+    if mk_vec is not None:
+        Batch.AddMarkers(b, mk_vec)
+    b.Finish(Batch.End(b), file_identifier=FILE_IDENTIFIER)
+    return bytes(b.Output())

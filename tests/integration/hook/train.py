@@ -76,7 +76,11 @@ def main():
     ap.add_argument("--explicit-steps", action="store_true")
     ap.add_argument("--flush-interval", type=float, default=0.2)
     ap.add_argument("--max-queue", type=int, default=100000)
+    ap.add_argument("--close-timeout", type=float, default=15.0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--detectable-after", type=int, default=11,
+                    help="slow steps that make the pathology detectable "
+                    "(StepOutlier: n_outliers + 1)")
     a = ap.parse_args()
 
     torch.manual_seed(0)
@@ -95,12 +99,15 @@ def main():
         import trainwatch
         hook = trainwatch.Hook(job=a.job, brokers=a.brokers,
                                flush_interval=a.flush_interval,
-                               max_queue=a.max_queue, close_timeout=15)
+                               max_queue=a.max_queue,
+                               close_timeout=a.close_timeout)
         hook.watch(model, optimizer=opt, dataloader=loader)
     if a.init_sleep:
         time.sleep(a.init_sleep)
 
     steps = 0
+    slow_seen = 0
+    slow_onset_us = slow_detectable_us = 0
     start = time.monotonic()
     for _ in range(a.epochs):
         model.train()
@@ -113,7 +120,13 @@ def main():
             loss.backward()
             opt.step()
             slow = a.slow_every and steps % a.slow_every == 0
+            if slow and slow_seen == 0:
+                slow_onset_us = time.time_ns() // 1000
             busy(a.step_ms * (a.slow_factor if slow else 1.0))
+            if slow:
+                slow_seen += 1
+                if slow_seen == a.detectable_after:
+                    slow_detectable_us = time.time_ns() // 1000
         if a.eval_batches:
             model.eval()
             with torch.no_grad():
@@ -129,7 +142,9 @@ def main():
                                if k != "steps")
     print(f"train: steps={steps} seconds={seconds:.3f} "
           f"step_ms={1000 * seconds / max(steps, 1):.3f} "
-          f"startup={start - T0:.2f}{extra}", flush=True)
+          f"startup={start - T0:.2f} slow_steps={slow_seen} "
+          f"slow_onset_us={slow_onset_us} "
+          f"slow_detectable_us={slow_detectable_us}{extra}", flush=True)
 
 
 if __name__ == "__main__":

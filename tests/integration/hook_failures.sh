@@ -10,7 +10,10 @@
 #     complete job (no sequence gap) ended by the hook's JOB_END;
 #  3. queue overflow (cap 50 events, one send round every 5 s): every step
 #     runs, the drops are counted and reported once, and the job is still
-#     complete (events are dropped before they get a sequence number).
+#     complete (events are dropped before they get a sequence number);
+#  4. SIGTERM mid-run: the hook sends JOB_END and flushes, then the
+#     process dies of the signal as it would have without the hook (143);
+#     the engine ends the job by that JOB_END, complete.
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
 TW=$BUILD/trainwatch
@@ -113,6 +116,29 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert not d.get("partial"), "partial: %s" % d.get("data_loss")
 PYEOF
+
+# ---- 4. SIGTERM mid-run -------------------------------------------------------
+"$PY" "$HERE/hook/train.py" --job sigterm --brokers "$BOOTSTRAP" \
+    "${train_args[@]}" --epochs 1000 >"$WORK/sigterm.out" 2>"$WORK/sigterm.err" &
+TRAIN_PID=$!
+wait_for 60 grep -q "job sigterm started" "$WORK/A.err" || fail "sigterm: the job never started"
+sleep 0.5
+kill -TERM "$TRAIN_PID"
+wait "$TRAIN_PID"
+RC=$?
+TRAIN_PID=
+[ "$RC" -eq 143 ] || fail "sigterm: training exit status $RC, expected 143 (terminated by SIGTERM): $(tail -n 5 "$WORK/sigterm.err")"
+grep -q "job sigterm node .* closed: .*undelivered=0" "$WORK/sigterm.err" ||
+    fail "sigterm: no closing report: $(tail -n 5 "$WORK/sigterm.err")"
+wait_for 60 test -f "$WORK/res/sigterm.json" || fail "sigterm: no results"
+grep -q "job sigterm finished (end marker)" "$WORK/A.err" || fail "sigterm: not ended by JOB_END"
+"$PY" - "$WORK/res/sigterm.json" <<'PYEOF' || fail "sigterm results"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert not d.get("partial"), "partial: %s" % d.get("data_loss")
+assert d["input"]["events"] > 0, d["input"]
+PYEOF
+
 tw_run_stop A || fail "run exit status"
 tw_broker_stop || fail "broker stop"
-echo "PASS hook_failures: no broker (undelivered reported), broker up late (all delivered, complete job), queue overflow ($DROPPED events dropped, counted, job complete)"
+echo "PASS hook_failures: no broker (undelivered reported), broker up late (all delivered, complete job), queue overflow ($DROPPED events dropped, counted, job complete), SIGTERM (JOB_END sent, complete job, exit 143)"

@@ -106,7 +106,15 @@ class Hook:
             self._start(topic, flush_interval, max_queue, kafka_config or {})
         except ConfigError:
             raise
-        except Exception as e:  # missing client library, bad Kafka setting
+        except ImportError as e:
+            log.warning("trainwatch: cannot start the hook (%s): it does "
+                        "nothing. It needs python3-confluent-kafka, "
+                        "python3-flatbuffers and the generated wire code: "
+                        "build the repository and use build/hooks/python, "
+                        "or pip install ./hooks/python", e)
+            self._sender = None
+            return
+        except Exception as e:  # bad Kafka setting
             log.warning("trainwatch: cannot start the hook (%s): it does "
                         "nothing", e)
             self._sender = None

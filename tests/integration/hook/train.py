@@ -14,6 +14,7 @@ every Nth step --slow-factor times longer (the StepOutlier pathology).
 Prints one line `train: steps=... seconds=... hook=k=v ...` at the end.
 """
 import argparse
+import logging
 import time
 
 T0 = time.monotonic()
@@ -82,6 +83,7 @@ def main():
                     help="slow steps that make the pathology detectable "
                     "(StepOutlier: n_outliers + 1)")
     a = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
 
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)

@@ -7,10 +7,15 @@
 #  (a) healthy: 2 epochs x 65 steps; the job ends by the hook's JOB_END,
 #      every event the hook sent is evaluated, no rule has a finding or
 #      ends IssuesFound, no sequence gap;
-#  (c) every 15th step 6x slower: a StepOutlier finding on the alert topic;
+#  (c) every 15th step 6x slower (3 epochs x 120 steps): a StepOutlier
+#      finding on the alert topic while training still runs;
 #      the time from the pathology's onset (the first slow step) and from
 #      the step that made it detectable (the 11th slow step: n_outliers
-#      10) to the alert is printed.
+#      10) to the alert is printed;
+#  (b) a DataLoader without workers whose __getitem__ sleeps, with
+#      `trainwatch agent` beside it for the core count: one loader
+#      process per second, fewer than 70 % of the cores -> a Dataloader
+#      finding (on a single-core host this cannot be: skipped).
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
 TW=$BUILD/trainwatch
@@ -26,6 +31,7 @@ BROKER_PID=
 . "$HERE/lib/broker.sh"
 . "$HERE/lib/run.sh"
 cleanup() {
+    [ -n "${AGENT_PID:-}" ] && kill -KILL "$AGENT_PID" 2>/dev/null
     [ -n "${RUN_PID_A:-}" ] && kill -KILL "$RUN_PID_A" 2>/dev/null
     [ -n "${BROKER_PID:-}" ] && kill -KILL "$BROKER_PID" 2>/dev/null
     [ -n "${KEEP:-}" ] || rm -rf "$WORK"
@@ -40,8 +46,11 @@ fail() {
 
 tw_broker_start || fail "broker start"
 mkdir -p "$WORK/res"
+# lateness 1 s: the hook sends every 0.2 s, so evaluating up to 1 s behind
+# its newest event loses nothing and alerts while training still runs
 cat >"$WORK/run.yaml" <<YAML
 tick: continuous
+lateness: 1s
 kafka:
   group: hook-stream
 engine:
@@ -95,8 +104,9 @@ for n in ("Dataloader", "MaxInitializationTime", "OverallFrameworkMetrics"):
 PYEOF
 
 # ---- (c) periodic 6x slow steps -> StepOutlier -----------------------------
-train slow --slow-every 15 --slow-factor 6
+train slow --slow-every 15 --slow-factor 6 --epochs 3
 OUT=$(cat "$WORK/slow.out")
+LOOP_END=$(field loop_end_us "$OUT")
 ONSET=$(field slow_onset_us "$OUT")
 DETECT=$(field slow_detectable_us "$OUT")
 [ "$(field slow_steps "$OUT")" -ge 11 ] || fail "slow: only $(field slow_steps "$OUT") slow steps"
@@ -114,6 +124,46 @@ grep -q '"status":"IssuesFound"' <<<"$FINAL" || fail "final StepOutlier status: 
 LAT_ONSET=$(( AT_MS - ONSET / 1000 ))
 LAT_DETECT=$(( AT_MS - DETECT / 1000 ))
 [ "$LAT_DETECT" -lt 30000 ] || fail "alert ${LAT_DETECT} ms after the 11th slow step"
+[ "$AT_MS" -lt $(( LOOP_END / 1000 )) ] ||
+    fail "the StepOutlier alert came $(( AT_MS - LOOP_END / 1000 )) ms after training ended: not live"
+
+# ---- (b) slow __getitem__, no workers -> Dataloader ------------------------
+# The rule compares the loader processes per second with the cores, which
+# come from the system metrics: `trainwatch agent` samples this host for
+# the same job (node = host name) beside the training process.
+"$TW" agent --brokers "$BOOTSTRAP" --job loader --interval-ms 500 --no-gpus \
+    >"$WORK/agent.out" 2>"$WORK/agent.err" &
+AGENT_PID=$!
+wait_for 30 grep -q "job loader started" "$WORK/A.err" || fail "loader: the agent's job never started"
+T_LOADER_US=$(( $(date +%s%N) / 1000 ))
+"$PY" "$HERE/hook/train.py" --job loader --brokers "$BOOTSTRAP" \
+    --epochs 2 --batches 30 --workers 0 --getitem-sleep 0.004 --step-ms 2 \
+    >"$WORK/loader.out" 2>"$WORK/loader.err" ||
+    fail "training loader: $(tail -n 5 "$WORK/loader.err")"
+cat "$WORK/loader.out"
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || fail "agent: $(tail -n 5 "$WORK/agent.err")"
+AGENT_PID=
+wait_for 60 test -f "$WORK/res/loader.json" || fail "no results for loader"
+timeout 30 kcat -b "$BOOTSTRAP" -C -t trainwatch.alerts -o beginning -e -q \
+    -f '%T %k %s\n' >"$WORK/alerts.txt" || fail "kcat -C alerts"
+LINE=$(grep '^[0-9]* loader ' "$WORK/alerts.txt" |
+    grep '"kind":"finding"' | grep '"rule":"Dataloader"' | head -n 1) ||
+    fail "no Dataloader finding for the loader job: $(grep '"rule":"Dataloader"' "$WORK/res/loader.json" | head -c 300)"
+LAT_LOADER=$(( ${LINE%% *} - T_LOADER_US / 1000 ))
+"$PY" - "$WORK/res/loader.json" <<'PYEOF' || fail "loader results"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert not d.get("partial"), "partial: %s" % d.get("data_loss")
+r = {x["name"]: x for x in d["rules"]}["Dataloader"]
+det = r["report"]["Details"]
+assert r["status"] == "IssuesFound", r["status"]
+assert det["num_workers"] == 0 and det["cores"] >= 1, det
+assert det["dataloaders"] < det["cores"] * 0.7, det
+print("loader: cores %d, loader processes per second %d, violations %d" % (
+    det["cores"], det["dataloaders"], r["violations"]))
+PYEOF
+
 tw_run_stop A || fail "run exit status"
 tw_broker_stop || fail "broker stop"
-echo "PASS hook_stream: healthy run without finding; StepOutlier alert ${LAT_ONSET} ms after the first slow step, ${LAT_DETECT} ms after the 11th (detectable)"
+echo "PASS hook_stream: healthy run without finding; StepOutlier alert ${LAT_ONSET} ms after the first slow step, ${LAT_DETECT} ms after the 11th (detectable); Dataloader alert ${LAT_LOADER} ms after the training process started"

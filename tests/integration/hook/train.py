@@ -137,6 +137,7 @@ def main():
                         break
                     model(x)
     seconds = time.monotonic() - start
+    loop_end_us = time.time_ns() // 1000
     summary = hook.close() if hook is not None else None
     extra = ""
     if summary:
@@ -146,7 +147,8 @@ def main():
           f"step_ms={1000 * seconds / max(steps, 1):.3f} "
           f"startup={start - T0:.2f} slow_steps={slow_seen} "
           f"slow_onset_us={slow_onset_us} "
-          f"slow_detectable_us={slow_detectable_us}{extra}", flush=True)
+          f"slow_detectable_us={slow_detectable_us} "
+          f"loop_end_us={loop_end_us}{extra}", flush=True)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ class _Marker:
 
 class SenderStats:
     __slots__ = ("events", "dropped", "batches", "delivered", "failed",
-                 "bytes", "worker_dropped")
+                 "bytes", "worker_dropped", "sender_cpu_s")
 
     def __init__(self):
         self.events = 0          # events accepted into the queue
@@ -42,6 +42,7 @@ class SenderStats:
         self.failed = 0          # batches the producer gave up on
         self.bytes = 0
         self.worker_dropped = 0  # dataloader worker events dropped there
+        self.sender_cpu_s = 0.0  # CPU time of the sending thread
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.__slots__}
@@ -179,6 +180,7 @@ class Sender:
             except Exception:  # never let the thread die silently
                 log.exception("trainwatch: sending thread error (events of "
                               "this round may be lost)")
+            self.stats.sender_cpu_s = round(time.thread_time(), 4)
             if stop:
                 return
 

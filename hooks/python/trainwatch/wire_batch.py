@@ -47,43 +47,68 @@ def _arg_value(v):
     return json.dumps(v, separators=(",", ":")), ArgKind.ArgKind.Json
 
 
-def _event(b, strings, ev):
-    name, phase, start_us, end_us, pid, args, source = ev
+class _Shared:
+    """What one batch writes once and references again: strings, Arg
+    tables (same key and value), and whole args vectors (the same args
+    dict object, as the hook passes for every GetNext of a loader)."""
 
-    def s(text):
-        off = strings.get(text)
+    def __init__(self, b):
+        self.b = b
+        self.strings = {}
+        self.arg_tables = {}
+        self.arg_vectors = {}  # id(dict) -> (dict, offset); dict kept alive
+
+    def string(self, text):
+        off = self.strings.get(text)
         if off is None:
-            off = b.CreateString(text)
-            strings[text] = off
+            off = self.b.CreateString(text)
+            self.strings[text] = off
         return off
 
-    name_off, phase_off = s(name), s(phase)
-    args_off = None
-    if args:
-        arg_offs = []
-        for k, v in args.items():
-            text, kind = _arg_value(v)
-            k_off, v_off = s(str(k)), s(text)
+    def arg(self, k, v):
+        text, kind = _arg_value(v)
+        key = (k, text, kind)
+        off = self.arg_tables.get(key)
+        if off is None:
+            b = self.b
+            k_off, v_off = self.string(str(k)), self.string(text)
             Arg.Start(b)
             Arg.AddKey(b, k_off)
             Arg.AddValue(b, v_off)
             Arg.AddKind(b, kind)
-            arg_offs.append(Arg.End(b))
-        FrameworkEvent.StartArgsVector(b, len(arg_offs))
-        for off in reversed(arg_offs):
+            off = Arg.End(b)
+            self.arg_tables[key] = off
+        return off
+
+    def args(self, args):
+        hit = self.arg_vectors.get(id(args))
+        if hit is not None and hit[0] is args:
+            return hit[1]
+        b = self.b
+        offs = [self.arg(k, v) for k, v in args.items()]
+        FrameworkEvent.StartArgsVector(b, len(offs))
+        for off in reversed(offs):
             b.PrependUOffsetTRelative(off)
-        args_off = b.EndVector()
-    elif args is not None:  # an empty args object
-        FrameworkEvent.StartArgsVector(b, 0)
-        args_off = b.EndVector()
+        vec = b.EndVector()
+        self.arg_vectors[id(args)] = (args, vec)
+        return vec
+
+
+def _event(b, shared, ev):
+    name, phase, start_us, end_us, pid, args, source = ev
+    name_off, phase_off = shared.string(name), shared.string(phase)
+    args_off = shared.args(args) if args is not None else None
     FrameworkEvent.Start(b)
     FrameworkEvent.AddName(b, name_off)
     FrameworkEvent.AddPhase(b, phase_off)
     FrameworkEvent.AddStartUs(b, start_us)
     FrameworkEvent.AddEndUs(b, end_us)
     FrameworkEvent.AddPid(b, pid)
-    FrameworkEvent.AddSource(b, source)
-    FrameworkEvent.AddMode(b, _MODES.get(name, Mode.Mode.None_))
+    if source:
+        FrameworkEvent.AddSource(b, source)
+    mode = _MODES.get(name)
+    if mode is not None:
+        FrameworkEvent.AddMode(b, mode)
     if args_off is not None:
         FrameworkEvent.AddArgs(b, args_off)
         FrameworkEvent.AddHasArgs(b, True)
@@ -106,8 +131,8 @@ def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0):
     """The bytes of one Batch. file_ts_us 0 = unknown (the engine then
     orders the batch by its newest event's end)."""
     b = flatbuffers.Builder(1024 + 160 * len(events))
-    strings = {}
-    ev_offs = [_event(b, strings, ev) for ev in events]
+    shared = _Shared(b)
+    ev_offs = [_event(b, shared, ev) for ev in events]
     mk_offs = [_marker(b, m) for m in markers]
     job_off = b.CreateString(job)
     node_off = b.CreateString(node)

@@ -35,11 +35,21 @@ def _first_grad_tensor(out):
     return None
 
 
+def _engine_callback():
+    """torch's hook for "run this when the current backward pass ends"
+    (what DistributedDataParallel uses); None where it is missing."""
+    engine = getattr(torch.autograd.Variable, "_execution_engine", None)
+    return getattr(engine, "queue_callback", None)
+
+
 def watch_module(hook, model):
     """Forward of the root module (its pre- and post-hooks); backward from
-    the gradient of its output (the start) to the last parameter gradient
-    (the end). Returns the handles to remove."""
+    the gradient of its output (the start) to the end of the backward pass
+    (autograd's end-of-pass callback; without it, the last parameter
+    gradient). Two Python calls per backward whatever the parameter count.
+    Returns the handles to remove."""
     handles = []
+    queue_callback = _engine_callback()
 
     def pre(module, inputs):
         hook._on_forward_pre(module.training)
@@ -48,16 +58,25 @@ def watch_module(hook, model):
         t = _first_grad_tensor(output) if torch.is_grad_enabled() else None
         hook._on_forward_post(t is not None)
         if t is not None:
-            t.register_hook(grad_tick)
+            t.register_hook(grad_start)
+
+    def grad_start(grad):
+        hook._on_backward_tick()
+        if queue_callback is not None:
+            try:
+                queue_callback(hook._on_backward_tick)
+            except RuntimeError:  # not inside a backward pass
+                pass
 
     def grad_tick(grad):
         hook._on_backward_tick()
 
     handles.append(model.register_forward_pre_hook(pre))
     handles.append(model.register_forward_hook(post))
-    for p in model.parameters():
-        if p.requires_grad:
-            handles.append(p.register_hook(grad_tick))
+    if queue_callback is None:
+        for p in model.parameters():
+            if p.requires_grad:
+                handles.append(p.register_hook(grad_tick))
     return handles
 
 

@@ -4,7 +4,8 @@
 # the Python hook (build/hooks/python), streamed live through `trainwatch
 # broker` into `trainwatch run` (continuous ticks, the default rule set,
 # fixed semantics):
-#  (a) healthy: 2 epochs x 65 steps; the job ends by the hook's JOB_END,
+#  (a) healthy: 2 epochs x 65 steps (and 5 eval steps after each: EVAL
+#      step events); the job ends by the hook's JOB_END,
 #      every event the hook sent is evaluated, no rule has a finding or
 #      ends IssuesFound, no sequence gap;
 #  (c) every 15th step 6x slower (3 epochs x 120 steps): a StepOutlier
@@ -74,7 +75,7 @@ train() { # JOB ARGS...: runs train.py, its summary line in $WORK/JOB.out
 # 130 steps: StepOutlier needs more than 100, and a healthy step time's
 # tail on a loaded machine (scheduling hiccups beyond mean + 3 sd) grows
 # with the step count; it must stay at 10 outliers or fewer.
-train healthy --batches 65
+train healthy --batches 65 --eval-batches 5
 OUT=$(cat "$WORK/healthy.out")
 [ "$(field steps "$OUT")" -eq 130 ] || fail "healthy: steps $(field steps "$OUT")"
 for k in dropped failed undelivered worker_dropped; do
@@ -101,6 +102,11 @@ print("healthy: node %s steps %d mean %.4f s max %.4f s outliers %d (%s)" % (
     ",".join(det["step_numbers"])))
 for n in ("Dataloader", "MaxInitializationTime", "OverallFrameworkMetrics"):
     assert rules[n]["input"] == "received", (n, rules[n]["input"])
+# model.eval() after each epoch: its forwards are EVAL steps
+phase = rules["OverallFrameworkMetrics"]["report"]["Details"]["phase"]
+assert "Step:ModeKeys.EVAL" in phase and "Step:ModeKeys.TRAIN" in phase, phase
+fb = rules["OverallFrameworkMetrics"]["report"]["Details"]["forward_backward"]
+assert fb.get("Forward pass", 0) > 0 and fb.get("Backward pass", 0) > 0, fb
 PYEOF
 
 # ---- (c) periodic 6x slow steps -> StepOutlier -----------------------------

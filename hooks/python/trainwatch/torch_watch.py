@@ -183,6 +183,8 @@ def watch_dataloader(hook, loader, stats):
     """Makes `loader` report its iterator creation and GetNext waits, and
     its workers' fetches. Returns the workers' WorkerEvents (None without
     workers)."""
+    if getattr(type(loader), "_trainwatch_watched", False):
+        return None  # watched already: its events come once
     args = {"pid": os.getpid(), "num_workers": loader.num_workers,
             "pin_memory": bool(loader.pin_memory)}
     base = type(loader)
@@ -195,7 +197,8 @@ def watch_dataloader(hook, loader, stats):
         return _TimedIterator(hook, it, args)
 
     loader.__class__ = type("Watched" + base.__name__, (base,),
-                            {"__iter__": __iter__})
+                            {"__iter__": __iter__,
+                             "_trainwatch_watched": True})
     if loader.num_workers <= 0:
         return None
     ctx = loader.multiprocessing_context

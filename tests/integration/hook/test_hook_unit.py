@@ -178,5 +178,96 @@ class NoOpAndSafety(unittest.TestCase):
         self.assertEqual(s["undelivered"], 2)
 
 
+class TorchSteps(unittest.TestCase):
+    """Step counting and modes on a real torch model, events captured in
+    place of the queue (no broker needed)."""
+
+    def setUp(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("python3-torch missing")
+        self.torch = torch
+        self.hook = trainwatch.Hook(job="j", brokers="127.0.0.1:1",
+                                    close_timeout=0.2, handle_sigterm=False)
+        self.events = []
+        self.hook._sender.put = self.events.append
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(4, 4),
+                                         torch.nn.ReLU(),
+                                         torch.nn.Linear(4, 1))
+
+    def tearDown(self):
+        logging.disable(logging.CRITICAL)
+        self.hook.close()
+        logging.disable(logging.NOTSET)
+
+    def steps(self):
+        return [(e[0], e[5]["step_num"], e[2], e[3]) for e in self.events
+                if e[0].startswith("Step:")]
+
+    def train_step(self):
+        self.model(self.torch.randn(2, 4)).sum().backward()
+
+    def test_auto_steps_and_modes(self):
+        self.hook.watch(self.model)
+        for _ in range(3):
+            self.train_step()
+        self.model.eval()
+        with self.torch.no_grad():
+            for _ in range(2):
+                self.model(self.torch.randn(2, 4))
+        self.model.train()
+        self.train_step()
+        self.hook.close()
+        got = [(n, s) for n, s, _, _ in self.steps()]
+        self.assertEqual(got, [
+            ("Step:ModeKeys.TRAIN", "0"), ("Step:ModeKeys.TRAIN", "1"),
+            ("Step:ModeKeys.TRAIN", "2"), ("Step:ModeKeys.EVAL", "0"),
+            ("Step:ModeKeys.EVAL", "1"), ("Step:ModeKeys.TRAIN", "3")])
+        for _, _, start, end in self.steps():
+            self.assertLessEqual(start, end)
+        phases = [e[1] for e in self.events]
+        self.assertEqual(phases.count("Forward-SubModuleInternal"), 6)
+        # backward only for the 4 training steps (eval ran under no_grad)
+        self.assertEqual(phases.count("Backward-SubModuleInternal"), 4)
+        for e in self.events:
+            if e[1] == "Backward-SubModuleInternal":
+                self.assertLessEqual(e[2], e[3])
+
+    def test_explicit_steps_and_mode(self):
+        self.hook.watch(self.model)
+        self.hook.step()
+        self.train_step()
+        self.train_step()  # forwards no longer start steps
+        self.hook.step()
+        self.train_step()
+        self.hook.mode("predict")
+        self.model.eval()   # the explicit mode is kept
+        self.hook.step()
+        self.model(self.torch.randn(2, 4))
+        self.hook.mode("bogus")  # ignored with a warning
+        self.hook.close()
+        got = [(n, s) for n, s, _, _ in self.steps()]
+        self.assertEqual(got, [
+            ("Step:ModeKeys.TRAIN", "0"), ("Step:ModeKeys.TRAIN", "1"),
+            ("Step:ModeKeys.PREDICT", "0")])
+
+    def test_dataloader_watched_once(self):
+        from torch.utils.data import DataLoader, TensorDataset
+        data = TensorDataset(self.torch.randn(8, 4))
+        loader = DataLoader(data, batch_size=2, num_workers=0)
+        self.hook.watch(dataloader=loader)
+        self.hook.watch(dataloader=loader)
+        n = sum(1 for _ in loader)
+        self.assertEqual(n, 4)
+        names = [e[0] for e in self.events]
+        self.assertEqual(names.count("GetNext"), 4)
+        self.assertEqual(names.count("DataLoaderIterInitialize"), 1)
+        init = [e for e in self.events if e[0] == "DataLoaderIterInitialize"]
+        self.assertEqual(init[0][5]["num_workers"], 0)
+        self.assertIs(init[0][5]["pin_memory"], False)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -75,13 +75,17 @@ train() { # JOB ARGS...: runs train.py, its summary line in $WORK/JOB.out
 # 130 steps: StepOutlier needs more than 100, and a healthy step time's
 # tail on a loaded machine (scheduling hiccups beyond mean + 3 sd) grows
 # with the step count; it must stay at 10 outliers or fewer.
-train healthy --batches 65 --eval-batches 5
+train healthy --batches 65 --eval-batches 5 --profiler-config \
+    '{"system_monitor_interval_millis": 200, "framework_profile_params": {"start_step": 3, "num_steps": 5, "python_profiling_config": {"python_profiler": "cprofile", "cprofile_timer": "cpu_time"}}}'
 OUT=$(cat "$WORK/healthy.out")
 [ "$(field steps "$OUT")" -eq 130 ] || fail "healthy: steps $(field steps "$OUT")"
 for k in dropped failed undelivered worker_dropped; do
     [ "$(field $k "$OUT")" = 0 ] || fail "healthy: $k=$(field $k "$OUT")"
 done
 FIN=$(grep "job healthy finished" "$WORK/A.err") || fail "healthy: no finish line"
+# the hook's JOB_START carries its configuration, valid for the engine too
+grep -q "profiler configuration is invalid" "$WORK/A.err" &&
+    fail "healthy: $(grep "profiler configuration is invalid" "$WORK/A.err")"
 grep -q "finished (end marker)" <<<"$FIN" || fail "healthy: not ended by JOB_END: $FIN"
 "$PY" - "$WORK/res/healthy.json" <<'PYEOF' || fail "healthy results"
 import json, sys

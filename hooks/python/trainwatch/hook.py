@@ -149,12 +149,7 @@ class Hook:
                               max_queue=max_queue,
                               flush_interval=flush_interval)
         holder["s"] = self._sender
-        config = dict(self.profiler_config.to_dict())
-        config["node"] = {"rank": self.identity.rank,
-                          "local_rank": self.identity.local_rank,
-                          "world_size": self.identity.world_size,
-                          "host": self.identity.host,
-                          "pid": self.identity.pid}
+        config = self.profiler_config.to_dict()
         self._sender.marker(
             (MARKER_JOB_START, process_start_us(),
              self.profiler_config.system_monitor_interval_millis,

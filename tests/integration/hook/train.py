@@ -14,6 +14,7 @@ every Nth step --slow-factor times longer (the StepOutlier pathology).
 Prints one line `train: steps=... seconds=... hook=k=v ...` at the end.
 """
 import argparse
+import json
 import logging
 import time
 
@@ -78,6 +79,7 @@ def main():
     ap.add_argument("--flush-interval", type=float, default=0.2)
     ap.add_argument("--max-queue", type=int, default=100000)
     ap.add_argument("--close-timeout", type=float, default=15.0)
+    ap.add_argument("--profiler-config", help="ProfilerConfig as JSON")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--detectable-after", type=int, default=11,
                     help="slow steps that make the pathology detectable "
@@ -99,7 +101,12 @@ def main():
     hook = None
     if not a.no_hook:
         import trainwatch
+        config = None
+        if a.profiler_config:
+            config = trainwatch.ProfilerConfig.from_dict(
+                json.loads(a.profiler_config))
         hook = trainwatch.Hook(job=a.job, brokers=a.brokers,
+                               profiler_config=config,
                                flush_interval=a.flush_interval,
                                max_queue=a.max_queue,
                                close_timeout=a.close_timeout)

@@ -3,12 +3,14 @@
  * every invalid case is refused with a message naming its fields, every
  * valid one accepted; plus what only the C side sees (not JSON, duplicate
  * keys, Python-only regex syntax). */
-#include <cmocka.h>
-#include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

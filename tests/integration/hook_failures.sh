@@ -13,7 +13,10 @@
 #     complete (events are dropped before they get a sequence number);
 #  4. SIGTERM mid-run: the hook sends JOB_END and flushes, then the
 #     process dies of the signal as it would have without the hook (143);
-#     the engine ends the job by that JOB_END, complete.
+#     the engine ends the job by that JOB_END, complete;
+#  5. broker killed (-9) mid-run and restarted on its port: every step
+#     runs, nothing is left undelivered, and the restarted broker gets
+#     the rest of the hook's batches in sequence, ending with JOB_END.
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
 TW=$BUILD/trainwatch
@@ -141,4 +144,44 @@ PYEOF
 
 tw_run_stop A || fail "run exit status"
 tw_broker_stop || fail "broker stop"
-echo "PASS hook_failures: no broker (undelivered reported), broker up late (all delivered, complete job), queue overflow ($DROPPED events dropped, counted, job complete), SIGTERM (JOB_END sent, complete job, exit 143)"
+
+# ---- 5. broker killed mid-run and restarted ----------------------------------
+# The embedded broker keeps its log in memory: what it held dies with it
+# (the engine would see that job's beginning lost). The hook must go on
+# training, hold what it could not send, and send it all to the new one.
+P=$(free_port)
+tw_broker_start --port "$P" || fail "broker start on port $P"
+"$PY" "$HERE/hook/train.py" --job killed --brokers "127.0.0.1:$P" \
+    "${train_args[@]}" --epochs 12 >"$WORK/killed.out" 2>"$WORK/killed.err" &
+TRAIN_PID=$!
+sleep 3
+kill -KILL "$BROKER_PID"
+wait "$BROKER_PID" 2>/dev/null
+BROKER_PID=
+wait_for 30 grep -q "events wait for the broker" "$WORK/killed.err" ||
+    fail "killed broker: the hook did not notice"
+sleep 1
+tw_broker_start --port "$P" || fail "broker restart on port $P"
+wait "$TRAIN_PID" || fail "training with a killed broker: $(tail -n 5 "$WORK/killed.err")"
+TRAIN_PID=
+OUT=$(cat "$WORK/killed.out")
+echo "$OUT"
+[ "$(field steps "$OUT")" -eq $((12 * STEPS)) ] || fail "killed broker: steps $(field steps "$OUT")"
+[ "$(field undelivered "$OUT")" = 0 ] || fail "killed broker: undelivered=$(field undelivered "$OUT")"
+grep -q "Kafka reachable again" "$WORK/killed.err" || fail "killed broker: no recovery logged"
+timeout 30 kcat -b "$BOOTSTRAP" -C -t trainwatch.metrics -o beginning -e -q \
+    -f '%R%s' >"$WORK/killed.bin" || fail "kcat -C metrics"
+"$PY" "$HERE/hook/decode.py" "$WORK/killed.bin" >"$WORK/killed.jsonl" || fail "decode"
+"$PY" - "$WORK/killed.jsonl" "$(field batches "$OUT")" <<'PYEOF' || fail "killed broker: what the new broker got"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+seqs = [r["seq"] for r in rows if r["job"] == "killed"]
+assert seqs, "nothing reached the restarted broker"
+assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+assert seqs[-1] == int(sys.argv[2]), (seqs[-1], sys.argv[2])
+last = [r for r in rows if r["job"] == "killed"][-1]
+assert [m["kind"] for m in last["markers"]] == [2], last  # JOB_END
+print("restarted broker got seq %d..%d, the last the JOB_END" % (seqs[0], seqs[-1]))
+PYEOF
+tw_broker_stop || fail "broker stop"
+echo "PASS hook_failures: no broker (undelivered reported), broker up late (all delivered, complete job), queue overflow ($DROPPED events dropped, counted, job complete), SIGTERM (JOB_END sent, complete job, exit 143), broker killed and restarted (training went on, the rest delivered in order)"

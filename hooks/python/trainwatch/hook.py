@@ -81,7 +81,8 @@ class Hook:
         self._pid = os.getpid()
         self._active = False
         self._closed = False
-        self._close_lock = threading.Lock()
+        # reentrant: SIGTERM may arrive while close() runs on this thread
+        self._close_lock = threading.RLock()
         self._close_timeout = close_timeout
         self._sender = None
         self._mode = "TRAIN"
@@ -314,7 +315,7 @@ class Hook:
             self.summary["undelivered"] = undelivered
             level = logging.WARNING if (
                 self.summary["dropped"] or undelivered or
-                self.summary["failed"] or
+                self.summary["failed"] or self.summary["errors"] or
                 self.summary["worker_dropped"]) else logging.INFO
             log.log(level, "trainwatch: job %s node %s closed: %s", self.job,
                     self.identity.node,

@@ -32,7 +32,7 @@ class _Marker:
 
 class SenderStats:
     __slots__ = ("events", "dropped", "batches", "delivered", "failed",
-                 "bytes", "worker_dropped", "sender_cpu_s")
+                 "bytes", "worker_dropped", "errors", "sender_cpu_s")
 
     def __init__(self):
         self.events = 0          # events accepted into the queue
@@ -42,6 +42,7 @@ class SenderStats:
         self.failed = 0          # batches the producer gave up on
         self.bytes = 0
         self.worker_dropped = 0  # dataloader worker events dropped there
+        self.errors = 0          # errors of the sending thread
         self.sender_cpu_s = 0.0  # CPU time of the sending thread
 
     def as_dict(self):
@@ -97,6 +98,14 @@ class Sender:
         self._sources.append(fn)
 
     # ---- sending thread --------------------------------------------------
+    def _error_once(self, what):
+        """Logs the first error with its traceback; later ones are only
+        counted (errors)."""
+        self.stats.errors += 1
+        if self.stats.errors == 1:
+            log.exception("trainwatch: %s; later errors are only counted",
+                          what)
+
     def on_error(self, err):
         """librdkafka error callback (runs in poll(), on this thread)."""
         if not self._broker_down and "down" in str(err).lower():
@@ -127,8 +136,14 @@ class Sender:
         return True
 
     def _send(self, events, markers):
-        data = encode_batch(self._job, self._node, self._next_seq, events,
-                            markers)
+        try:
+            data = encode_batch(self._job, self._node, self._next_seq,
+                                events, markers)
+        except Exception:  # e.g. an argument value JSON cannot hold
+            self.stats.dropped += len(events)
+            self._error_once("cannot encode a batch (its events are "
+                             "dropped and counted)")
+            return True
         self._next_seq += 1
         if not self._produce(data):
             self._pending = data
@@ -178,8 +193,8 @@ class Sender:
                 self._drain()
                 self._producer.poll(0)
             except Exception:  # never let the thread die silently
-                log.exception("trainwatch: sending thread error (events of "
-                              "this round may be lost)")
+                self._error_once("sending thread error (events of this "
+                                 "round may be lost)")
             self.stats.sender_cpu_s = round(time.thread_time(), 4)
             if stop:
                 return

@@ -269,5 +269,23 @@ class TorchSteps(unittest.TestCase):
         self.assertIs(init[0][5]["pin_memory"], False)
 
 
+class SenderErrors(unittest.TestCase):
+    def test_unencodable_event_is_dropped_and_counted(self):
+        h = trainwatch.Hook(job="j", brokers="127.0.0.1:1",
+                            close_timeout=0.3, handle_sigterm=False)
+        logging.disable(logging.CRITICAL)
+        try:
+            h._emit("bad", "P", 1, 2, {"x": object()})
+            h._emit("good", "P", 1, 2, None)
+            s = h.close()
+        finally:
+            logging.disable(logging.NOTSET)
+        # the bad event's batch was dropped before it got a sequence
+        # number; JOB_START and JOB_END still wait for the broker
+        self.assertEqual(s["errors"], 1)
+        self.assertEqual(s["dropped"], 2)
+        self.assertEqual(s["undelivered"], 2)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -274,6 +274,10 @@ class Hook:
         self._last_activity = now
 
     @_guarded
+    def _on_optimizer_step(self):
+        self._last_activity = _now_us()
+
+    @_guarded
     def _on_dataloader(self, name, phase, start_us, end_us, args):
         self._emit(name, phase, start_us, end_us, args)
         self._last_activity = end_us

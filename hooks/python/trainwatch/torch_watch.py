@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import queue
 import time
+import types
 
 import torch
 
@@ -81,8 +82,22 @@ def watch_module(hook, model):
 
 
 def watch_optimizer(hook, optimizer):
-    """Nothing to hook in torch 1.13 beyond the parameters' gradients
-    (optimizer step hooks came with 2.0)."""
+    """Notes the end of each optimizer.step() (the last step of a run ends
+    there rather than at close()). torch 1.13 has no optimizer step hooks
+    (2.0 does), so the instance's step becomes a bound method that calls
+    the original: LR schedulers, which wrap optimizer.step through its
+    __func__ and __self__, keep working. Nothing to remove."""
+    if getattr(optimizer.step, "_trainwatch", False):
+        return []
+    original = optimizer.step
+
+    def step(self, *args, **kwargs):
+        out = original(*args, **kwargs)
+        hook._on_optimizer_step()
+        return out
+
+    step._trainwatch = True
+    optimizer.step = types.MethodType(step, optimizer)
     return []
 
 

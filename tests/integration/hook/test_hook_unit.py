@@ -253,6 +253,24 @@ class TorchSteps(unittest.TestCase):
             ("Step:ModeKeys.TRAIN", "0"), ("Step:ModeKeys.TRAIN", "1"),
             ("Step:ModeKeys.PREDICT", "0")])
 
+    def test_optimizer_and_lr_scheduler(self):
+        opt = self.torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.hook.watch(self.model, optimizer=opt)
+        self.hook.watch(optimizer=opt)  # once
+        sched = self.torch.optim.lr_scheduler.StepLR(opt, step_size=1,
+                                                     gamma=0.5)
+        for _ in range(2):
+            opt.zero_grad()
+            self.train_step()
+            opt.step()
+            sched.step()
+        self.assertAlmostEqual(opt.param_groups[0]["lr"], 0.025)
+        last_opt = self.hook._last_activity
+        self.hook.close()
+        # the last step ends where its optimizer step ended
+        self.assertEqual(self.steps()[-1][3], last_opt)
+        self.assertEqual(len(self.steps()), 2)
+
     def test_dataloader_watched_once(self):
         from torch.utils.data import DataLoader, TensorDataset
         data = TensorDataset(self.torch.randn(8, 4))

@@ -8,7 +8,7 @@
 #      step events); the job ends by the hook's JOB_END,
 #      every event the hook sent is evaluated, no rule has a finding or
 #      ends IssuesFound, no sequence gap;
-#  (c) every 15th step 6x slower (3 epochs x 120 steps): a StepOutlier
+#  (c) every 15th step 6x slower (4 epochs x 120 steps): a StepOutlier
 #      finding on the alert topic while training still runs;
 #      the time from the pathology's onset (the first slow step) and from
 #      the step that made it detectable (the 11th slow step: n_outliers
@@ -114,7 +114,7 @@ assert fb.get("Forward pass", 0) > 0 and fb.get("Backward pass", 0) > 0, fb
 PYEOF
 
 # ---- (c) periodic 6x slow steps -> StepOutlier -----------------------------
-train slow --slow-every 15 --slow-factor 6 --epochs 3
+train slow --slow-every 15 --slow-factor 6 --epochs 4
 OUT=$(cat "$WORK/slow.out")
 LOOP_END=$(field loop_end_us "$OUT")
 ONSET=$(field slow_onset_us "$OUT")

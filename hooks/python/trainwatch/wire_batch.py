@@ -1,8 +1,7 @@
 """Encodes one metric batch (schemas/metrics.fbs) with the code `flatc
 --python` generates from the schema (the package trainwatch.wire, made at
 build time by hooks/python/CMakeLists.txt or setup.py). Nothing here
-knows the binary
-layout; it only calls the generated builders.
+knows the binary layout; it only calls the generated builders.
 
 An event is the tuple the hook records:
     (name, phase, start_us, end_us, pid, args, source)

@@ -25,6 +25,11 @@
  * written to Details and a length, i.e. about N*G*(2*49*8 + 64) bytes,
  * plus N*G*(G-1)/2 distances in fixed. Histograms are updated per sample
  * instead of being recomputed from the whole history.
+ *
+ * Cost: each node keeps its GPUs in a list (id order) and each GPU its
+ * distances (written order), so a scan and a report cost O(series +
+ * distances), not O(nodes x series): the report runs for every alert and
+ * the results file, and a 6 000-node job made it the engine's bottleneck.
  */
 #include <math.h>
 #include <stdio.h>
@@ -56,13 +61,22 @@ typedef struct lb_gpu {
     int64_t hist[LB_BINS];     /* live histogram                         */
     int64_t written[LB_BINS];  /* Details[node]["workloads"][gpu]        */
     uint32_t det_seq;          /* order inside Details[node]["workloads"] */
+    uint32_t next_in_node;     /* next GPU id of its node; LB_NOSEQ     */
+    uint32_t dist_first, dist_last; /* its distances as g1; LB_NOSEQ    */
 } lb_gpu;
 
 /* Details[node]["distances"][g1][g2] */
 typedef struct lb_dist {
     uint32_t g1, g2;
     double d;
+    uint32_t next_same_g1; /* LB_NOSEQ at the end */
 } lb_dist;
+
+/* One node of the series table. */
+typedef struct lb_node {
+    uint32_t seq;              /* order of Details[node]; LB_NOSEQ */
+    uint32_t first_gpu, last_gpu; /* its GPU ids, in id order; LB_NOSEQ */
+} lb_node;
 
 typedef struct lb {
     const tw_host *host;
@@ -74,13 +88,15 @@ typedef struct lb {
     tw_seriestab tab;
     lb_gpu *gpu;
     uint32_t gpu_cap;
-    uint32_t *node_seq; /* order of Details[node]; LB_NOSEQ */
+    lb_node *node;
     uint32_t node_cap;
     lb_dist *dist;      /* first-written order */
     uint32_t ndist, dist_cap;
 
     int64_t triggered, violations, datapoints;
     uint32_t next_seq;
+    uint64_t *order; /* report scratch: (key << 32 | id), sorted */
+    uint32_t order_cap;
 } lb;
 
 static int wants_util(const tw_series *s)
@@ -94,8 +110,9 @@ static void lb_destroy(void *state)
     if (r == NULL)
         return;
     free(r->gpu);
-    free(r->node_seq);
+    free(r->node);
     free(r->dist);
+    free(r->order);
     tw_seriestab_free(&r->tab);
     free(r);
 }
@@ -130,13 +147,23 @@ static int lb_gpu_new(lb *r, uint32_t id)
         TW_OK)
         return TW_ERR;
     uint32_t old = r->node_cap;
-    if (tw_sys_grow((void **)&r->node_seq, sizeof(uint32_t), &r->node_cap,
+    if (tw_sys_grow((void **)&r->node, sizeof(lb_node), &r->node_cap,
                     tw_seriestab_nnodes(&r->tab)) != TW_OK)
         return TW_ERR;
     for (uint32_t i = old; i < r->node_cap; i++)
-        r->node_seq[i] = LB_NOSEQ;
-    memset(&r->gpu[id], 0, sizeof(lb_gpu));
-    r->gpu[id].det_seq = LB_NOSEQ;
+        r->node[i] = (lb_node){LB_NOSEQ, LB_NOSEQ, LB_NOSEQ};
+    lb_gpu *g = &r->gpu[id];
+    memset(g, 0, sizeof(*g));
+    g->det_seq = LB_NOSEQ;
+    g->next_in_node = LB_NOSEQ;
+    g->dist_first = g->dist_last = LB_NOSEQ;
+    /* ids grow by one, so appending keeps each node's list in id order */
+    lb_node *nd = &r->node[tw_seriestab_node(&r->tab, id)];
+    if (nd->last_gpu == LB_NOSEQ)
+        nd->first_gpu = id;
+    else
+        r->gpu[nd->last_gpu].next_in_node = id;
+    nd->last_gpu = id;
     return TW_OK;
 }
 
@@ -204,8 +231,9 @@ static double lb_distance(const lb *r, const lb_gpu *x, const lb_gpu *y)
 
 static int lb_set_distance(lb *r, uint32_t g1, uint32_t g2, double d)
 {
-    for (uint32_t i = 0; i < r->ndist; i++) {
-        if (r->dist[i].g1 == g1 && r->dist[i].g2 == g2) {
+    lb_gpu *a = &r->gpu[g1];
+    for (uint32_t i = a->dist_first; i != LB_NOSEQ; i = r->dist[i].next_same_g1) {
+        if (r->dist[i].g2 == g2) {
             r->dist[i].d = d;
             return TW_OK;
         }
@@ -213,7 +241,13 @@ static int lb_set_distance(lb *r, uint32_t g1, uint32_t g2, double d)
     if (tw_sys_grow((void **)&r->dist, sizeof(lb_dist), &r->dist_cap,
                     r->ndist + 1) != TW_OK)
         return TW_ERR;
-    r->dist[r->ndist++] = (lb_dist){g1, g2, d};
+    uint32_t i = r->ndist++;
+    r->dist[i] = (lb_dist){g1, g2, d, LB_NOSEQ};
+    if (a->dist_last == LB_NOSEQ)
+        a->dist_first = i;
+    else
+        r->dist[a->dist_last].next_same_g1 = i;
+    a->dist_last = i;
     return TW_OK;
 }
 
@@ -224,9 +258,10 @@ static int lb_compare(lb *r)
         const lb_gpu *a = &r->gpu[g1];
         if (!a->live || (int64_t)a->n <= r->patience)
             continue;
-        uint32_t node = tw_seriestab_node(&r->tab, g1);
-        for (uint32_t g2 = g1 + 1; g2 < n; g2++) {
-            if (!r->gpu[g2].live || tw_seriestab_node(&r->tab, g2) != node)
+        /* the node's later GPUs: its list is in id order */
+        for (uint32_t g2 = a->next_in_node; g2 != LB_NOSEQ;
+             g2 = r->gpu[g2].next_in_node) {
+            if (!r->gpu[g2].live)
                 continue;
             double d = lb_distance(r, a, &r->gpu[g2]);
             if (d > r->threshold) {
@@ -259,14 +294,14 @@ static int lb_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     }
     /* Details[node]["workloads"][gpu] := histogram, for every live series
      * (nodes, then GPUs, in the series map's order) */
-    uint32_t n = tw_seriestab_count(&r->tab);
     for (uint32_t node = 0; node < tw_seriestab_nnodes(&r->tab); node++) {
-        for (uint32_t id = 0; id < n; id++) {
+        for (uint32_t id = r->node[node].first_gpu; id != LB_NOSEQ;
+             id = r->gpu[id].next_in_node) {
             lb_gpu *g = &r->gpu[id];
-            if (!g->live || tw_seriestab_node(&r->tab, id) != node)
+            if (!g->live)
                 continue;
-            if (r->node_seq[node] == LB_NOSEQ)
-                r->node_seq[node] = r->next_seq++;
+            if (r->node[node].seq == LB_NOSEQ)
+                r->node[node].seq = r->next_seq++;
             if (g->det_seq == LB_NOSEQ)
                 g->det_seq = r->next_seq++;
             memcpy(g->written, g->hist, sizeof(g->hist));
@@ -289,57 +324,78 @@ static const char *lb_name(const lb *r, uint32_t id)
     return name != NULL ? name : "null";
 }
 
-static void lb_write_node(lb *r, tw_json *j, uint32_t node)
+static int lb_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The node's GPUs whose key(id) is not LB_NOSEQ, as (key << 32 | id) in
+ * r->order sorted by key (keys are unique); their count, or -1 (out of
+ * memory). */
+static int64_t lb_sorted(lb *r, uint32_t node, int by_dist)
+{
+    uint32_t m = 0;
+    for (uint32_t id = r->node[node].first_gpu; id != LB_NOSEQ;
+         id = r->gpu[id].next_in_node) {
+        const lb_gpu *g = &r->gpu[id];
+        uint32_t key = by_dist ? g->dist_first : g->det_seq;
+        if (key == LB_NOSEQ ||
+            (!by_dist && key <= r->node[node].seq)) /* see lb_write_node */
+            continue;
+        if (tw_sys_grow((void **)&r->order, sizeof(uint64_t), &r->order_cap,
+                        m + 1) != TW_OK)
+            return -1;
+        r->order[m++] = (uint64_t)key << 32 | id;
+    }
+    qsort(r->order, m, sizeof(uint64_t), lb_cmp_u64);
+    return m;
+}
+
+static int lb_write_node(lb *r, tw_json *j, uint32_t node)
 {
     const tw_host *h = r->host;
-    uint32_t n = tw_seriestab_count(&r->tab);
     h->json_key(j, tw_seriestab_node_name(&r->tab, node));
     h->json_object_begin(j);
     h->json_key(j, "workloads");
     h->json_object_begin(j);
-    for (uint32_t seq = r->node_seq[node] + 1; seq < r->next_seq; seq++) {
-        for (uint32_t id = 0; id < n; id++) {
-            const lb_gpu *g = &r->gpu[id];
-            if (g->det_seq != seq || tw_seriestab_node(&r->tab, id) != node)
-                continue;
-            h->json_key(j, lb_name(r, id));
-            h->json_array_begin(j);
-            for (int b = 0; b < LB_BINS; b++)
-                h->json_int(j, g->written[b]);
-            h->json_array_end(j);
-        }
+    /* in Details order: the node's GPUs written after the node itself */
+    int64_t m = lb_sorted(r, node, 0);
+    if (m < 0)
+        return TW_ERR;
+    for (int64_t k = 0; k < m; k++) {
+        uint32_t id = (uint32_t)r->order[k];
+        h->json_key(j, lb_name(r, id));
+        h->json_array_begin(j);
+        for (int b = 0; b < LB_BINS; b++)
+            h->json_int(j, r->gpu[id].written[b]);
+        h->json_array_end(j);
     }
     h->json_object_end(j);
-    int any = 0;
-    for (uint32_t i = 0; i < r->ndist; i++) {
-        const lb_dist *d = &r->dist[i];
-        if (tw_seriestab_node(&r->tab, d->g1) != node)
-            continue;
-        /* first g1 occurrence opens its object holding all its g2 */
-        int first = 1;
-        for (uint32_t k = 0; k < i; k++)
-            if (r->dist[k].g1 == d->g1)
-                first = 0;
-        if (!first)
-            continue;
-        if (!any) {
-            h->json_key(j, "distances");
-            h->json_object_begin(j);
-            any = 1;
-        }
-        h->json_key(j, lb_name(r, d->g1));
+    /* one object per g1 in the order of its first distance, holding its
+     * g2 in written order */
+    m = lb_sorted(r, node, 1);
+    if (m < 0)
+        return TW_ERR;
+    if (m > 0) {
+        h->json_key(j, "distances");
         h->json_object_begin(j);
-        for (uint32_t k = i; k < r->ndist; k++) {
-            if (r->dist[k].g1 != d->g1)
-                continue;
-            h->json_key(j, lb_name(r, r->dist[k].g2));
-            h->json_double(j, r->dist[k].d);
+    }
+    for (int64_t k = 0; k < m; k++) {
+        uint32_t g1 = (uint32_t)r->order[k];
+        h->json_key(j, lb_name(r, g1));
+        h->json_object_begin(j);
+        for (uint32_t i = r->gpu[g1].dist_first; i != LB_NOSEQ;
+             i = r->dist[i].next_same_g1) {
+            h->json_key(j, lb_name(r, r->dist[i].g2));
+            h->json_double(j, r->dist[i].d);
         }
         h->json_object_end(j);
     }
-    if (any)
+    if (m > 0)
         h->json_object_end(j);
     h->json_object_end(j);
+    return TW_OK;
 }
 
 static int lb_report(void *state, tw_json *j)
@@ -349,6 +405,17 @@ static int lb_report(void *state, tw_json *j)
     char params[128];
     snprintf(params, sizeof(params), "threshold:%s\npatience:%s",
              r->ptext[P_THRESHOLD], r->ptext[P_PATIENCE]);
+    /* nodes in Details order: seq -> node, each seq used at most once */
+    uint32_t nn = tw_seriestab_nnodes(&r->tab);
+    uint32_t *by_seq = NULL;
+    if (r->next_seq > 0 &&
+        (by_seq = malloc((size_t)r->next_seq * sizeof(*by_seq))) == NULL)
+        return TW_ERR;
+    for (uint32_t s = 0; s < r->next_seq; s++)
+        by_seq[s] = LB_NOSEQ;
+    for (uint32_t node = 0; node < nn; node++)
+        if (r->node[node].seq != LB_NOSEQ)
+            by_seq[r->node[node].seq] = node;
     h->json_object_begin(j);
     h->json_key(j, "RuleTriggered");
     h->json_int(j, r->triggered);
@@ -356,10 +423,13 @@ static int lb_report(void *state, tw_json *j)
     h->json_int(j, r->violations);
     h->json_key(j, "Details");
     h->json_object_begin(j);
-    for (uint32_t seq = 0; seq < r->next_seq; seq++)
-        for (uint32_t node = 0; node < tw_seriestab_nnodes(&r->tab); node++)
-            if (r->node_seq[node] == seq)
-                lb_write_node(r, j, node);
+    int rc = TW_OK;
+    for (uint32_t s = 0; rc == TW_OK && s < r->next_seq; s++)
+        if (by_seq[s] != LB_NOSEQ)
+            rc = lb_write_node(r, j, by_seq[s]);
+    free(by_seq);
+    if (rc != TW_OK)
+        return rc;
     h->json_object_end(j);
     h->json_key(j, "Datapoints");
     h->json_int(j, r->datapoints);
@@ -381,7 +451,7 @@ static int lb_save(void *state, tw_buf *out)
     tw_ser_u32(&s, r->next_seq);
     tw_seriestab_save(&r->tab, &s);
     for (uint32_t n = 0; n < tw_seriestab_nnodes(&r->tab); n++)
-        tw_ser_u32(&s, r->node_seq[n]);
+        tw_ser_u32(&s, r->node[n].seq);
     for (uint32_t i = 0; i < tw_seriestab_count(&r->tab); i++) {
         const lb_gpu *g = &r->gpu[i];
         tw_ser_u8(&s, (uint8_t)g->live);
@@ -423,7 +493,7 @@ static int lb_restore(void *state, const void *data, size_t len, char *err,
         if (lb_gpu_new(r, i) != TW_OK)
             goto bad;
     for (uint32_t k = 0; k < tw_seriestab_nnodes(&r->tab); k++)
-        r->node_seq[k] = tw_deser_u32(&d);
+        r->node[k].seq = tw_deser_u32(&d);
     for (uint32_t i = 0; i < n; i++) {
         lb_gpu *g = &r->gpu[i];
         g->live = tw_deser_u8(&d);

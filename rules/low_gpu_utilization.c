@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "countmap.h"
+#include "smap.h"
 #include "select.h"
 #include "ser.h"
 #include "trainwatch/plugin.h"
@@ -109,6 +110,13 @@ typedef struct lowgpu {
 
     int64_t triggered, violations, datapoints;
     double *scratch;  /* window values */
+
+    /* Indexes, so that a job's cost stays linear in its GPUs: */
+    tw_smap node_ids; /* node -> nodes index + 1 */
+    tw_smap gpu_ids;  /* node -> {"\1" name, or "" for null -> gpus index + 1} */
+    tw_smap det_ids;  /* node -> det index + 1 */
+    size_t *order;    /* scan: gpus indexes grouped by node */
+    size_t *node_start;
 } lowgpu;
 
 static char *dup_str(const char *s)
@@ -140,6 +148,8 @@ static void forget_series(lowgpu *r)
     for (size_t i = 0; i < r->nnodes; i++)
         free(r->nodes[i]);
     r->nnodes = 0;
+    tw_smap_free(&r->node_ids);
+    tw_smap_free(&r->gpu_ids);
     if (r->by_series != NULL)
         memset(r->by_series, 0, r->nby * sizeof(*r->by_series));
 }
@@ -160,6 +170,7 @@ static void clear_all(lowgpu *r)
     free(r->det);
     r->det = NULL;
     r->ndet = 0;
+    tw_smap_free(&r->det_ids);
 }
 
 static void destroy(void *state)
@@ -171,6 +182,8 @@ static void destroy(void *state)
     free(r->gpus);
     free(r->nodes);
     free(r->scratch);
+    free(r->order);
+    free(r->node_start);
     free(r);
 }
 
@@ -219,11 +232,14 @@ static size_t map_cap(const lowgpu *r)
 
 static int node_ord(lowgpu *r, const char *node, uint32_t *out)
 {
-    for (size_t i = 0; i < r->nnodes; i++)
-        if (strcmp(r->nodes[i], node) == 0) {
-            *out = (uint32_t)i;
-            return TW_OK;
-        }
+    tw_smap_entry *e = tw_smap_put(&r->node_ids, node);
+    if (e == NULL)
+        return TW_ERR;
+    if (e->val > 0) {
+        *out = (uint32_t)(e->val - 1);
+        return TW_OK;
+    }
+    e->val = (int64_t)r->nnodes + 1;
     char **nn = realloc(r->nodes, (r->nnodes + 1) * sizeof(*nn));
     if (nn == NULL)
         return TW_ERR;
@@ -236,12 +252,33 @@ static int node_ord(lowgpu *r, const char *node, uint32_t *out)
 }
 
 /* The tracked GPU for (node, name), created at its first sample. */
+/* The entry of (node, name) in a node -> name index (val = index + 1). */
+static tw_smap_entry *name_entry(tw_smap *ids, const char *node,
+                                 const char *name)
+{
+    tw_smap *names = tw_smap_sub(ids, node);
+    if (names == NULL)
+        return NULL;
+    if (name == NULL)
+        return tw_smap_put(names, "");
+    size_t n = strlen(name);
+    char *key = malloc(n + 2);
+    if (key == NULL)
+        return NULL;
+    key[0] = '\1'; /* apart from the null name's "" */
+    memcpy(key + 1, name, n + 1);
+    tw_smap_entry *e = tw_smap_put(names, key);
+    free(key);
+    return e;
+}
+
 static gpu_series *find_gpu(lowgpu *r, const char *node, const char *name)
 {
-    for (size_t i = 0; i < r->ngpus; i++)
-        if (strcmp(r->gpus[i].node, node) == 0 &&
-            str_eq(r->gpus[i].name, name))
-            return &r->gpus[i];
+    tw_smap_entry *e = name_entry(&r->gpu_ids, node, name);
+    if (e == NULL)
+        return NULL;
+    if (e->val > 0)
+        return &r->gpus[e->val - 1];
     if (r->ngpus == r->capgpus) {
         size_t cap = r->capgpus ? 2 * r->capgpus : 8;
         gpu_series *g = realloc(r->gpus, cap * sizeof(*g));
@@ -262,6 +299,7 @@ static gpu_series *find_gpu(lowgpu *r, const char *node, const char *name)
         return NULL;
     }
     r->ngpus++;
+    e->val = (int64_t)r->ngpus;
     return g;
 }
 
@@ -291,9 +329,11 @@ static gpu_series *gpu_of_series(lowgpu *r, const tw_scan *scan, uint32_t id)
 static gpu_detail *detail_slot(lowgpu *r, const char *node, const char *name)
 {
     node_detail *nd = NULL;
-    for (size_t i = 0; i < r->ndet; i++)
-        if (strcmp(r->det[i].node, node) == 0)
-            nd = &r->det[i];
+    tw_smap_entry *e = tw_smap_put(&r->det_ids, node);
+    if (e == NULL)
+        return NULL;
+    if (e->val > 0)
+        nd = &r->det[e->val - 1];
     if (nd == NULL) {
         node_detail *d = realloc(r->det, (r->ndet + 1) * sizeof(*d));
         if (d == NULL)
@@ -305,6 +345,7 @@ static gpu_detail *detail_slot(lowgpu *r, const char *node, const char *name)
         if (nd->node == NULL)
             return NULL;
         r->ndet++;
+        e->val = (int64_t)r->ndet;
     }
     for (size_t g = 0; g < nd->ngpus; g++)
         if (str_eq(nd->gpus[g].name, name))
@@ -373,47 +414,67 @@ static int scan(void *state, const tw_scan *sc, tw_scan_result *out,
                 series_of[r->by_series[id] - 1] = (uint32_t)id;
     }
 
-    int reset = 0, rc = TW_OK;
-    for (uint32_t nd = 0; nd < r->nnodes && rc == TW_OK; nd++) {
-        for (size_t gi = 0; gi < r->ngpus && rc == TW_OK; gi++) {
-            gpu_series *g = &r->gpus[gi];
-            if (g->node_ord != nd)
-                continue;
-            r->datapoints = (int64_t)g->n;
-            if (g->n > LOWGPU_MAX_DATAPOINTS)
-                reset = 1;
-            if (g->n <= (uint64_t)r->patience)
-                continue;
-            double w95, w5;
-            if (window_quantiles(r, sc, series_of[gi], g, &w95, &w5) !=
-                TW_OK) {
-                snprintf(err, errlen,
-                         "LowGPUUtilization: the aggregator lost the window "
-                         "of %s/%s",
-                         g->node, g->name != NULL ? g->name : "null");
-                rc = TW_ERR;
-                break;
-            }
-            int violation =
-                w95 < r->p95 || (w95 > r->p95 && w5 < r->p5);
-            if (!violation)
-                continue;
-            gpu_detail *d = detail_slot(r, g->node, g->name);
-            if (d == NULL || tw_countmap_box(&g->hist, &d->box) != TW_OK) {
-                snprintf(err, errlen, "LowGPUUtilization: out of memory");
-                rc = TW_ERR;
-                break;
-            }
-            d->gpu_max = tw_countmap_max(&g->hist);
-            d->gpu_95 = w95;
-            d->gpu_5 = w5;
-            r->triggered++;
-            r->violations++;
-            r->datapoints = (int64_t)g->n;
-            if (r->ts_pos < 0)
-                r->ts_pos = (int64_t)r->ndet;
-            r->last_ts = sc->rule_clock_us;
+    /* Nodes in order, each node's GPUs in order: a counting sort of the
+     * GPUs by node (not a pass over all GPUs per node). */
+    size_t *order = NULL, *start = NULL;
+    if (r->ngpus > 0) {
+        order = realloc(r->order, r->ngpus * sizeof(*order));
+        if (order != NULL)
+            r->order = order;
+        start = realloc(r->node_start, (r->nnodes + 1) * sizeof(*start));
+        if (start != NULL)
+            r->node_start = start;
+        if (order == NULL || start == NULL) {
+            free(series_of);
+            snprintf(err, errlen, "LowGPUUtilization: out of memory");
+            return TW_ERR;
         }
+        memset(start, 0, (r->nnodes + 1) * sizeof(*start));
+        for (size_t gi = 0; gi < r->ngpus; gi++)
+            start[r->gpus[gi].node_ord + 1]++;
+        for (size_t nd = 0; nd < r->nnodes; nd++)
+            start[nd + 1] += start[nd];
+        for (size_t gi = 0; gi < r->ngpus; gi++)
+            order[start[r->gpus[gi].node_ord]++] = gi;
+    }
+    int reset = 0, rc = TW_OK;
+    for (size_t k = 0; k < r->ngpus && rc == TW_OK; k++) {
+        size_t gi = order[k];
+        gpu_series *g = &r->gpus[gi];
+        r->datapoints = (int64_t)g->n;
+        if (g->n > LOWGPU_MAX_DATAPOINTS)
+            reset = 1;
+        if (g->n <= (uint64_t)r->patience)
+            continue;
+        double w95, w5;
+        if (window_quantiles(r, sc, series_of[gi], g, &w95, &w5) !=
+            TW_OK) {
+            snprintf(err, errlen,
+                     "LowGPUUtilization: the aggregator lost the window "
+                     "of %s/%s",
+                     g->node, g->name != NULL ? g->name : "null");
+            rc = TW_ERR;
+            break;
+        }
+        int violation =
+            w95 < r->p95 || (w95 > r->p95 && w5 < r->p5);
+        if (!violation)
+            continue;
+        gpu_detail *d = detail_slot(r, g->node, g->name);
+        if (d == NULL || tw_countmap_box(&g->hist, &d->box) != TW_OK) {
+            snprintf(err, errlen, "LowGPUUtilization: out of memory");
+            rc = TW_ERR;
+            break;
+        }
+        d->gpu_max = tw_countmap_max(&g->hist);
+        d->gpu_95 = w95;
+        d->gpu_5 = w5;
+        r->triggered++;
+        r->violations++;
+        r->datapoints = (int64_t)g->n;
+        if (r->ts_pos < 0)
+            r->ts_pos = (int64_t)r->ndet;
+        r->last_ts = sc->rule_clock_us;
     }
     free(series_of);
     if (rc != TW_OK)

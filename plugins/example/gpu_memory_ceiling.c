@@ -3,7 +3,7 @@
  *
  * Fires when a GPU's memory utilization has stayed above `ceiling` percent
  * for more than `patience` consecutive samples: a sign that the next batch
- * may not fit. Build it out of tree (see README.md beside this file) and
+ * may not fit. Build it out of tree (see docs/plugins.md) and
  * configure it as
  *
  *     - name: GPUMemoryCeiling

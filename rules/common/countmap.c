@@ -185,7 +185,7 @@ static double at_rank(const tw_countmap *m, uint64_t r)
     return m->skeys[lo];
 }
 
-/* numpy's _lerp (numpy >= 1.22), as in engine/numeric.c. */
+/* numpy's _lerp (numpy >= 1.22), as in engine/base/numeric.c. */
 static double lerp(double a, double b, double t)
 {
     double d = b - a;

@@ -49,7 +49,7 @@ void tw_dring_save(const tw_dring *r, tw_ser *s);
 /* Restores into an initialised ring of the same capacity. */
 int tw_dring_load(tw_dring *r, tw_deser *d);
 
-/* ---- string -> index (named apart from engine/strmap.h's tw_strmap,
+/* ---- string -> index (named apart from engine/base/strmap.h's tw_strmap,
  * which rules cannot use: rules build against plugin.h only) ---------- */
 
 typedef struct tw_namemap {

@@ -1,6 +1,6 @@
 /*
  * bench reader - reads a profiler-output folder with the agent-file reader
- * (engine/reader.h) and prints what it read and how fast.
+ * (engine/io/reader.h) and prints what it read and how fast.
  *
  * Usage: bench_reader DIR [REPEAT]
  * Prints files, lines, bad lines, samples, events, MB parsed (after gzip),

@@ -1,5 +1,5 @@
 /*
- * fuzz_reader.c - the agent-file readers (engine/reader.h) on arbitrary
+ * fuzz_reader.c - the agent-file readers (engine/io/reader.h) on arbitrary
  * bytes: the input is written to a temporary file that is then read as a
  * system-metrics file, as a pevents trace file, and as a gzip TF profiler
  * trace. Nothing may crash, leak or trip a sanitizer; the batches are

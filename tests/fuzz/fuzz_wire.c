@@ -1,5 +1,5 @@
 /*
- * fuzz_wire.c - libFuzzer target for the wire decoder (engine/wire.h).
+ * fuzz_wire.c - libFuzzer target for the wire decoder (engine/io/wire.h).
  *
  * Any input must decode or be refused with a status and a message; a batch
  * that decodes must re-encode, and decode again to the same counts.

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # `trainwatch eval` on generated jobs fires the planted rule and nothing the
-# preset does not plant; the healthy job raises nothing; the shared sample
-# data (including the corrupt file) evaluates with bad lines reported by
-# file and line. Usage: eval_presets.sh BUILD_DIR
+# preset does not plant; the healthy job raises nothing; the project's
+# agent-format fixtures (tests/fixtures/agent, including a corrupt file)
+# evaluate with bad lines reported by file and line. The sample files of
+# ../shared/data are checked too when present (skipped with a message
+# otherwise). Usage: eval_presets.sh BUILD_DIR
 set -euo pipefail
 BUILD=${1:?build dir}
 TW="$BUILD/trainwatch"
 SHARED=${TW_SHARED_DIR:-$(dirname "$0")/../../../shared}
+FIXTURES=$(cd "$(dirname "$0")/../fixtures/agent" && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -55,7 +58,7 @@ for sem in fixed reference; do
   expect_only dataloader "Dataloader" $sem
   expect_only straggler "BatchSize LowGPUUtilization" $sem
 done
-# LoadBalancing never triggers in the reference (RULES.md §3.7 quirk 1).
+# LoadBalancing never triggers in the reference (docs/rules.md, LoadBalancing).
 expect_only load_imbalance "BatchSize LoadBalancing LowGPUUtilization" fixed
 expect_only load_imbalance "BatchSize LowGPUUtilization" reference
 # Initialization: the idle GPUs before the first step also look low and
@@ -78,6 +81,47 @@ assert r["violations"] * 2 > r["datapoints"] > 1000, r
 assert r["rule_triggered"] > 0 and r["report"]["Details"]["low_gpu_utilization"] > 0
 PY
 
+# The fixtures parse: framework traces only -> the system rules have no
+# data (NoData, input none), the others judge them healthy; the E event
+# without its B is reported by file and line.
+"$TW" eval "$FIXTURES/job/framework" --json > "$WORK/fx.json" 2> "$WORK/fx.err"
+grep -q "horovod_timeline.json:6: E event without a matching B" "$WORK/fx.err" \
+  || fail "orphan E event not reported: $(cat "$WORK/fx.err")"
+python3 - "$WORK/fx.json" <<'PY' || fail "fixture traces"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["input"]["files"] == 3 and d["input"]["events"] == 6, d["input"]
+assert d["input"]["bad_lines"] == 1, d["input"]
+for r in d["rules"]:
+    want = "NoIssuesFound" if r["input"] == "received" else "NoData"
+    assert r["status"] == want, r
+assert {r["name"] for r in d["rules"] if r["input"] == "none"} == {
+    "CPUBottleneck", "IOBottleneck", "LowGPUUtilization", "GPUMemoryIncrease",
+    "BatchSize", "LoadBalancing", "OverallSystemUsage"}, d["rules"]
+assert len(d["rules"]) == 12, [r["name"] for r in d["rules"]]
+PY
+"$TW" eval "$FIXTURES/job" --json > "$WORK/fxjob.json" 2> /dev/null
+python3 - "$WORK/fxjob.json" <<'PY' || fail "fixture job"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["input"]["files"] == 4 and d["input"]["samples"] == 12, d["input"]
+assert not [r for r in d["rules"] if r["status"] == "Error"], d["rules"]
+PY
+# A corrupt system file reports its bad line with file and line number and
+# its good lines still count.
+mkdir -p "$WORK/fxcorrupt/system/incremental/2021030410"
+cp "$FIXTURES/1614852000.algo-1.json.corrupt" \
+   "$WORK/fxcorrupt/system/incremental/2021030410/1614852000.algo-1.json"
+"$TW" eval "$WORK/fxcorrupt" --json > "$WORK/fxcorrupt.json" 2> "$WORK/fxcorrupt.err"
+grep -q "1614852000.algo-1.json:7:" "$WORK/fxcorrupt.err" || fail "corrupt line not reported: $(cat "$WORK/fxcorrupt.err")"
+python3 - "$WORK/fxcorrupt.json" <<'PY' || fail "fixture corrupt counts"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["input"]["bad_lines"] == 1 and d["input"]["samples"] == 11, d["input"]
+PY
+
+# Extra: the sample files of ../shared/data, when that folder is there.
+if [ -d "$SHARED/data/smdebug/test_traces" ]; then
 # The shared sample data parses; a corrupt system file reports its bad line
 # with file and line number and its good lines still count.
 "$TW" eval "$SHARED/data/smdebug/test_traces" --json > "$WORK/traces.json" 2> "$WORK/traces.err"
@@ -105,6 +149,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["input"]["bad_lines"] == 1 and d["input"]["samples"] == 13, d["input"]
 PY
+
+else
+  echo "skipped: shared sample data absent ($SHARED/data/smdebug); fixture checks above cover the formats"
+fi
 
 # Bad usage: clear messages and exit status 2 / 1.
 set +e

@@ -5,10 +5,11 @@
  * bytes) plus ".json", past the file system's 255-byte name limit: one
  * ERROR "File name too long", no file.
  *
- * Asserts: a job with a 300-byte id leaves one results file holding the
- * full id, its name at most 200 bytes before ".json" and ending with "~h"
- * and 16 hex digits (the hash of the whole id); a second 300-byte id that
- * differs only in its last byte gets a file of its own. */
+ * Asserts: a job with a 250-byte id (ids past 256 bytes are now refused at
+ * decode, dead-lettered as id_too_long: see 0201) leaves one results file
+ * holding the full id, its name at most 200 bytes before ".json" and
+ * ending with "~h" and 16 hex digits (the hash of the whole id); a second
+ * 250-byte id that differs only in its last byte gets a file of its own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,12 +25,12 @@
 static void long_id_written_with_hash(void **state)
 {
     const char *dir = *state;
-    char id[301], id2[301];
-    for (size_t i = 0; i < 300; i++)
+    char id[251], id2[251];
+    for (size_t i = 0; i < 250; i++)
         id[i] = (char)('a' + i % 26);
-    id[300] = '\0';
+    id[250] = '\0';
     memcpy(id2, id, sizeof(id));
-    id2[299] = '#';
+    id2[249] = '#';
     rr x;
     rr_open(&x, dir);
     rr_job(&x, id);

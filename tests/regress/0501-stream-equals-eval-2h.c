@@ -22,10 +22,10 @@
  * `replay` publishes (a JOB_START and a JOB_END marker from node "replay",
  * the folder's batches in listing order numbered per node), each
  * wire-encoded and decoded, routed by tw_router_batch with run's job
- * configuration. A 2-hour job (~70 MB on the wire) is far more than the
- * test broker keeps per partition (~5 MB), hence in-process here; 0502
- * does the same end to end through broker, replay and run on a short job
- * across an hour. */
+ * configuration. A 2-hour 2-node job (60 MB on the wire) is far more than
+ * the test broker keeps per partition (~5 MB), hence in-process here;
+ * 0502 does the same end to end through broker, replay and run on a short
+ * job across an hour. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

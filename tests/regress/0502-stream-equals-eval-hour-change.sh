@@ -60,7 +60,7 @@ engine:
 YAML
 tw_run_start A "$WORK/run.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no partition assigned"
-OUT=$(timeout 120 "$TW" replay "$WORK/$J" --brokers "$BOOTSTRAP" -q) || fail "replay"
+OUT=$(timeout 120 "$TW" replay "$WORK/$J" --brokers "$BOOTSTRAP" --group regress-0502 -q) || fail "replay"
 # librdkafka 2.0.2's mock broker keeps ~5 MB per partition
 awk -v m="$(field mb "$OUT")" 'BEGIN { exit !(m < 4.5) }' ||
     fail "replay: $(field mb "$OUT") MB, more than the test broker keeps"

@@ -6,10 +6,10 @@
 # owner finished it" (INFO only), and the job in flight was never
 # evaluated: the Kafka commit was the checkpoint's offset, past the job's
 # start, and only the lost checkpoint knew about the job.
-# Here: a job's first part (no end marker) is streamed into run A (redis
-# store, no persistence), A is killed (-9) once it has checkpointed, Redis
-# is killed and restarted empty on the same port, run B starts and the
-# whole job is replayed again (its copies are duplicates) with its end.
+# Here: a job is streamed at 60x into run A (redis store, no
+# persistence), A is killed (-9) in the job's middle once it has
+# checkpointed and committed, Redis is killed and restarted empty on the
+# same port, the rest of the job reaches the topic, and run B starts.
 # Asserts: B re-reads the job from its first message (commits never pass
 # an unfinished job's start), its results equal eval's, it is not marked
 # partial, and nothing is counted as skipped or finished before.
@@ -27,19 +27,21 @@ state_config A lost-group "$WORK/res"
 state_config B lost-group "$WORK/res"
 tw_run_start A "$WORK/A.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "A: no assignment"
-timeout 120 "$TW" replay "$WORK/lost" --brokers "$BOOTSTRAP" --group "$GROUP" -q --no-end-marker \
-    >/dev/null || fail "replay (no end)"
+# the whole job, paced (10 minutes at 60x: 10 s), so A dies in its middle
+timeout 120 "$TW" replay "$WORK/lost" --brokers "$BOOTSTRAP" --group "$GROUP" \
+    -q --rate 60x >"$WORK/replay.out" 2>&1 &
+REPLAY=$!
 checkpointed() { [ -n "$(tw_redis_cli --raw keys 't:v1:job:*:core')" ]; }
 wait_for 60 checkpointed || fail "A never checkpointed the job"
 sleep 1 # a commit after that checkpoint
+[ -f "$WORK/res/lost.json" ] && fail "the job finished before the crash (too fast)"
 kill -KILL "$RUN_PID_A"; wait "$RUN_PID_A" 2>/dev/null; RUN_PID_A=
 state_redis_kill
 state_redis_restart # empty: no AOF, no RDB
 [ -z "$(tw_redis_cli --raw keys '*')" ] || fail "redis is not empty"
+wait "$REPLAY" || fail "replay: $(cat "$WORK/replay.out")"
 tw_run_start B "$WORK/B.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/B.err" || fail "B: no assignment"
-timeout 120 "$TW" replay "$WORK/lost" --brokers "$BOOTSTRAP" --group "$GROUP" -q >/dev/null ||
-    fail "replay (whole, with end)"
 wait_for 120 test -f "$WORK/res/lost.json" || fail "the job was never evaluated"
 tw_run_stop B || fail "B: exit status"
 SUM=$(cat "$WORK/B.out")

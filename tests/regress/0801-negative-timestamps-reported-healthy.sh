@@ -77,7 +77,7 @@ printf 'kafka:\n  group: g0801\nengine:\n  results_dir: %s\n  commit_interval: 2
     "$WORK/res" >"$WORK/run.yaml"
 tw_run_start A "$WORK/run.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no partition assigned"
-timeout 60 "$TW" replay "$WORK/$JOB" --brokers "$BOOTSTRAP" -q >/dev/null || fail "replay"
+timeout 60 "$TW" replay "$WORK/$JOB" --brokers "$BOOTSTRAP" --group g0801 -q >/dev/null || fail "replay"
 wait_for 60 test -s "$WORK/res/$JOB.json" || fail "no results file"
 check_rules NoData <"$WORK/res/$JOB.json" || fail "run results"
 tw_run_stop A || fail "run exit status"

@@ -45,7 +45,7 @@ printf 'kafka:\n  group: g0802\nengine:\n  results_dir: %s\n  commit_interval: 2
     "$WORK/res" >"$WORK/run.yaml"
 tw_run_start A "$WORK/run.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no partition assigned"
-timeout 60 "$TW" replay "$WORK/$JOB" --brokers "$BOOTSTRAP" >"$WORK/replay.out" \
+timeout 60 "$TW" replay "$WORK/$JOB" --brokers "$BOOTSTRAP" --group g0802 >"$WORK/replay.out" \
     2>"$WORK/replay.err" || fail "replay: $(cat "$WORK/replay.err")"
 grep -q "no agent files" "$WORK/replay.err" || fail "replay did not warn: $(cat "$WORK/replay.err")"
 wait_for 60 test -s "$WORK/res/$JOB.json" || fail "no results file"

@@ -74,7 +74,7 @@ engine:
 YAML
 tw_run_start A "$WORK/run.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no partition assigned"
-timeout 60 "$TW" replay "$DIR" --brokers "$BOOTSTRAP" -q >/dev/null || fail "replay"
+timeout 60 "$TW" replay "$DIR" --brokers "$BOOTSTRAP" --group regress-0901 -q >/dev/null || fail "replay"
 wait_for 60 test -s "$WORK/res/nonfinite.json" || fail "no results file: $(ls "$WORK/res")"
 tw_run_stop A || fail "run exit status $?"
 got=$(strict "$WORK/res/nonfinite.json") || fail "the results file is not strict JSON: $(grep -o '.\{30\}Infinity.\{10\}' "$WORK/res/nonfinite.json" | head -1)"

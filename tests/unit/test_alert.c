@@ -265,7 +265,8 @@ enum { KEEP, RESTORE_EVERY_BATCH, FRESH_AT_MIDDLE };
 typedef struct runctx {
     tw_alert_tracker *t;
     sink alerts;
-    model *m; /* NULL: no model */
+    model *m;         /* NULL: no model */
+    size_t max_bytes; /* tw_alert_tracker_set_max_bytes; 0 = none */
 } runctx;
 
 static void on_scan(void *ud, tw_job *job, const tw_scan *scan)
@@ -337,6 +338,7 @@ static tw_alert_tracker *swap_tracker(runctx *c, int restore)
     tw_alert_tracker_free(c->t);
     c->t = tw_alert_tracker_new(on_alert, &c->alerts);
     assert_non_null(c->t);
+    tw_alert_tracker_set_max_bytes(c->t, c->max_bytes);
     if (restore) {
         char err[256];
         if (tw_alert_tracker_restore(c->t, tw_buf_data(blob), tw_buf_len(blob),
@@ -357,15 +359,16 @@ static tw_alert_tracker *swap_tracker(runctx *c, int restore)
 }
 
 /* Runs the job; the tracker's final blob into *final_blob when given. */
-static void run_job(tw_registry *reg, int mode, model *m, sink *out,
-                    tw_buf *final_blob)
+static void run_job_bounded(tw_registry *reg, int mode, model *m, sink *out,
+                            tw_buf *final_blob, size_t max_bytes)
 {
     batches s;
     read_batches(&s);
     tw_job *job = new_job(reg);
-    runctx c = {.m = m};
+    runctx c = {.m = m, .max_bytes = max_bytes};
     c.t = tw_alert_tracker_new(on_alert, &c.alerts);
     assert_non_null(c.t);
+    tw_alert_tracker_set_max_bytes(c.t, max_bytes);
     tw_job_on_scan(job, on_scan, &c);
     for (size_t i = 0; i < s.n; i++) {
         if (mode == RESTORE_EVERY_BATCH)
@@ -391,6 +394,12 @@ static void run_job(tw_registry *reg, int mode, model *m, sink *out,
     tw_job_free(job);
     free(s.b);
     *out = c.alerts;
+}
+
+static void run_job(tw_registry *reg, int mode, model *m, sink *out,
+                    tw_buf *final_blob)
+{
+    run_job_bounded(reg, mode, m, out, final_blob, 0);
 }
 
 static int group_setup(void **state)
@@ -497,6 +506,84 @@ static void test_tracker_publishes_changes_and_findings(void **st)
     }
     sink_clear(&got);
     free(m);
+    tw_registry_free(reg);
+}
+
+/* A size bound (run: the producer's message.max.bytes) changes no id and
+ * no decision: the same alerts in the same order; each fits; one that was
+ * longer is the same alert without its report (a sub-rule's) or without
+ * its parameters (ProfilerReport's, over 1 KB; its one node still fits),
+ * marked with what was cut; the others are byte-identical. (0202 covers
+ * shortened node lists.) */
+static void test_bounded_alerts_truncated_with_marker(void **st)
+{
+    (void)st;
+    tw_registry *reg = tw_registry_new();
+    assert_non_null(reg);
+    sink full, cut;
+    run_job(reg, KEEP, NULL, &full, NULL);
+    const size_t max = 1000;
+    run_job_bounded(reg, KEEP, NULL, &cut, NULL, max);
+    assert_int_equal(full.n, cut.n);
+    size_t truncated = 0, no_params = 0;
+    for (size_t i = 0; i < full.n; i++) {
+        assert_string_equal(full.a[i].id, cut.a[i].id);
+        size_t len = strlen(cut.a[i].json);
+        assert_true(len <= max);
+        if (strlen(full.a[i].json) <= max) {
+            assert_string_equal(full.a[i].json, cut.a[i].json);
+            continue;
+        }
+        truncated++;
+        json_error_t e;
+        json_t *a = json_loads(cut.a[i].json, 0, &e);
+        json_t *f = json_loads(full.a[i].json, 0, &e);
+        assert_non_null(a);
+        assert_non_null(f);
+        assert_true(json_is_true(json_object_get(a, "truncated")));
+        json_t *t = json_object_get(a, "truncation");
+        assert_int_equal(json_integer_value(json_object_get(t, "max_bytes")),
+                         max);
+        assert_int_equal(json_integer_value(json_object_get(t, "full_bytes")),
+                         strlen(full.a[i].json));
+        assert_int_equal(json_integer_value(json_object_get(t, "nodes_total")),
+                         1);
+        size_t listed =
+            (size_t)json_integer_value(json_object_get(t, "nodes_listed"));
+        assert_int_equal(json_array_size(json_object_get(a, "nodes")), listed);
+        assert_int_equal(listed, 1);
+        json_t *fd = json_object_get(f, "details");
+        json_t *ad = json_object_get(a, "details");
+        assert_null(json_object_get(ad, "report"));
+        json_t *rep = json_object_get(fd, "report");
+        assert_int_equal(
+            json_integer_value(json_object_get(t, "report_bytes_omitted")) > 0,
+            rep != NULL);
+        /* everything else as in the full alert */
+        json_object_del(f, "nodes");
+        json_object_del(a, "nodes");
+        json_object_del(fd, "report");
+        if (json_integer_value(json_object_get(t, "parameters_omitted")) > 0) {
+            no_params++;
+            assert_int_equal(json_object_size(json_object_get(a, "parameters")),
+                             0);
+            assert_int_equal(
+                json_integer_value(json_object_get(t, "parameters_omitted")),
+                json_object_size(json_object_get(f, "parameters")));
+            json_object_del(f, "parameters");
+            json_object_del(a, "parameters");
+        }
+        json_object_del(a, "truncated");
+        json_object_del(a, "truncation");
+        assert_true(json_equal(a, f));
+        json_decref(a);
+        json_decref(f);
+    }
+    assert_true(truncated > no_params);
+    assert_true(no_params > 0);
+    assert_true(truncated < full.n);
+    sink_clear(&full);
+    sink_clear(&cut);
     tw_registry_free(reg);
 }
 
@@ -714,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_save_restore_continues_exactly),
         cmocka_unit_test(test_subrule_beside_same_rule),
         cmocka_unit_test(test_restore_corrupt),
+        cmocka_unit_test(test_bounded_alerts_truncated_with_marker),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

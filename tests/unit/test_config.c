@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_schema.h"
 
 static char path[64];
 
@@ -159,27 +160,25 @@ static void test_settings(void **st)
     assert_string_equal(s->value, "PLAIN");
     assert_int_equal(s->line, 6);
     assert_null(tw_settings_find(&c->kafka, "group"));
-    int64_t v = 0;
-    assert_int_equal(tw_settings_get_int(&c->state, "redis.port", 1, 65535, &v,
-                                         err, sizeof(err)), TW_OK);
-    assert_int_equal(v, 6390);
-    assert_int_equal(tw_settings_get_int(&c->state, "redis.db", 0, 2, &v, err,
-                                         sizeof(err)), TW_ERR);
-    assert_non_null(strstr(err, ":10: state: key 'redis.db': 3 is outside"));
-    assert_int_equal(tw_settings_get_duration(&c->state, "checkpoint_interval",
-                                              &v, err, sizeof(err)), TW_OK);
-    assert_int_equal(v, 2000000);
-    assert_int_equal(tw_settings_get_int(&c->state, "store", 0, 1, &v, err,
-                                         sizeof(err)), TW_ERR);
-    assert_non_null(strstr(err, "'redis' is not an integer"));
-    const char *known[] = {"brokers", "group", NULL};
-    const char *prefixes[] = {"properties.", NULL};
-    assert_int_equal(tw_settings_check_keys(&c->kafka, known, prefixes, err,
-                                            sizeof(err)), TW_OK);
-    assert_int_equal(tw_settings_check_keys(&c->state, known, NULL, err,
-                                            sizeof(err)), TW_ERR);
-    assert_non_null(strstr(err, ":8: state: key 'store': unknown key (known: "
-                                "brokers, group)"));
+    /* typed values through the schema (config_schema.h) */
+    assert_int_equal(tw_schema_check_settings(&c->state, TW_SECTION_STATE,
+                                              NULL, err, sizeof(err)),
+                     TW_OK);
+    assert_int_equal(tw_schema_int(&c->state, TW_SECTION_STATE, "redis.port"),
+                     6390);
+    assert_int_equal(tw_schema_int(&c->state, TW_SECTION_STATE, "redis.db"),
+                     3);
+    assert_int_equal(tw_schema_duration_us(&c->state, TW_SECTION_STATE,
+                                           "checkpoint_interval"),
+                     2000000);
+    assert_int_equal(tw_schema_check_settings(&c->kafka, TW_SECTION_KAFKA,
+                                              NULL, err, sizeof(err)),
+                     TW_OK);
+    /* a key of another section is unknown, named with file and line */
+    assert_int_equal(tw_schema_check_settings(&c->state, TW_SECTION_KAFKA,
+                                              NULL, err, sizeof(err)),
+                     TW_ERR);
+    assert_non_null(strstr(err, ":8: state: key 'store': unknown key"));
     tw_config_free(c);
     unlink(p);
 

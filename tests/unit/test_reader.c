@@ -1,7 +1,8 @@
 /*
- * test_reader.c - the agent-file reader (engine/reader.h) on the real
- * sample files of ../shared/data/smdebug and on fixture folders made in a
- * temporary directory.
+ * test_reader.c - the agent-file reader (engine/io/reader.h) on the project's
+ * agent-format fixtures (tests/fixtures/agent), on fixture folders made in
+ * a temporary directory and, when ../shared/data/smdebug is there, on its
+ * real sample files (those tests are skipped with a message otherwise).
  *
  * Expected counts were taken from the files with Python's json module
  * (RULES.md §1 semantics; B/E per pid stack; ts+dur rounded half away from
@@ -110,7 +111,28 @@ static const char *arg_of(const tw_fw_event *e, const char *key,
 }
 
 static char g_data[1024];
+static char g_fixtures[1024];
 static char g_tmp[512];
+static int g_have_shared; /* ../shared/data/smdebug is readable */
+
+/* The tests of the shared sample files are extra: without them the
+ * fixture tests cover the same formats. */
+#define SKIP_WITHOUT_SHARED()                                                  \
+    do {                                                                       \
+        if (!g_have_shared) {                                                  \
+            print_message("skipped: no shared sample data at %s\n", g_data);   \
+            skip();                                                            \
+        }                                                                      \
+    } while (0)
+
+static const char *fixture_path(const char *rel)
+{
+    static char buf[8][1536];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, sizeof(buf[0]), "%s/%s", g_fixtures, rel);
+    return p;
+}
 
 static const char *data_path(const char *rel)
 {
@@ -187,6 +209,12 @@ static int setup(void **state)
     if (shared == NULL)
         shared = "../shared";
     snprintf(g_data, sizeof(g_data), "%s/data/smdebug", shared);
+    char probe[1100];
+    snprintf(probe, sizeof(probe), "%s/1591160699.algo-1.json", g_data);
+    g_have_shared = access(probe, R_OK) == 0;
+    const char *source = getenv("TW_SOURCE_DIR");
+    snprintf(g_fixtures, sizeof(g_fixtures), "%s/tests/fixtures/agent",
+             source != NULL ? source : ".");
     snprintf(g_tmp, sizeof(g_tmp), "/tmp/tw_test_reader.XXXXXX");
     assert_non_null(mkdtemp(g_tmp));
     return 0;
@@ -206,6 +234,7 @@ static int teardown(void **state)
 static void test_system_sample_file(void **state)
 {
     (void)state;
+    SKIP_WITHOUT_SHARED();
     collect c = {0};
     assert_int_equal(read_one(&c, data_path("1591160699.algo-1.json"),
                               TW_FILE_SYSTEM, 0, "algo-1", 1591160699000000),
@@ -267,6 +296,7 @@ static void test_system_sample_file(void **state)
 static void test_system_corrupt_sample(void **state)
 {
     (void)state;
+    SKIP_WITHOUT_SHARED();
     collect c = {0};
     const char *p = data_path("1591160699.algo-1.json.corrupt");
     assert_int_equal(
@@ -388,6 +418,7 @@ static void test_system_nodes_and_split(void **state)
 static void test_trace_sample_files(void **state)
 {
     (void)state;
+    SKIP_WITHOUT_SHARED();
     static const struct {
         const char *rel;
         tw_source source;
@@ -507,6 +538,7 @@ static void test_trace_sample_files(void **state)
 static void test_trace_horovod_be(void **state)
 {
     (void)state;
+    SKIP_WITHOUT_SHARED();
     collect c = {0};
     /* B/E pairs on pids 1 and 2; the E events (lines 49, 51) yield them. */
     assert_int_equal(read_one(&c, data_path("horovod_timeline_small.json"),
@@ -869,6 +901,7 @@ static void sum_times(const collect *c, int64_t *s, int64_t *e)
 static void test_tf_traces(void **state)
 {
     (void)state;
+    SKIP_WITHOUT_SHARED();
     tw_folder *f = NULL;
     char err[512];
     assert_int_equal(
@@ -956,12 +989,228 @@ static void test_tf_traces(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * The project's fixtures (tests/fixtures/agent/README.md)
+ * --------------------------------------------------------------------- */
+
+#define FX_SYSTEM "job/system/incremental/2021030410/1614852000.algo-1.json"
+#define FX_PEVENTS "job/framework/pevents/2021030410/"
+
+static void test_fixture_system_file(void **state)
+{
+    (void)state;
+    collect c = {0};
+    const char *p = fixture_path(FX_SYSTEM);
+    assert_int_equal(
+        read_one(&c, p, TW_FILE_SYSTEM, 0, "algo-1", 1614852000000000), TW_OK);
+    assert_int_equal(c.nerrs, 0);
+    assert_int_equal(c.nbatches, 1);
+    tw_batch *b = c.batches[0];
+    assert_int_equal(b->nsamples, 12);
+    assert_int_equal(b->nseries, 4);
+    assert_string_equal(b->node, "algo-1");
+    assert_string_equal(b->file_path, p);
+    assert_true(b->file_ts_us == 1614852000000000);
+    assert_true(b->samples[0].ts == 1614852000.25);
+    assert_true(b->samples[0].value == 12.5);
+    assert_string_equal(b->series[0].type, "cpu");
+    assert_string_equal(b->series[0].name, "cpu0");
+    assert_string_equal(b->series[0].dimension, "CPUUtilization");
+    /* line 3: gpu0 GPUUtilization 55.0 (written with a '.') */
+    assert_true(b->samples[2].value == 55.0);
+    assert_int_equal(b->samples[2].flags, 0);
+    assert_string_equal(b->series[b->samples[2].series].dimension,
+                        "GPUUtilization");
+    /* line 12: the last sample */
+    assert_true(b->samples[11].ts == 1614852002.25);
+    assert_true(b->samples[11].value == 31.0);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(c.st.lines, 12);
+    assert_int_equal(c.st.bad_lines, 0);
+    assert_int_equal(c.st.samples, 12);
+    assert_int_equal(c.st.bytes, (uint64_t)sb.st_size);
+    collect_free(&c);
+
+    /* The same file with line 7 cut short: one error, 11 samples. */
+    p = fixture_path("1614852000.algo-1.json.corrupt");
+    assert_int_equal(
+        read_one(&c, p, TW_FILE_SYSTEM, 0, "algo-1", 1614852000000000), TW_OK);
+    assert_int_equal(c.nerrs, 1);
+    assert_string_equal(c.errs[0].path, p);
+    assert_int_equal(c.errs[0].line, 7);
+    assert_int_equal(c.st.lines, 12);
+    assert_int_equal(c.st.bad_lines, 1);
+    assert_int_equal(c.st.bad_files, 0);
+    assert_int_equal(total_samples(&c), 11);
+    collect_free(&c);
+}
+
+static void test_fixture_trace_files(void **state)
+{
+    (void)state;
+    collect c = {0};
+    tw_arg_kind kind;
+    /* X events: start = ts + base, end = start + dur, phase from the pid's
+     * process_name, step_num as written (number or string). */
+    const char *py =
+        fixture_path(FX_PEVENTS "1614852001000000_77_0000_pythontimeline.json");
+    assert_int_equal(read_one(&c, py, TW_FILE_FRAMEWORK,
+                              TW_SOURCE_PYTHONTIMELINE, "77", 1614852001000000),
+                     TW_OK);
+    assert_int_equal(c.nerrs, 0);
+    assert_int_equal(c.st.lines, 6);
+    assert_int_equal(total_events(&c), 3);
+    const tw_fw_event *e = event_at(&c, 0);
+    assert_string_equal(e->name, "Step:ModeKeys.TRAIN");
+    assert_string_equal(e->phase, "Step:ModeKeys.TRAIN");
+    assert_int_equal(e->mode, TW_MODE_TRAIN);
+    assert_int_equal(e->pid, 1);
+    assert_true(e->start_us == 1614852000500000 + 100000);
+    assert_true(e->end_us == 1614852000500000 + 100000 + 250000);
+    assert_string_equal(arg_of(e, "step_num", &kind), "1");
+    assert_int_equal(kind, TW_ARG_NUMBER);
+    e = event_at(&c, 1);
+    assert_string_equal(arg_of(e, "step_num", &kind), "2");
+    assert_int_equal(kind, TW_ARG_STRING);
+    e = event_at(&c, 2);
+    assert_string_equal(e->name, "fetch_batch");
+    assert_string_equal(e->phase, "DataLoader");
+    assert_int_equal(e->mode, TW_MODE_NONE);
+    assert_null(e->args);
+    assert_int_equal(e->nargs, 0);
+    assert_true(c.batches[0]->file_ts_us == 1614852001000000);
+    collect_free(&c);
+
+    /* Horovod: a B/E pair yields one event at its E; an E without its B
+     * is reported by file and line (6) and counted. */
+    const char *hv = fixture_path(
+        FX_PEVENTS "1614852002000000_77-node-1_horovod_timeline.json");
+    assert_int_equal(read_one(&c, hv, TW_FILE_FRAMEWORK, TW_SOURCE_HOROVOD,
+                              "77-node-1", 1614852002000000),
+                     TW_OK);
+    assert_int_equal(c.st.lines, 5);
+    assert_int_equal(total_events(&c), 1);
+    assert_int_equal(c.nerrs, 1);
+    assert_string_equal(c.errs[0].path, hv);
+    assert_int_equal(c.errs[0].line, 6);
+    assert_int_equal(c.st.bad_lines, 1);
+    e = event_at(&c, 0);
+    assert_string_equal(e->name, "NEGOTIATE_ALLREDUCE");
+    assert_int_equal(e->source, TW_SOURCE_HOROVOD);
+    assert_true(e->start_us == 1614852000500000 + 1200000);
+    assert_true(e->end_us == 1614852000500000 + 1200700);
+    collect_free(&c);
+
+    /* Model timeline: events without args. */
+    const char *mt = fixture_path(
+        FX_PEVENTS "1614852003000000_77-node-1_model_timeline.json");
+    assert_int_equal(read_one(&c, mt, TW_FILE_FRAMEWORK,
+                              TW_SOURCE_MODEL_TIMELINE, "77-node-1", 1),
+                     TW_OK);
+    assert_int_equal(c.nerrs, 0);
+    assert_int_equal(c.st.lines, 4);
+    assert_int_equal(total_events(&c), 2);
+    e = event_at(&c, 1);
+    assert_string_equal(e->name, "relu1");
+    assert_string_equal(e->phase, "Forward");
+    assert_true(e->start_us == 1614852000500000 + 2001600);
+    assert_true(e->end_us == 1614852000500000 + 2001800);
+    assert_null(e->args);
+    collect_free(&c);
+}
+
+/* The fixture job folder lists its four files with their kinds, sources,
+ * nodes and timestamps. */
+static void test_fixture_listing(void **state)
+{
+    (void)state;
+    tw_folder *f = NULL;
+    char err[512];
+    assert_int_equal(tw_folder_list(fixture_path("job"), &f, err, sizeof(err)),
+                     TW_OK);
+    assert_int_equal(f->nfiles, 4);
+    size_t system = 0, framework = 0;
+    for (size_t i = 0; i < f->nfiles; i++) {
+        const tw_agent_file *af = &f->files[i];
+        if (af->kind == TW_FILE_SYSTEM) {
+            system++;
+            assert_string_equal(af->node, "algo-1");
+            assert_true(af->file_ts_us == 1614852000000000);
+        } else {
+            framework++;
+            assert_true(af->file_ts_us >= 1614852001000000 &&
+                        af->file_ts_us <= 1614852003000000);
+            assert_string_equal(af->node, af->source == TW_SOURCE_PYTHONTIMELINE
+                                              ? "77"
+                                              : "77-node-1");
+        }
+    }
+    assert_int_equal(system, 1);
+    assert_int_equal(framework, 3);
+    assert_true(f->first_system_ts_us == 1614852000000000);
+    assert_true(f->first_framework_ts_us == 1614852001000000);
+    assert_true(f->latest_framework_ts_us == 1614852003000000);
+    tw_folder_free(f);
+}
+
+/* A TF profiler trace (gzip, written here) without its .metadata file:
+ * listed with its node, read with base time 0, the missing metadata
+ * reported once. */
+static void test_fixture_tf_trace(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n"
+        "{\"ph\": \"M\", \"pid\": 3, \"name\": \"process_name\", "
+        "\"args\": {\"name\": \"/host:CPU\"}},\n"
+        "{\"ph\": \"X\", \"pid\": 3, \"tid\": 9, \"name\": \"train_step\", "
+        "\"ts\": 250.4, \"dur\": 1000.2, \"args\": {\"count\": \"5\"}}\n"
+        "]}\n";
+    const char *gzp = tmp_path("tfjob/framework/tensorflow/detailed_profiling/"
+                               "2021030410/000000001/plugins/profile/"
+                               "2021_03_04_10_00_00/host-a.trace.json.gz");
+    make_parents(gzp);
+    gzFile gz = gzopen(gzp, "wb");
+    assert_non_null(gz);
+    assert_int_equal(gzwrite(gz, text, sizeof(text) - 1),
+                     (int)sizeof(text) - 1);
+    assert_int_equal(gzclose(gz), Z_OK);
+    tw_folder *f = NULL;
+    char err[512];
+    assert_int_equal(tw_folder_list(tmp_path("tfjob"), &f, err, sizeof(err)),
+                     TW_OK);
+    assert_int_equal(f->nfiles, 1);
+    tw_agent_file *af = &f->files[0];
+    assert_int_equal(af->source, TW_SOURCE_TF_PROFILER);
+    assert_string_equal(af->node, "host-a");
+    assert_int_equal(af->has_metadata, 0);
+    collect c = {0};
+    tw_trace_state *ts = tw_trace_state_new();
+    assert_int_equal(
+        tw_folder_read_file(af, "j", ts, sink, &c, on_err, &c, &c.st), TW_OK);
+    tw_trace_state_free(ts);
+    assert_int_equal(c.nerrs, 1);
+    assert_non_null(strstr(c.errs[0].reason, ".metadata"));
+    assert_int_equal(c.st.incomplete_files, 1);
+    assert_int_equal(total_events(&c), 1);
+    const tw_fw_event *e = event_at(&c, 0);
+    assert_string_equal(e->name, "train_step");
+    assert_string_equal(e->phase, "/host:CPU");
+    assert_true(e->start_us == 250); /* 250.4 */
+    assert_true(e->end_us == 1251);  /* 250.4 + 1000.2, rounded */
+    assert_string_equal(arg_of(e, "count", NULL), "5");
+    collect_free(&c);
+    tw_folder_free(f);
+}
+
+/* ------------------------------------------------------------------------
  * Listing
  * --------------------------------------------------------------------- */
 
 static void test_list_shared_data(void **state)
 {
     (void)state;
+    SKIP_WITHOUT_SHARED();
     tw_folder *f = NULL;
     char err[512];
     assert_int_equal(tw_folder_list(g_data, &f, err, sizeof(err)), TW_OK);
@@ -1156,8 +1405,9 @@ static void test_list_empty_and_missing(void **state)
     assert_non_null(strstr(err, missing));
     assert_non_null(strstr(err, "No such file or directory"));
 
-    assert_int_equal(
-        tw_folder_list(data_path("README.md"), &f, err, sizeof(err)), TW_ERR);
+    const char *plain = tmp_path("plain-file");
+    write_file(plain, "not a folder\n");
+    assert_int_equal(tw_folder_list(plain, &f, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "not a folder"));
 }
 
@@ -1179,6 +1429,10 @@ int main(void)
         cmocka_unit_test(test_list_shared_data),
         cmocka_unit_test(test_list_fixture_layout),
         cmocka_unit_test(test_list_empty_and_missing),
+        cmocka_unit_test(test_fixture_system_file),
+        cmocka_unit_test(test_fixture_trace_files),
+        cmocka_unit_test(test_fixture_listing),
+        cmocka_unit_test(test_fixture_tf_trace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

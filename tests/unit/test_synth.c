@@ -1,5 +1,5 @@
 /*
- * test_synth.c - the generator of profiler-output folders (engine/synth.c):
+ * test_synth.c - the generator of profiler-output folders (engine/tools/synth.c):
  * determinism, layout and file names per RULES.md §1.1, line and trace
  * formats, trace rotation, CPU-only jobs, option checking, the CLI, and per
  * preset the statistical properties its planted rule depends on, measured

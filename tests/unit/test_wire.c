@@ -1,4 +1,4 @@
-/* test_wire.c - the FlatBuffers wire codec (engine/wire.h). */
+/* test_wire.c - the FlatBuffers wire codec (engine/io/wire.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -374,6 +374,7 @@ static void test_status_names(void **state)
         {TW_WIRE_UNSUPPORTED_VERSION, "unsupported_version"},
         {TW_WIRE_NO_MEMORY, "no_memory"},
         {TW_WIRE_BAD_VALUE, "bad_value"},
+        {TW_WIRE_ID_TOO_LONG, "id_too_long"},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         assert_string_equal(tw_wire_status_name(want[i].st), want[i].name);
@@ -483,7 +484,7 @@ static void test_mutated_buffers(void **state)
     uint8_t *m = malloc(len);
     assert_non_null(m);
     uint64_t seed = 42;
-    int counts[TW_WIRE_BAD_VALUE + 1] = {0};
+    int counts[TW_WIRE_ID_TOO_LONG + 1] = {0};
     for (int i = 0; i < 4000; i++) {
         memcpy(m, buf, len);
         int flips = 1 + (int)(rng_next(&seed) % 4);
@@ -497,7 +498,7 @@ static void test_mutated_buffers(void **state)
         char err[256] = "";
         tw_batch *out = NULL;
         tw_wire_status st = tw_wire_decode(m, len, &out, err, sizeof(err));
-        assert_true(st <= TW_WIRE_BAD_VALUE);
+        assert_true(st <= TW_WIRE_ID_TOO_LONG);
         counts[st]++;
         if (st == TW_WIRE_OK) {
             /* a decoded batch re-encodes to the same counts */

@@ -19,7 +19,7 @@
  * it unless the comment says so.
  *
  * Built-in rules are built only against this header; so can yours (see
- * plugins/example/).
+ * docs/plugins.md and plugins/example/; docs/rules.md for the built-ins).
  */
 #ifndef TRAINWATCH_PLUGIN_H
 #define TRAINWATCH_PLUGIN_H
@@ -48,7 +48,7 @@ extern "C" {
 enum { TW_OK = 0, TW_ERR = -1 };
 
 /* `fixed` corrects the reference's quirks (default); `reference` reproduces
- * the reference implementation's numbers on the same stream (RULES.md). */
+ * the reference implementation's numbers on the same stream (docs/rules.md). */
 typedef enum tw_semantics {
     TW_SEMANTICS_FIXED = 0,
     TW_SEMANTICS_REFERENCE = 1
@@ -97,11 +97,11 @@ typedef struct tw_sample {
 /* The value was written as a JSON integer (no decimal point). */
 #define TW_SAMPLE_INTEGRAL 1u
 /* The sample lies exactly on this scan's start and was also delivered to
- * the previous scan (both scan ends are inclusive, RULES.md §1.2). */
+ * the previous scan (both scan ends are inclusive, docs/rules.md). */
 #define TW_SAMPLE_REPEAT 2u
 
-/* Source type of a framework event (`file_type` in RULES.md §1.1), in the
- * reference's delivery order. */
+/* Source type of a framework event (the kind of trace file it came from),
+ * in the reference's delivery order. */
 typedef enum tw_source {
     TW_SOURCE_PYTHONTIMELINE = 0, /* "PythontimelineMetrics"          */
     TW_SOURCE_MODEL_TIMELINE = 1, /* "DetailedframeworkMetrics"       */
@@ -160,9 +160,9 @@ typedef struct tw_fw_event {
 
 struct tw_windows; /* the host's windowed aggregator, opaque to plugins */
 
-/* Scan k covers [start_us, end_us], both inclusive (RULES.md §2.1). The
+/* Scan k covers [start_us, end_us], both inclusive (docs/rules.md). The
  * samples and events are those the reference would deliver for that
- * interval, in the reference's order (RULES.md §1.5). Everything a scan
+ * interval, in the reference's order (docs/rules.md). Everything a scan
  * points to is owned by the host and valid only during scan(). */
 typedef struct tw_scan {
     uint64_t index;             /* k                                       */
@@ -280,7 +280,7 @@ typedef struct tw_host {
     int (*series_stats)(const struct tw_windows *w, uint32_t series,
                         tw_series_stats *out);
 
-    /* --- numerics that reproduce numpy bit for bit (RULES.md §3.0) ---- */
+    /* --- numerics that reproduce numpy bit for bit (docs/rules.md) ---- */
     /* Q(v, q) of an ascending array; n must be > 0. */
     double (*quantile_sorted)(const double *sorted, size_t n, double q);
     void (*sort_doubles)(double *v, size_t n);
@@ -362,7 +362,7 @@ typedef struct tw_rule_descriptor {
 
     /* Write the whole report object:
      * {"RuleTriggered":..,"Violations":..,"Details":{..},"Datapoints":..,
-     *  "RuleParameters":".."} (RULES.md §2.3). */
+     *  "RuleParameters":".."} (docs/plugins.md, "The report"). */
     int (*report)(void *state, tw_json *out);
 
     /* Serialize every bit of state needed to continue exactly; restore()

@@ -1,0 +1,23 @@
+/*
+ * commands.h - the subcommands of the `trainwatch` executable. Each lives in
+ * its own cmd_<name>.c, takes argc/argv starting at the subcommand's name,
+ * and returns the process exit status (0 ok, 1 failure, 2 usage error).
+ */
+#ifndef TW_COMMANDS_H
+#define TW_COMMANDS_H
+
+typedef struct tw_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} tw_command;
+
+int tw_cmd_eval(int argc, char **argv);
+int tw_cmd_synth(int argc, char **argv);
+int tw_cmd_broker(int argc, char **argv);
+int tw_cmd_replay(int argc, char **argv);
+int tw_cmd_agent(int argc, char **argv);
+int tw_cmd_run(int argc, char **argv);
+int tw_cmd_config(int argc, char **argv);
+
+#endif /* TW_COMMANDS_H */

@@ -1,0 +1,124 @@
+/*
+ * job_internal.h - the tw_job structure and the few job.c helpers that
+ * job_state.c (checkpoint/restore) needs. Not for other modules: use job.h.
+ *
+ * Ownership is as in job.h: the job owns its chunks (and their batches),
+ * dictionary arena, producers, windows, rules and checkpoint buffer.
+ */
+#ifndef TW_JOB_INTERNAL_H
+#define TW_JOB_INTERNAL_H
+
+#include "arena.h"
+#include "job.h"
+#include "job_loss.h"
+#include "strmap.h"
+#include "watermark.h"
+
+/* A buffered batch and what scan assembly needs to order and select it. */
+typedef struct chunk {
+    tw_batch *batch;
+    uint64_t arrival;
+    int64_t order_ts;       /* the file's timestamp (or its minute)      */
+    const char *order_name; /* system: node; framework: path or node     */
+    int source;             /* framework source rank                     */
+    int64_t min_ns, max_ns; /* system samples (ts in ns), if any         */
+    int64_t min_start_us, max_end_us; /* framework events, if any        */
+} chunk;
+
+#define SEQ_WINDOW 4096
+
+/* A producer of events (system or framework node) for the watermark. */
+typedef struct producer {
+    const char *name; /* owned by the job's dictionary arena */
+    int64_t newest_us;
+    /* Redelivery detection: the highest sequence number seen and which of
+     * the SEQ_WINDOW numbers below it were seen, so batches reordered
+     * within the window are accepted once each. */
+    uint64_t max_seq;
+    uint64_t seen[SEQ_WINDOW / 64];
+    /* Series ids of this node's previous batch, by dictionary position:
+     * agents send the same dictionary every time, so a string compare
+     * replaces the hash lookup (owned by the job). */
+    uint32_t *dict_ids;
+    size_t ndict, dict_cap;
+    /* Clock skew (job.h), kept on the node's "sys" (else "fw") entry and
+     * not checkpointed: whole batches beyond the bound in a row, and
+     * whether the node's first refused time was logged. */
+    uint32_t skew_run;
+    int skew_warned;
+} producer;
+
+struct tw_job {
+    char *id;
+    tw_job_config cfg;
+    tw_registry *reg;
+    tw_windows *windows;
+    tw_host_ctx *host;
+    tw_rule **rules;
+    size_t nrules;
+    tw_job_scan_fn on_scan;
+    void *on_scan_ud;
+
+    /* dictionary */
+    tw_arena dict;        /* series strings, node names */
+    tw_strmap series_ids; /* key -> series id */
+    tw_series *series;
+    size_t nseries, series_cap;
+    tw_strmap node_ids;   /* system node -> index */
+    const char **nodes;
+    size_t nnodes, nodes_cap;
+    tw_strmap producer_ids;
+    producer *producers;
+    size_t nproducers, producers_cap;
+    tw_watermark wm; /* over producers' newest_us (producer_newest_) */
+
+    /* clock */
+    int64_t first_us; /* F; 0 = not known yet */
+    int first_fixed;
+    int64_t first_candidate_us;
+    int64_t latest_system_us, latest_framework_us;
+    uint64_t next_scan; /* index of the first scan not yet closed */
+    int64_t next_start_us; /* continuous mode: start of the next scan */
+    int64_t scan_limit_us; /* 0 = none, see tw_job_set_scan_limit */
+    int started;           /* a scan has closed (F frozen) */
+    int finished;
+    int end_marker;
+    int64_t newest_us;     /* max producer newest_us; 0 = recompute
+                              (fresh or restored job), see job.c     */
+    int finish_begun;      /* tw_job_finish ran (maybe stopped): its */
+    int64_t finish_latest_us; /* L, skew-checked once                 */
+
+    /* buffered input */
+    chunk *chunks;
+    size_t nchunks, chunks_cap;
+    uint64_t arrivals;
+
+    /* scan assembly buffers, reused */
+    tw_sample *scan_samples;
+    size_t scan_samples_cap;
+    tw_fw_event *scan_events;
+    size_t scan_events_cap;
+    chunk **order;
+    size_t order_cap;
+
+    tw_job_stats stats;
+    tw_job_loss loss; /* missing input: the job's `partial` mark */
+
+    /* checkpoint bookkeeping (job_state.c): change counters bumped by the
+     * pipeline, and their values at the last successful tw_job_save */
+    uint64_t core_changes, rules_changes;
+    uint64_t core_saved, rules_saved;
+    tw_buf *ckpt; /* reusable save buffer, owned; NULL until first save */
+};
+
+/* Dictionary access for restore: the same paths ingest takes, so the maps,
+ * the windows' series and the ids stay consistent. */
+int tw_job_node_index_(tw_job *j, const char *node, uint32_t *out);
+int tw_job_series_id_(tw_job *j, uint32_t node, const char *node_name,
+                      const tw_batch_series *bs, uint32_t *out);
+/* key = "<kind>:<node>" as producer_get builds it; NULL on OOM. */
+producer *tw_job_producer_get_(tw_job *j, const char *kind, const char *node);
+/* p->newest_us := t when newer, and the watermark with it. TW_ERR: OOM. */
+int tw_job_producer_newest_(tw_job *j, producer *p, int64_t t);
+
+#endif /* TW_JOB_INTERNAL_H */

@@ -1,0 +1,1061 @@
+/*
+ * job_state.c - exact checkpoint/restore of a whole job (job.h, "checkpoints").
+ *
+ * Every part is   u32 magic | u16 version | u16 0 | u64 payload length |
+ *                 u32 CRC-32 of the payload | payload
+ * (fixed fields little-endian; the payload in the ckpt_codec.h encoding).
+ *
+ * "core" (magic "TWJC", version 1) payload:
+ *   str job id; config: iv tick, lateness, idle, u8 external watermark,
+ *   u8 semantics, uv rule count;
+ *   clock: iv F, F candidate, latest system, latest framework, next start
+ *   (continuous), scan limit, uv next scan, u8 flags (F fixed, started,
+ *   finished, end marker seen);
+ *   stats: uv batches, duplicates, samples, events, late samples, late
+ *   events, scans; uv arrivals;
+ *   nodes: uv n, str each;
+ *   series: uv n, per series uv node, str type, name (may be NULL), dimension;
+ *   producers: uv n, per producer str key ("sys:algo-1"), iv newest, uv
+ *   highest seq, the seen-window bitmap (u8 0 + 64 u64 words, or u8 1 + uv
+ *   run count + alternating run lengths of seen/unseen bits from the newest);
+ *   windows: uv length + tw_windows_save bytes;
+ *   chunks (batches buffered for open scans): uv n, per chunk uv arrival,
+ *   iv order ts, u8 order key (0 node, 1 file path), u8 framework source,
+ *   iv min/max sample ns, min start/max end µs, str node, uv seq, iv file ts,
+ *   str file path, uv nsamples + (f64 ts, f64 value, uv job series id, uv
+ *   flags) each, uv nevents + events (str name, phase, u8 node (0 NULL,
+ *   1 the batch's, 2 own str), iv start, end, pid, tid, u8 source, u8 mode,
+ *   uv flags, uv nargs + 1 (0 = no args), (str key, str value, u8 kind)).
+ *
+ * "rule.<i>" (magic "TWJR", version 1) payload: uv i, uv rule count, str
+ * rule name, str plugin name, then tw_rule_save's bytes.
+ *
+ * Restoring the core runs its parser twice: a check pass that reads the
+ * whole blob and changes nothing (the aggregator part is restored into a
+ * scratch tw_windows), then an apply pass over the same bytes that can only
+ * fail on out-of-memory or a duplicated name.
+ *
+ * Ownership: the reusable save buffer belongs to the job (j->ckpt, freed by
+ * tw_job_free); it is dropped after a save whose largest part passed
+ * CKPT_KEEP_BYTES so thousands of idle jobs do not each hold a big buffer.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "ckpt_codec.h"
+#include "job.h"
+#include "job_internal.h"
+
+#define CORE_MAGIC 0x434a5754u /* "TWJC" */
+#define RULE_MAGIC 0x524a5754u /* "TWJR" */
+/* Version 2 appends the data-loss record (job_loss.h) to "core"; version 1
+ * blobs (no record) are still read. */
+#define STATE_VERSION 2u
+#define STATE_VERSION_MIN 1u
+#define HEADER_BYTES 20u
+#define CKPT_KEEP_BYTES (256u * 1024u)
+
+enum {
+    CLOCK_FIRST_FIXED = 1,
+    CLOCK_STARTED = 2,
+    CLOCK_FINISHED = 4,
+    CLOCK_END_MARKER = 8,
+};
+
+static uint32_t crc_of(const uint8_t *p, size_t n)
+{
+    return (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), p, n);
+}
+
+static void put_le(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Writes the header in front of the payload already in b (which starts
+ * with HEADER_BYTES reserved bytes). The buffer is ours: writing through
+ * tw_buf_data's pointer is writing our own heap memory. */
+static void seal(tw_buf *b, uint32_t magic)
+{
+    uint8_t *d = (uint8_t *)(uintptr_t)tw_buf_data(b);
+    size_t n = tw_buf_len(b) - HEADER_BYTES;
+    put_le(d, magic, 4);
+    put_le(d + 4, STATE_VERSION, 2);
+    put_le(d + 6, 0, 2);
+    put_le(d + 8, n, 8);
+    put_le(d + 16, crc_of(d + HEADER_BYTES, n), 4);
+}
+
+/* Checks a part's header; on success *payload and *n are its payload. */
+static int unseal(const char *part, const void *data, size_t len,
+                  uint32_t magic, const uint8_t **payload, size_t *n,
+                  unsigned *version_out, char *err, size_t errlen)
+{
+    const uint8_t *d = data;
+    if (d == NULL || len < HEADER_BYTES) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': truncated (%zu bytes, the header "
+                 "alone is %u)",
+                 part, len, HEADER_BYTES);
+        return TW_ERR;
+    }
+    if (get_le(d, 4) != magic) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': not a trainwatch %s checkpoint (bad "
+                 "magic)",
+                 part, magic == CORE_MAGIC ? "job core" : "job rule");
+        return TW_ERR;
+    }
+    unsigned version = (unsigned)get_le(d + 4, 2);
+    if (version < STATE_VERSION_MIN || version > STATE_VERSION) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': version %u, this engine reads "
+                 "versions %u to %u",
+                 part, version, STATE_VERSION_MIN, STATE_VERSION);
+        return TW_ERR;
+    }
+    if (get_le(d + 6, 2) != 0) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': header flags %u unknown to this engine",
+                 part, (unsigned)get_le(d + 6, 2));
+        return TW_ERR;
+    }
+    uint64_t want = get_le(d + 8, 8);
+    if (want != len - HEADER_BYTES) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': %s (payload of %llu bytes announced, "
+                 "%zu present)",
+                 part, want > len - HEADER_BYTES ? "truncated" : "trailing bytes",
+                 (unsigned long long)want, len - HEADER_BYTES);
+        return TW_ERR;
+    }
+    if (get_le(d + 16, 4) != crc_of(d + HEADER_BYTES, len - HEADER_BYTES)) {
+        snprintf(err, errlen, "checkpoint part '%s': CRC mismatch (corrupt)",
+                 part);
+        return TW_ERR;
+    }
+    *payload = d + HEADER_BYTES;
+    *n = len - HEADER_BYTES;
+    *version_out = version;
+    return TW_OK;
+}
+
+/* ---- save ------------------------------------------------------------------ */
+
+/* The (node, seq) window: 4096 bits, bit i = "max_seq - i was seen". In
+ * order streams it is one run of ones, so runs are usually a few bytes. */
+static void put_seen(tw_ckw *w, const uint64_t *seen)
+{
+    uint32_t runs[SEQ_WINDOW + 1];
+    size_t nruns = 0;
+    int cur = 1; /* runs alternate, the first counts seen bits */
+    uint32_t len = 0;
+    size_t last = 0; /* runs up to the last run of ones */
+    for (size_t wi = 0; wi < SEQ_WINDOW / 64; wi++) {
+        uint64_t word = seen[wi];
+        if (word == (cur ? UINT64_MAX : 0)) {
+            len += 64;
+            continue;
+        }
+        for (unsigned b = 0; b < 64; b++) {
+            int bit = (int)((word >> b) & 1u);
+            if (bit != cur) {
+                runs[nruns++] = len;
+                if (cur)
+                    last = nruns;
+                cur = bit;
+                len = 0;
+            }
+            len++;
+        }
+    }
+    runs[nruns++] = len;
+    if (cur)
+        last = nruns;
+    /* trailing unseen bits are implied */
+    size_t bytes = 0;
+    for (size_t i = 0; i < last; i++)
+        bytes += runs[i] < 128 ? 1 : 2;
+    if (bytes + 3 >= 8 * (SEQ_WINDOW / 64)) {
+        tw_ckw_u8(w, 0);
+        for (size_t wi = 0; wi < SEQ_WINDOW / 64; wi++)
+            tw_ckw_u64(w, seen[wi]);
+        return;
+    }
+    tw_ckw_u8(w, 1);
+    tw_ckw_uv(w, last);
+    for (size_t i = 0; i < last; i++)
+        tw_ckw_uv(w, runs[i]);
+}
+
+static void put_batch_chunk(tw_ckw *w, const chunk *c)
+{
+    const tw_batch *b = c->batch;
+    tw_ckw_uv(w, c->arrival);
+    tw_ckw_iv(w, c->order_ts);
+    tw_ckw_u8(w, b->file_path != NULL && c->order_name == b->file_path);
+    tw_ckw_u8(w, (uint8_t)c->source);
+    tw_ckw_iv(w, c->min_ns);
+    tw_ckw_iv(w, c->max_ns);
+    tw_ckw_iv(w, c->min_start_us);
+    tw_ckw_iv(w, c->max_end_us);
+    tw_ckw_str(w, b->node);
+    tw_ckw_uv(w, b->seq);
+    tw_ckw_iv(w, b->file_ts_us);
+    tw_ckw_str(w, b->file_path);
+    tw_ckw_uv(w, b->nsamples);
+    for (size_t i = 0; i < b->nsamples; i++) {
+        const tw_sample *s = &b->samples[i];
+        tw_ckw_f64(w, s->ts);
+        tw_ckw_f64(w, s->value);
+        tw_ckw_uv(w, s->series);
+        tw_ckw_uv(w, s->flags);
+    }
+    tw_ckw_uv(w, b->nevents);
+    for (size_t i = 0; i < b->nevents; i++) {
+        const tw_fw_event *e = &b->events[i];
+        tw_ckw_str(w, e->name);
+        tw_ckw_str(w, e->phase);
+        if (e->node == NULL) {
+            tw_ckw_u8(w, 0);
+        } else if (b->node != NULL && strcmp(e->node, b->node) == 0) {
+            tw_ckw_u8(w, 1);
+        } else {
+            tw_ckw_u8(w, 2);
+            tw_ckw_str(w, e->node);
+        }
+        tw_ckw_iv(w, e->start_us);
+        tw_ckw_iv(w, e->end_us);
+        tw_ckw_iv(w, e->pid);
+        tw_ckw_iv(w, e->tid);
+        tw_ckw_u8(w, (uint8_t)e->source);
+        tw_ckw_u8(w, (uint8_t)e->mode);
+        tw_ckw_uv(w, e->flags);
+        tw_ckw_uv(w, e->args == NULL ? 0 : (uint64_t)e->nargs + 1);
+        for (uint32_t a = 0; e->args != NULL && a < e->nargs; a++) {
+            tw_ckw_str(w, e->args[a].key);
+            tw_ckw_str(w, e->args[a].value);
+            tw_ckw_u8(w, (uint8_t)e->args[a].kind);
+        }
+    }
+}
+
+static int build_core(tw_job *j, tw_buf *b)
+{
+    static const uint8_t zero[HEADER_BYTES];
+    tw_ckw w = {b, 0};
+    tw_ckw_bytes(&w, zero, sizeof(zero));
+    tw_ckw_str(&w, j->id);
+    tw_ckw_iv(&w, j->cfg.tick_us);
+    tw_ckw_iv(&w, j->cfg.lateness_us);
+    tw_ckw_iv(&w, j->cfg.idle_node_us);
+    tw_ckw_u8(&w, (uint8_t)(j->cfg.external_watermark != 0));
+    tw_ckw_u8(&w, (uint8_t)j->cfg.semantics);
+    tw_ckw_uv(&w, j->nrules);
+
+    tw_ckw_iv(&w, j->first_us);
+    tw_ckw_iv(&w, j->first_candidate_us);
+    tw_ckw_iv(&w, j->latest_system_us);
+    tw_ckw_iv(&w, j->latest_framework_us);
+    tw_ckw_iv(&w, j->next_start_us);
+    tw_ckw_iv(&w, j->scan_limit_us);
+    tw_ckw_uv(&w, j->next_scan);
+    tw_ckw_u8(&w, (uint8_t)((j->first_fixed ? CLOCK_FIRST_FIXED : 0) |
+                            (j->started ? CLOCK_STARTED : 0) |
+                            (j->finished ? CLOCK_FINISHED : 0) |
+                            (j->end_marker ? CLOCK_END_MARKER : 0)));
+
+    const tw_job_stats *st = &j->stats;
+    tw_ckw_uv(&w, st->batches);
+    tw_ckw_uv(&w, st->duplicate_batches);
+    tw_ckw_uv(&w, st->samples);
+    tw_ckw_uv(&w, st->events);
+    tw_ckw_uv(&w, st->late_samples);
+    tw_ckw_uv(&w, st->late_events);
+    tw_ckw_uv(&w, st->scans);
+    tw_ckw_uv(&w, j->arrivals);
+
+    tw_ckw_uv(&w, j->nnodes);
+    for (size_t i = 0; i < j->nnodes; i++)
+        tw_ckw_str(&w, j->nodes[i]);
+    tw_ckw_uv(&w, j->nseries);
+    for (size_t i = 0; i < j->nseries; i++) {
+        const tw_series *s = &j->series[i];
+        tw_ckw_uv(&w, s->node);
+        tw_ckw_str(&w, s->type);
+        tw_ckw_str(&w, s->name);
+        tw_ckw_str(&w, s->dimension);
+    }
+    tw_ckw_uv(&w, j->nproducers);
+    for (size_t i = 0; i < j->nproducers; i++) {
+        const producer *p = &j->producers[i];
+        tw_ckw_str(&w, p->name);
+        tw_ckw_iv(&w, p->newest_us);
+        tw_ckw_uv(&w, p->max_seq);
+        put_seen(&w, p->seen);
+    }
+
+    /* windows, length-prefixed: reserve a fixed 5-byte varint (a windows
+     * blob under 32 GiB) and patch it, to avoid a second buffer */
+    uint8_t lenpad[5] = {0x80, 0x80, 0x80, 0x80, 0x00};
+    size_t lenpos = tw_buf_len(b);
+    tw_ckw_bytes(&w, lenpad, sizeof(lenpad));
+    if (w.failed || tw_windows_save(j->windows, b) != TW_OK)
+        return TW_ERR;
+    uint64_t wlen = tw_buf_len(b) - lenpos - sizeof(lenpad);
+    if (wlen >= (1ull << 35))
+        return TW_ERR;
+    uint8_t *d = (uint8_t *)(uintptr_t)tw_buf_data(b) + lenpos;
+    for (int i = 0; i < 5; i++)
+        d[i] = (uint8_t)(((wlen >> (7 * i)) & 0x7f) | (i < 4 ? 0x80 : 0));
+
+    tw_ckw_uv(&w, j->nchunks);
+    for (size_t i = 0; i < j->nchunks && !w.failed; i++)
+        put_batch_chunk(&w, &j->chunks[i]);
+    tw_job_loss_save(&j->loss, &w);
+    if (w.failed)
+        return TW_ERR;
+    seal(b, CORE_MAGIC);
+    return TW_OK;
+}
+
+static int build_rule(tw_job *j, size_t i, tw_buf *b)
+{
+    static const uint8_t zero[HEADER_BYTES];
+    tw_rule *r = j->rules[i];
+    tw_ckw w = {b, 0};
+    tw_ckw_bytes(&w, zero, sizeof(zero));
+    tw_ckw_uv(&w, i);
+    tw_ckw_uv(&w, j->nrules);
+    tw_ckw_str(&w, tw_rule_name(r));
+    tw_ckw_str(&w, tw_rule_descriptor_of(r)->name);
+    if (w.failed || tw_rule_save(r, b) != TW_OK)
+        return TW_ERR;
+    seal(b, RULE_MAGIC);
+    return TW_OK;
+}
+
+int tw_job_dirty(const tw_job *j)
+{
+    return j->core_changes != j->core_saved ||
+           j->rules_changes != j->rules_saved;
+}
+
+int tw_job_save(tw_job *j, int only_dirty, tw_job_part_fn emit, void *ud,
+                char *err, size_t errlen)
+{
+    int core = !only_dirty || j->core_changes != j->core_saved;
+    int rules = !only_dirty || j->rules_changes != j->rules_saved;
+    if (!core && !rules)
+        return TW_OK;
+    if (j->ckpt == NULL && (j->ckpt = tw_buf_new()) == NULL) {
+        snprintf(err, errlen, "job %s: checkpoint: out of memory", j->id);
+        return TW_ERR;
+    }
+    size_t biggest = 0;
+    int rc = TW_OK;
+    char part[32];
+    for (size_t i = 0; rc == TW_OK && i < 1 + j->nrules; i++) {
+        if (i == 0 ? !core : !rules)
+            continue;
+        if (i == 0)
+            snprintf(part, sizeof(part), "core");
+        else
+            snprintf(part, sizeof(part), "rule.%zu", i - 1);
+        tw_buf_clear(j->ckpt);
+        if ((i == 0 ? build_core(j, j->ckpt)
+                    : build_rule(j, i - 1, j->ckpt)) != TW_OK) {
+            snprintf(err, errlen,
+                     "job %s: checkpoint part '%s'%s%s: cannot save (out of "
+                     "memory or the rule failed)",
+                     j->id, part, i ? " " : "",
+                     i ? tw_rule_name(j->rules[i - 1]) : "");
+            rc = TW_ERR;
+            break;
+        }
+        size_t n = tw_buf_len(j->ckpt);
+        if (n > biggest)
+            biggest = n;
+        if (emit(ud, part, tw_buf_data(j->ckpt), n) != TW_OK) {
+            snprintf(err, errlen,
+                     "job %s: checkpoint part '%s': the store refused it",
+                     j->id, part);
+            rc = TW_ERR;
+        }
+    }
+    if (rc == TW_OK) {
+        j->core_saved = j->core_changes;
+        j->rules_saved = j->rules_changes;
+    }
+    if (biggest > CKPT_KEEP_BYTES || rc != TW_OK) {
+        tw_buf_free(j->ckpt);
+        j->ckpt = NULL;
+    } else {
+        tw_buf_clear(j->ckpt);
+    }
+    return rc;
+}
+
+/* ---- restore: core --------------------------------------------------------- */
+
+/* NUL-terminated copies of strings read from a blob, for the lookups. */
+typedef struct scratch {
+    char *s[3];
+    size_t cap[3];
+} scratch;
+
+static const char *scratch_put(scratch *sc, int slot, const char *p, size_t n,
+                               int *oom)
+{
+    if (p == NULL)
+        return NULL;
+    if (n + 1 > sc->cap[slot]) {
+        char *q = realloc(sc->s[slot], n + 1);
+        if (q == NULL) {
+            *oom = 1;
+            return NULL;
+        }
+        sc->s[slot] = q;
+        sc->cap[slot] = n + 1;
+    }
+    memcpy(sc->s[slot], p, n);
+    sc->s[slot][n] = '\0';
+    return sc->s[slot];
+}
+
+static void scratch_free(scratch *sc)
+{
+    for (int i = 0; i < 3; i++)
+        free(sc->s[i]);
+}
+
+/* An arena copy of a blob string (NULL stays NULL); *oom on failure. */
+static char *arena_str(tw_arena *a, const char *p, size_t n, int *oom)
+{
+    if (p == NULL)
+        return NULL;
+    char *q = tw_arena_alloc(a, n + 1);
+    if (q == NULL) {
+        *oom = 1;
+        return NULL;
+    }
+    memcpy(q, p, n);
+    q[n] = '\0';
+    return q;
+}
+
+typedef struct core_pass {
+    tw_job *j;
+    tw_ckr r;
+    int apply;
+    int oom;
+    const char *bad; /* a semantic problem (the reader keeps syntax ones) */
+    unsigned version; /* of the blob */
+    char detail[256];
+    size_t nnodes, nseries; /* as read from the blob */
+    tw_windows *check;      /* check pass: scratch aggregator */
+    scratch sc;
+} core_pass;
+
+static void get_seen(core_pass *cp, uint64_t *seen)
+{
+    tw_ckr *r = &cp->r;
+    uint8_t mode = tw_ckr_u8(r);
+    uint64_t words[SEQ_WINDOW / 64];
+    memset(words, 0, sizeof(words));
+    if (mode == 0) {
+        for (size_t i = 0; i < SEQ_WINDOW / 64; i++)
+            words[i] = tw_ckr_u64(r);
+    } else if (mode == 1) {
+        size_t nruns = tw_ckr_count(r, 1);
+        uint64_t pos = 0;
+        for (size_t i = 0; i < nruns && r->why == NULL; i++) {
+            uint64_t len = tw_ckr_uv(r);
+            if (len > SEQ_WINDOW - pos) {
+                tw_ckr_fail(r, "sequence window runs exceed 4096 bits");
+                break;
+            }
+            if (i % 2 == 0)
+                for (uint64_t b = pos; b < pos + len; b++)
+                    words[b / 64] |= 1ull << (b % 64);
+            pos += len;
+        }
+    } else if (r->why == NULL) {
+        tw_ckr_fail(r, "unknown sequence window encoding");
+    }
+    if (cp->apply && r->why == NULL)
+        memcpy(seen, words, sizeof(words));
+}
+
+static void get_chunk(core_pass *cp)
+{
+    tw_ckr *r = &cp->r;
+    tw_job *j = cp->j;
+    chunk c;
+    memset(&c, 0, sizeof(c));
+    c.arrival = tw_ckr_uv(r);
+    c.order_ts = tw_ckr_iv(r);
+    uint8_t order_key = tw_ckr_u8(r);
+    uint8_t source = tw_ckr_u8(r);
+    c.min_ns = tw_ckr_iv(r);
+    c.max_ns = tw_ckr_iv(r);
+    c.min_start_us = tw_ckr_iv(r);
+    c.max_end_us = tw_ckr_iv(r);
+    const char *node, *path;
+    size_t nnode, npath;
+    tw_ckr_str(r, &node, &nnode);
+    uint64_t seq = tw_ckr_uv(r);
+    int64_t file_ts = tw_ckr_iv(r);
+    tw_ckr_str(r, &path, &npath);
+    size_t nsamples = tw_ckr_count(r, 18);
+    if (r->why != NULL)
+        return;
+    if (order_key > 1 || (order_key == 1 && path == NULL) ||
+        source > TW_SOURCE_COUNT) {
+        cp->bad = "buffered batch with a bad order key or source";
+        return;
+    }
+    c.source = source;
+    tw_batch *b = NULL;
+    if (cp->apply) {
+        if ((b = tw_batch_new()) == NULL) {
+            cp->oom = 1;
+            return;
+        }
+        b->job = arena_str(&b->arena, j->id, strlen(j->id), &cp->oom);
+        b->node = arena_str(&b->arena, node, nnode, &cp->oom);
+        b->seq = seq;
+        b->file_ts_us = file_ts;
+        b->file_path = arena_str(&b->arena, path, npath, &cp->oom);
+        if (nsamples > 0) {
+            b->samples = tw_arena_alloc(&b->arena, nsamples * sizeof(tw_sample));
+            if (b->samples == NULL)
+                cp->oom = 1;
+        }
+        if (cp->oom)
+            goto out;
+    }
+    for (size_t i = 0; i < nsamples; i++) {
+        tw_sample s;
+        s.ts = tw_ckr_f64(r);
+        s.value = tw_ckr_f64(r);
+        uint64_t series = tw_ckr_uv(r);
+        uint64_t flags = tw_ckr_uv(r);
+        if (r->why != NULL)
+            goto out;
+        if (series >= cp->nseries || flags > UINT32_MAX) {
+            cp->bad = "buffered sample names a series the dictionary lacks";
+            goto out;
+        }
+        s.series = (uint32_t)series;
+        s.flags = (uint32_t)flags;
+        if (b != NULL)
+            b->samples[i] = s;
+    }
+    size_t nevents = tw_ckr_count(r, 10);
+    if (r->why != NULL)
+        goto out;
+    if (b != NULL && nevents > 0) {
+        b->events = tw_arena_alloc(&b->arena, nevents * sizeof(tw_fw_event));
+        if (b->events == NULL) {
+            cp->oom = 1;
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < nevents; i++) {
+        tw_fw_event e;
+        memset(&e, 0, sizeof(e));
+        const char *name, *phase, *enode = NULL;
+        size_t nname, nphase, nenode = 0;
+        tw_ckr_str(r, &name, &nname);
+        tw_ckr_str(r, &phase, &nphase);
+        uint8_t node_kind = tw_ckr_u8(r);
+        if (node_kind == 2)
+            tw_ckr_str(r, &enode, &nenode);
+        e.start_us = tw_ckr_iv(r);
+        e.end_us = tw_ckr_iv(r);
+        e.pid = tw_ckr_iv(r);
+        e.tid = tw_ckr_iv(r);
+        uint8_t esrc = tw_ckr_u8(r), mode = tw_ckr_u8(r);
+        uint64_t flags = tw_ckr_uv(r);
+        uint64_t nargs1 = tw_ckr_uv(r);
+        if (r->why != NULL)
+            goto out;
+        if (node_kind > 2 || (node_kind == 1 && node == NULL) ||
+            esrc >= TW_SOURCE_COUNT || mode > TW_MODE_GLOBAL ||
+            flags > UINT32_MAX || nargs1 > UINT32_MAX ||
+            (nargs1 > 0 && nargs1 - 1 > tw_ckr_left(r) / 3)) {
+            cp->bad = "buffered event with a value out of range";
+            goto out;
+        }
+        e.source = (tw_source)esrc;
+        e.mode = (tw_mode)mode;
+        e.flags = (uint32_t)flags;
+        e.nargs = nargs1 > 0 ? (uint32_t)(nargs1 - 1) : 0;
+        tw_arg *args = NULL;
+        if (b != NULL) {
+            e.name = arena_str(&b->arena, name, nname, &cp->oom);
+            e.phase = arena_str(&b->arena, phase, nphase, &cp->oom);
+            e.node = node_kind == 1 ? b->node
+                                    : arena_str(&b->arena, enode, nenode,
+                                                &cp->oom);
+            if (nargs1 > 0) {
+                args = tw_arena_alloc(&b->arena,
+                                      (e.nargs ? e.nargs : 1) * sizeof(tw_arg));
+                if (args == NULL)
+                    cp->oom = 1;
+                e.args = args;
+            }
+            if (cp->oom)
+                goto out;
+        }
+        for (uint32_t a = 0; a < e.nargs; a++) {
+            const char *k, *v;
+            size_t nk, nv;
+            tw_ckr_str(r, &k, &nk);
+            tw_ckr_str(r, &v, &nv);
+            uint8_t kind = tw_ckr_u8(r);
+            if (r->why != NULL)
+                goto out;
+            if (kind > TW_ARG_JSON) {
+                cp->bad = "buffered event argument of an unknown kind";
+                goto out;
+            }
+            if (args != NULL) {
+                args[a].key = arena_str(&b->arena, k, nk, &cp->oom);
+                args[a].value = arena_str(&b->arena, v, nv, &cp->oom);
+                args[a].kind = (tw_arg_kind)kind;
+                if (cp->oom)
+                    goto out;
+            }
+        }
+        if (b != NULL)
+            b->events[b->nevents++] = e;
+    }
+    if (cp->apply) {
+        b->nsamples = nsamples;
+        c.batch = b;
+        c.order_name = order_key == 1 ? b->file_path
+                                      : (b->node != NULL ? b->node : "");
+        size_t need = j->nchunks + 1;
+        if (need > j->chunks_cap) {
+            size_t cap = j->chunks_cap ? 2 * j->chunks_cap : 16;
+            chunk *nc = realloc(j->chunks, cap * sizeof(chunk));
+            if (nc == NULL) {
+                cp->oom = 1;
+                goto out;
+            }
+            j->chunks = nc;
+            j->chunks_cap = cap;
+        }
+        j->chunks[j->nchunks++] = c;
+        return;
+    }
+out:
+    tw_batch_free(b);
+}
+
+static int core_failed(const core_pass *cp)
+{
+    return cp->r.why != NULL || cp->bad != NULL || cp->oom;
+}
+
+static void get_series(core_pass *cp)
+{
+    tw_ckr *r = &cp->r;
+    tw_job *j = cp->j;
+    size_t n = tw_ckr_count(r, 4);
+    if (cp->check != NULL)
+        for (int m = 0; m < TW_METRIC_COUNT; m++)
+            if (tw_windows_request(cp->check, (tw_metric)m,
+                                   tw_windows_requested(j->windows,
+                                                        (tw_metric)m)) != TW_OK)
+                cp->oom = 1;
+    for (size_t i = 0; i < n && !core_failed(cp); i++) {
+        uint64_t node = tw_ckr_uv(r);
+        const char *t, *nm, *dim;
+        size_t nt, nnm, ndim;
+        tw_ckr_str(r, &t, &nt);
+        tw_ckr_str(r, &nm, &nnm);
+        tw_ckr_str(r, &dim, &ndim);
+        if (r->why != NULL)
+            break;
+        if (node >= cp->nnodes || t == NULL || dim == NULL) {
+            cp->bad = "series with a bad node index or no type/dimension";
+            break;
+        }
+        tw_batch_series bs;
+        bs.type = scratch_put(&cp->sc, 0, t, nt, &cp->oom);
+        bs.name = scratch_put(&cp->sc, 1, nm, nnm, &cp->oom);
+        bs.dimension = scratch_put(&cp->sc, 2, dim, ndim, &cp->oom);
+        if (cp->oom)
+            break;
+        if (!cp->apply) {
+            tw_metric m = tw_metric_classify(bs.type, bs.name, bs.dimension);
+            if (tw_windows_add_series(cp->check, (uint32_t)i, m) != TW_OK)
+                cp->oom = 1;
+            continue;
+        }
+        uint32_t id;
+        if (tw_job_series_id_(j, (uint32_t)node, j->nodes[node], &bs, &id) !=
+            TW_OK) {
+            cp->oom = 1;
+            break;
+        }
+        if (id != i) {
+            cp->bad = "the dictionary holds the same series twice";
+            break;
+        }
+    }
+    cp->nseries = n;
+}
+
+static void get_producers(core_pass *cp)
+{
+    tw_ckr *r = &cp->r;
+    size_t n = tw_ckr_count(r, 4);
+    for (size_t i = 0; i < n && !core_failed(cp); i++) {
+        const char *key;
+        size_t nkey;
+        tw_ckr_str(r, &key, &nkey);
+        int64_t newest = tw_ckr_iv(r);
+        uint64_t max_seq = tw_ckr_uv(r);
+        const char *colon = key != NULL ? memchr(key, ':', nkey) : NULL;
+        if (r->why == NULL && colon == NULL) {
+            cp->bad = "producer key without a kind";
+            break;
+        }
+        producer *p = NULL;
+        if (cp->apply) {
+            const char *kind = scratch_put(&cp->sc, 0, key,
+                                           (size_t)(colon - key), &cp->oom);
+            const char *node = scratch_put(&cp->sc, 1, colon + 1,
+                                           nkey - (size_t)(colon - key) - 1,
+                                           &cp->oom);
+            if (cp->oom ||
+                (p = tw_job_producer_get_(cp->j, kind, node)) == NULL) {
+                cp->oom = 1;
+                break;
+            }
+            if (tw_job_producer_newest_(cp->j, p, newest) != TW_OK) {
+                cp->oom = 1;
+                break;
+            }
+            p->max_seq = max_seq;
+        }
+        get_seen(cp, p != NULL ? p->seen : NULL);
+    }
+}
+
+static void get_nodes(core_pass *cp)
+{
+    tw_ckr *r = &cp->r;
+    size_t n = tw_ckr_count(r, 1);
+    for (size_t i = 0; i < n && !core_failed(cp); i++) {
+        const char *s;
+        size_t len;
+        tw_ckr_str(r, &s, &len);
+        if (r->why != NULL)
+            break;
+        if (s == NULL) {
+            cp->bad = "node without a name";
+            break;
+        }
+        if (!cp->apply)
+            continue;
+        uint32_t idx;
+        const char *name = scratch_put(&cp->sc, 0, s, len, &cp->oom);
+        if (cp->oom || tw_job_node_index_(cp->j, name, &idx) != TW_OK) {
+            cp->oom = 1;
+            break;
+        }
+        if (idx != i)
+            cp->bad = "the dictionary holds the same node twice";
+    }
+    cp->nnodes = n;
+}
+
+/* Does F + (k + 2) * tick stay in int64 (so later scans cannot overflow)? */
+static int clock_fits(int64_t first, uint64_t k, int64_t tick)
+{
+    if (tick <= 0)
+        return 1;
+    int64_t span, end;
+    if (k > (uint64_t)INT64_MAX - 2 ||
+        __builtin_mul_overflow((int64_t)(k + 2), tick, &span) ||
+        __builtin_add_overflow(first, span, &end) ||
+        __builtin_add_overflow(end, tick, &end))
+        return 0;
+    return 1;
+}
+
+static void core_pass_run(core_pass *cp)
+{
+    tw_job *j = cp->j;
+    tw_ckr *r = &cp->r;
+    const char *id;
+    size_t nid;
+    tw_ckr_str(r, &id, &nid);
+    tw_job_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.tick_us = tw_ckr_iv(r);
+    cfg.lateness_us = tw_ckr_iv(r);
+    cfg.idle_node_us = tw_ckr_iv(r);
+    cfg.external_watermark = tw_ckr_u8(r);
+    cfg.semantics = (tw_semantics)tw_ckr_u8(r);
+    uint64_t nrules = tw_ckr_uv(r);
+    if (r->why != NULL)
+        return;
+    if (id == NULL || nid != strlen(j->id) || memcmp(id, j->id, nid) != 0) {
+        snprintf(cp->detail, sizeof(cp->detail),
+                 "it is the checkpoint of job '%.*s'", id ? (int)(nid > 100 ? 100 : nid) : 6,
+                 id ? id : "(none)");
+        cp->bad = cp->detail;
+        return;
+    }
+    const char *what = NULL;
+    long long have = 0, want = 0;
+    if (cfg.tick_us != j->cfg.tick_us)
+        what = "tick_us", have = cfg.tick_us, want = j->cfg.tick_us;
+    else if (cfg.lateness_us != j->cfg.lateness_us)
+        what = "lateness_us", have = cfg.lateness_us, want = j->cfg.lateness_us;
+    else if (cfg.idle_node_us != j->cfg.idle_node_us)
+        what = "idle_node_us", have = cfg.idle_node_us,
+        want = j->cfg.idle_node_us;
+    else if (cfg.external_watermark != (j->cfg.external_watermark != 0))
+        what = "external_watermark", have = cfg.external_watermark,
+        want = j->cfg.external_watermark != 0;
+    else if (cfg.semantics != j->cfg.semantics)
+        what = "semantics", have = cfg.semantics, want = j->cfg.semantics;
+    else if (nrules != j->nrules)
+        what = "rule count", have = (long long)nrules, want = (long long)j->nrules;
+    if (what != NULL) {
+        snprintf(cp->detail, sizeof(cp->detail),
+                 "configuration differs: %s is %lld in the checkpoint, %lld "
+                 "in this job",
+                 what, have, want);
+        cp->bad = cp->detail;
+        return;
+    }
+
+    int64_t first = tw_ckr_iv(r), cand = tw_ckr_iv(r), lsys = tw_ckr_iv(r),
+            lfw = tw_ckr_iv(r), next_start = tw_ckr_iv(r),
+            limit = tw_ckr_iv(r);
+    uint64_t next_scan = tw_ckr_uv(r);
+    uint8_t flags = tw_ckr_u8(r);
+    tw_job_stats st;
+    memset(&st, 0, sizeof(st));
+    st.batches = tw_ckr_uv(r);
+    st.duplicate_batches = tw_ckr_uv(r);
+    st.samples = tw_ckr_uv(r);
+    st.events = tw_ckr_uv(r);
+    st.late_samples = tw_ckr_uv(r);
+    st.late_events = tw_ckr_uv(r);
+    st.scans = tw_ckr_uv(r);
+    uint64_t arrivals = tw_ckr_uv(r);
+    if (r->why != NULL)
+        return;
+    if (flags > 15 || !clock_fits(first, next_scan, cfg.tick_us) ||
+        !clock_fits(cand, next_scan, cfg.tick_us)) {
+        cp->bad = "clock values out of range";
+        return;
+    }
+
+    get_nodes(cp);
+    if (core_failed(cp))
+        return;
+    get_series(cp);
+    if (core_failed(cp))
+        return;
+    get_producers(cp);
+    if (core_failed(cp))
+        return;
+
+    size_t wlen = tw_ckr_count(r, 1);
+    const uint8_t *wdata = tw_ckr_bytes(r, wlen);
+    if (r->why != NULL)
+        return;
+    if (tw_windows_restore(cp->apply ? j->windows : cp->check, wdata, wlen,
+                           cp->detail, sizeof(cp->detail)) != TW_OK) {
+        cp->bad = cp->detail;
+        return;
+    }
+
+    size_t nchunks = tw_ckr_count(r, 20);
+    for (size_t i = 0; i < nchunks && !core_failed(cp); i++)
+        get_chunk(cp);
+    if (core_failed(cp))
+        return;
+    if (cp->version >= 2 && tw_job_loss_restore(&j->loss, r, cp->apply) != TW_OK)
+        cp->oom = 1;
+    if (core_failed(cp))
+        return;
+    if (tw_ckr_left(r) != 0) {
+        tw_ckr_fail(r, "trailing bytes");
+        return;
+    }
+    if (!cp->apply)
+        return;
+    j->first_us = first;
+    j->first_candidate_us = cand;
+    j->latest_system_us = lsys;
+    j->latest_framework_us = lfw;
+    j->next_start_us = next_start;
+    j->scan_limit_us = limit;
+    j->next_scan = next_scan;
+    j->first_fixed = (flags & CLOCK_FIRST_FIXED) != 0;
+    j->started = (flags & CLOCK_STARTED) != 0;
+    j->finished = (flags & CLOCK_FINISHED) != 0;
+    j->end_marker = (flags & CLOCK_END_MARKER) != 0;
+    j->stats = st;
+    j->arrivals = arrivals;
+}
+
+static int restore_core(tw_job *j, const void *data, size_t len, char *err,
+                        size_t errlen)
+{
+    const uint8_t *payload;
+    size_t n;
+    unsigned version;
+    if (unseal("core", data, len, CORE_MAGIC, &payload, &n, &version, err,
+               errlen) != TW_OK)
+        return TW_ERR;
+    if (j->stats.batches != 0 || j->nseries != 0 || j->nnodes != 0 ||
+        j->nproducers != 0 || j->nchunks != 0 || j->started || j->finished ||
+        j->stats.scans != 0) {
+        snprintf(err, errlen,
+                 "checkpoint part 'core': job %s is not fresh (restore into a "
+                 "job that has ingested nothing and was not restored before)",
+                 j->id);
+        return TW_ERR;
+    }
+    int rc = TW_OK;
+    for (int apply = 0; apply <= 1 && rc == TW_OK; apply++) {
+        core_pass cp;
+        memset(&cp, 0, sizeof(cp));
+        cp.j = j;
+        cp.apply = apply;
+        cp.version = version;
+        tw_ckr_init(&cp.r, payload, n);
+        if (!apply && (cp.check = tw_windows_new()) == NULL)
+            cp.oom = 1;
+        else
+            core_pass_run(&cp);
+        if (cp.oom) {
+            snprintf(err, errlen, "checkpoint part 'core': out of memory");
+            rc = TW_ERR;
+        } else if (cp.r.why != NULL) {
+            snprintf(err, errlen,
+                     "checkpoint part 'core': %s at payload byte %zu of %zu",
+                     cp.r.why, tw_ckr_offset(&cp.r), n);
+            rc = TW_ERR;
+        } else if (cp.bad != NULL) {
+            snprintf(err, errlen, "checkpoint part 'core': %s", cp.bad);
+            rc = TW_ERR;
+        }
+        tw_windows_free(cp.check);
+        scratch_free(&cp.sc);
+    }
+    if (rc == TW_OK)
+        j->core_saved = j->core_changes;
+    return rc;
+}
+
+/* ---- restore: rules -------------------------------------------------------- */
+
+static int restore_rule(tw_job *j, const char *part, size_t idx,
+                        const void *data, size_t len, char *err, size_t errlen)
+{
+    const uint8_t *payload;
+    size_t n;
+    unsigned version;
+    if (unseal(part, data, len, RULE_MAGIC, &payload, &n, &version, err,
+               errlen) != TW_OK)
+        return TW_ERR;
+    tw_ckr r;
+    tw_ckr_init(&r, payload, n);
+    uint64_t i = tw_ckr_uv(&r), nrules = tw_ckr_uv(&r);
+    const char *name, *plugin;
+    size_t nname, nplugin;
+    tw_ckr_str(&r, &name, &nname);
+    tw_ckr_str(&r, &plugin, &nplugin);
+    if (r.why != NULL) {
+        snprintf(err, errlen, "checkpoint part '%s': %s at payload byte %zu",
+                 part, r.why, tw_ckr_offset(&r));
+        return TW_ERR;
+    }
+    if (nrules != j->nrules || i != idx) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': saved as rule %llu of %llu, the job "
+                 "has %zu rules",
+                 part, (unsigned long long)i, (unsigned long long)nrules,
+                 j->nrules);
+        return TW_ERR;
+    }
+    tw_rule *rule = j->rules[idx];
+    const char *want = tw_rule_name(rule);
+    const char *wplugin = tw_rule_descriptor_of(rule)->name;
+    if (name == NULL || plugin == NULL || nname != strlen(want) ||
+        memcmp(name, want, nname) != 0 || nplugin != strlen(wplugin) ||
+        memcmp(plugin, wplugin, nplugin) != 0) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': it holds rule '%.*s' (%.*s), the job's "
+                 "rule %zu is '%s' (%s)",
+                 part, name ? (int)(nname > 100 ? 100 : nname) : 0,
+                 name ? name : "", plugin ? (int)(nplugin > 100 ? 100 : nplugin) : 0,
+                 plugin ? plugin : "", idx, want, wplugin);
+        return TW_ERR;
+    }
+    char why[512];
+    why[0] = '\0';
+    if (tw_rule_restore(rule, r.p, tw_ckr_left(&r), why, sizeof(why)) !=
+        TW_OK) {
+        snprintf(err, errlen, "checkpoint part '%s': %s", part,
+                 why[0] ? why : "the rule refused its state");
+        return TW_ERR;
+    }
+    j->rules_saved = j->rules_changes;
+    return TW_OK;
+}
+
+int tw_job_restore_part(tw_job *j, const char *part, const void *data,
+                        size_t len, char *err, size_t errlen)
+{
+    if (part == NULL) {
+        snprintf(err, errlen, "checkpoint part (null): unknown part name");
+        return TW_ERR;
+    }
+    if (strcmp(part, "core") == 0)
+        return restore_core(j, data, len, err, errlen);
+    if (strncmp(part, "rule.", 5) == 0 && part[5] >= '0' && part[5] <= '9' &&
+        strlen(part + 5) <= 9 && (part[5] != '0' || part[6] == '\0')) {
+        char *end;
+        unsigned long idx = strtoul(part + 5, &end, 10);
+        if (*end == '\0') {
+            if (idx >= j->nrules) {
+                snprintf(err, errlen,
+                         "checkpoint part '%s': the job has only %zu rules",
+                         part, j->nrules);
+                return TW_ERR;
+            }
+            return restore_rule(j, part, (size_t)idx, data, len, err, errlen);
+        }
+    }
+    snprintf(err, errlen,
+             "checkpoint part '%.64s': unknown part name (expected 'core' or "
+             "'rule.<i>')",
+             part);
+    return TW_ERR;
+}

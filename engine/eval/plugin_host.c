@@ -1,0 +1,989 @@
+/*
+ * plugin_host.c - loading rule plugins, validating parameters, running rule
+ * instances, and the tw_host services lent to plugins (plugin_host.h).
+ */
+#include "plugin_host.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "json_writer.h"
+#include "log.h"
+#include "numeric.h"
+
+/* ---- registry ------------------------------------------------------------ */
+
+struct tw_plugin {
+    char *path;
+    char *entry;
+    void *handle;
+    const tw_rule_descriptor *desc;
+    uint32_t inputs; /* TW_INPUT_* bits the rule reads (plugin.h) */
+    tw_plugin *next;
+};
+
+struct tw_registry {
+    tw_plugin *plugins;   /* every loaded object, newest first */
+    char **dirs;          /* user-added search dirs, in order */
+    size_t ndirs;
+    int indexed;          /* built-in dirs scanned */
+    char **names;         /* sorted built-in rule names */
+    const tw_plugin **named; /* parallel to names */
+    size_t nnames;
+};
+
+tw_registry *tw_registry_new(void)
+{
+    return calloc(1, sizeof(tw_registry));
+}
+
+void tw_registry_free(tw_registry *r)
+{
+    if (r == NULL)
+        return;
+    tw_plugin *p = r->plugins;
+    while (p != NULL) {
+        tw_plugin *next = p->next;
+        /* Keep objects mapped under sanitizers so leak reports can still
+         * symbolize plugin frames; dlclose otherwise. */
+#if !defined(__SANITIZE_ADDRESS__)
+        if (p->handle != NULL)
+            dlclose(p->handle);
+#endif
+        free(p->path);
+        free(p->entry);
+        free(p);
+        p = next;
+    }
+    for (size_t i = 0; i < r->ndirs; i++)
+        free(r->dirs[i]);
+    free(r->dirs);
+    for (size_t i = 0; i < r->nnames; i++)
+        free(r->names[i]);
+    free(r->names);
+    free(r->named);
+    free(r);
+}
+
+int tw_registry_add_dir(tw_registry *r, const char *dir)
+{
+    char **nd = realloc(r->dirs, (r->ndirs + 1) * sizeof(char *));
+    if (nd == NULL)
+        return TW_ERR;
+    r->dirs = nd;
+    r->dirs[r->ndirs] = strdup(dir);
+    if (r->dirs[r->ndirs] == NULL)
+        return TW_ERR;
+    r->ndirs++;
+    r->indexed = 0; /* rescan with the new dir first */
+    return TW_OK;
+}
+
+static int validate_descriptor(const tw_rule_descriptor *d, const char *path,
+                               char *err, size_t errlen)
+{
+    if (d->abi_version != TW_PLUGIN_ABI_VERSION) {
+        snprintf(err, errlen,
+                 "rule plugin '%s': ABI version %u, but this engine speaks "
+                 "version %u (rebuild the plugin against this "
+                 "trainwatch/plugin.h)",
+                 path, d->abi_version, TW_PLUGIN_ABI_VERSION);
+        return TW_ERR;
+    }
+    const char *missing = NULL;
+    if (d->name == NULL || d->name[0] == '\0')
+        missing = "name";
+    else if (d->create == NULL)
+        missing = "create";
+    else if (d->scan == NULL)
+        missing = "scan";
+    else if (d->report == NULL)
+        missing = "report";
+    else if (d->destroy == NULL)
+        missing = "destroy";
+    else if (d->nparams > 0 && d->params == NULL)
+        missing = "params";
+    if (missing != NULL) {
+        snprintf(err, errlen, "rule plugin '%s': descriptor has no '%s'", path,
+                 missing);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < d->nparams; i++) {
+        if (d->params[i].name == NULL) {
+            snprintf(err, errlen,
+                     "rule plugin '%s': parameter %zu of rule %s has no name",
+                     path, i, d->name);
+            return TW_ERR;
+        }
+    }
+    return TW_OK;
+}
+
+/* The optional `<entry>_inputs` export (plugin.h); both kinds without it. */
+static uint32_t plugin_inputs(void *h, const char *entry)
+{
+    const uint32_t all = TW_INPUT_SYSTEM | TW_INPUT_FRAMEWORK;
+    char name[256];
+    int n =
+        snprintf(name, sizeof(name), "%s%s", entry, TW_PLUGIN_INPUTS_SUFFIX);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return all;
+    void *sym = dlsym(h, name);
+    if (sym == NULL)
+        return all;
+    tw_rule_inputs_fn fn;
+    memcpy(&fn, &sym, sizeof(fn)); /* object -> function pointer, per POSIX */
+    uint32_t bits = fn() & all;
+    return bits != 0 ? bits : all;
+}
+
+/* dlopen + entry + checks. On success the plugin joins the registry. */
+static int load_object(tw_registry *r, const char *path, const char *entry,
+                       const tw_plugin **out, char *err, size_t errlen)
+{
+    if (entry == NULL || entry[0] == '\0')
+        entry = TW_PLUGIN_ENTRY;
+    for (tw_plugin *p = r->plugins; p != NULL; p = p->next) {
+        if (strcmp(p->path, path) == 0 && strcmp(p->entry, entry) == 0) {
+            *out = p;
+            return TW_OK;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "rule plugin '%s': %s", path, strerror(errno));
+        return TW_ERR;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "rule plugin '%s': not a regular file", path);
+        return TW_ERR;
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *why = dlerror();
+        snprintf(err, errlen, "rule plugin '%s': cannot load: %s", path,
+                 why != NULL ? why : "unknown dlopen error");
+        return TW_ERR;
+    }
+    dlerror();
+    void *sym = dlsym(h, entry);
+    if (sym == NULL) {
+        snprintf(err, errlen,
+                 "rule plugin '%s': entry symbol '%s' not found (set "
+                 "rule_to_invoke to the function that returns the "
+                 "tw_rule_descriptor)",
+                 path, entry);
+        dlclose(h);
+        return TW_ERR;
+    }
+    tw_rule_entry_fn fn;
+    memcpy(&fn, &sym, sizeof(fn)); /* object -> function pointer, per POSIX */
+    const tw_rule_descriptor *d = fn();
+    if (d == NULL) {
+        snprintf(err, errlen, "rule plugin '%s': '%s' returned no descriptor",
+                 path, entry);
+        dlclose(h);
+        return TW_ERR;
+    }
+    if (validate_descriptor(d, path, err, errlen) != TW_OK) {
+        dlclose(h);
+        return TW_ERR;
+    }
+    tw_plugin *p = calloc(1, sizeof(*p));
+    if (p == NULL || (p->path = strdup(path)) == NULL ||
+        (p->entry = strdup(entry)) == NULL) {
+        if (p != NULL) {
+            free(p->path);
+            free(p);
+        }
+        dlclose(h);
+        snprintf(err, errlen, "rule plugin '%s': out of memory", path);
+        return TW_ERR;
+    }
+    p->handle = h;
+    p->desc = d;
+    p->inputs = plugin_inputs(h, entry);
+    p->next = r->plugins;
+    r->plugins = p;
+    *out = p;
+    return TW_OK;
+}
+
+int tw_registry_load(tw_registry *r, const char *path, const char *entry,
+                     const tw_plugin **out, char *err, size_t errlen)
+{
+    return load_object(r, path, entry, out, err, errlen);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Scan one directory's *.so files into the name index (first dir wins). */
+static void index_dir(tw_registry *r, const char *dir)
+{
+    DIR *dh = opendir(dir);
+    if (dh == NULL)
+        return;
+    char **files = NULL;
+    size_t nfiles = 0;
+    struct dirent *de;
+    while ((de = readdir(dh)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
+            continue;
+        char **nf = realloc(files, (nfiles + 1) * sizeof(char *));
+        if (nf == NULL)
+            break;
+        files = nf;
+        files[nfiles] = malloc(strlen(dir) + len + 2);
+        if (files[nfiles] == NULL)
+            break;
+        sprintf(files[nfiles], "%s/%s", dir, de->d_name);
+        nfiles++;
+    }
+    closedir(dh);
+    if (nfiles > 1)
+        qsort(files, nfiles, sizeof(char *), cmp_str);
+    for (size_t i = 0; i < nfiles; i++) {
+        const tw_plugin *p;
+        char err[512];
+        if (load_object(r, files[i], NULL, &p, err, sizeof(err)) != TW_OK) {
+            tw_log(TW_LOG_WARN, "skipping %s", err);
+            free(files[i]);
+            continue;
+        }
+        free(files[i]);
+        int dup = 0;
+        for (size_t k = 0; k < r->nnames; k++)
+            if (strcmp(r->names[k], p->desc->name) == 0)
+                dup = 1;
+        if (dup)
+            continue;
+        char **nn = realloc(r->names, (r->nnames + 1) * sizeof(char *));
+        if (nn == NULL)
+            continue;
+        r->names = nn;
+        const tw_plugin **np =
+            realloc(r->named, (r->nnames + 1) * sizeof(tw_plugin *));
+        if (np == NULL)
+            continue;
+        r->named = np;
+        r->names[r->nnames] = strdup(p->desc->name);
+        if (r->names[r->nnames] == NULL)
+            continue;
+        r->named[r->nnames] = p;
+        r->nnames++;
+    }
+    free(files);
+}
+
+static void index_builtins(tw_registry *r)
+{
+    if (r->indexed)
+        return;
+    for (size_t i = 0; i < r->nnames; i++)
+        free(r->names[i]);
+    r->nnames = 0;
+    for (size_t i = 0; i < r->ndirs; i++)
+        index_dir(r, r->dirs[i]);
+    const char *env = getenv("TRAINWATCH_RULES_DIR");
+    if (env != NULL && env[0] != '\0')
+        index_dir(r, env);
+    index_dir(r, TW_RULES_BUILD_DIR);
+    index_dir(r, TW_RULES_INSTALL_DIR);
+    /* Keep names and plugins paired while sorting by name. */
+    for (size_t i = 1; i < r->nnames; i++) {
+        for (size_t k = i; k > 0 && strcmp(r->names[k - 1], r->names[k]) > 0;
+             k--) {
+            char *tn = r->names[k];
+            r->names[k] = r->names[k - 1];
+            r->names[k - 1] = tn;
+            const tw_plugin *tp = r->named[k];
+            r->named[k] = r->named[k - 1];
+            r->named[k - 1] = tp;
+        }
+    }
+    r->indexed = 1;
+}
+
+int tw_registry_find(tw_registry *r, const char *rule_name,
+                     const tw_plugin **out, char *err, size_t errlen)
+{
+    index_builtins(r);
+    for (size_t i = 0; i < r->nnames; i++) {
+        if (strcmp(r->names[i], rule_name) == 0) {
+            *out = r->named[i];
+            return TW_OK;
+        }
+    }
+    size_t o = (size_t)snprintf(err, errlen,
+                                "unknown rule '%s' (built-in rules:", rule_name);
+    for (size_t i = 0; i < r->nnames && o < errlen; i++)
+        o += (size_t)snprintf(err + o, errlen - o, " %s", r->names[i]);
+    if (r->nnames == 0 && o < errlen)
+        o += (size_t)snprintf(err + o, errlen - o,
+                              " none found; set TRAINWATCH_RULES_DIR");
+    if (o < errlen)
+        snprintf(err + o, errlen - o, ")");
+    return TW_ERR;
+}
+
+size_t tw_registry_list(tw_registry *r, const char *const **names)
+{
+    index_builtins(r);
+    *names = (const char *const *)r->names;
+    return r->nnames;
+}
+
+const tw_rule_descriptor *tw_plugin_descriptor(const tw_plugin *p)
+{
+    return p->desc;
+}
+
+const char *tw_plugin_path(const tw_plugin *p)
+{
+    return p->path;
+}
+
+/* ---- host services -------------------------------------------------------- */
+
+struct tw_host_ctx {
+    tw_host host; /* first: plugins get &ctx->host */
+    tw_registry *reg;
+    tw_windows *windows;
+    char *job;
+    tw_rule *creating; /* the rule whose create() is running, if any */
+};
+
+static void host_log(void *ctx, tw_log_level level, const char *fmt, ...)
+{
+    tw_host_ctx *h = ctx;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    tw_log(level, "job %s: %s", h->job, msg);
+}
+
+static int host_request_window(void *ctx, tw_metric metric, uint32_t n)
+{
+    tw_host_ctx *h = ctx;
+    return tw_windows_request(h->windows, metric, n);
+}
+
+static size_t host_window_read(const struct tw_windows *w, uint32_t series,
+                               double *out, size_t n)
+{
+    return w != NULL ? tw_windows_read(w, series, out, n) : 0;
+}
+
+static int host_series_stats(const struct tw_windows *w, uint32_t series,
+                             tw_series_stats *out)
+{
+    return w != NULL ? tw_windows_stats(w, series, out) : TW_ERR;
+}
+
+static int host_buf_write(tw_buf *b, const void *data, size_t len)
+{
+    return tw_buf_append(b, data, len);
+}
+
+static size_t host_buf_len(const tw_buf *b)
+{
+    return tw_buf_len(b);
+}
+
+static int rule_adopt(tw_rule *parent, tw_rule *child);
+
+/* Sub-rules are ordinary rule instances sharing the parent's host ctx; the
+ * host records them as children of the rule being created, so callers can
+ * show each sub-rule's status and counters. */
+static tw_subrule *host_subrule_create(void *ctx, const char *rule_name,
+                                       const char *const *keys,
+                                       const char *const *values, size_t n,
+                                       tw_semantics semantics, char *err,
+                                       size_t errlen)
+{
+    tw_host_ctx *h = ctx;
+    const tw_plugin *p;
+    if (tw_registry_find(h->reg, rule_name, &p, err, errlen) != TW_OK)
+        return NULL;
+    tw_rule *r;
+    if (tw_rule_create(p, NULL, keys, values, n, semantics, h, &r, err,
+                       errlen) != TW_OK)
+        return NULL;
+    if (h->creating != NULL && rule_adopt(h->creating, r) != TW_OK) {
+        tw_rule_destroy(r);
+        snprintf(err, errlen, "rule %s: out of memory", rule_name);
+        return NULL;
+    }
+    return (tw_subrule *)r;
+}
+
+static int host_subrule_scan(tw_subrule *s, const tw_scan *scan,
+                             tw_scan_result *out, char *err, size_t errlen)
+{
+    tw_rule *r = (tw_rule *)s;
+    int rc = tw_rule_scan(r, scan);
+    *out = *tw_rule_last_result(r);
+    if (rc != TW_OK)
+        snprintf(err, errlen, "%s", tw_rule_error(r));
+    return rc;
+}
+
+static int host_subrule_report(tw_subrule *s, tw_json *out)
+{
+    return tw_rule_report((tw_rule *)s, out);
+}
+
+static int host_subrule_save(tw_subrule *s, tw_buf *out)
+{
+    return tw_rule_save((tw_rule *)s, out);
+}
+
+static int host_subrule_restore(tw_subrule *s, const void *data, size_t len,
+                                char *err, size_t errlen)
+{
+    return tw_rule_restore((tw_rule *)s, data, len, err, errlen);
+}
+
+static const char *host_subrule_name(const tw_subrule *s)
+{
+    return tw_rule_name((const tw_rule *)s);
+}
+
+static void host_subrule_destroy(tw_subrule *s)
+{
+    tw_rule_destroy((tw_rule *)s);
+}
+
+tw_host_ctx *tw_host_ctx_new(tw_registry *reg, tw_windows *windows,
+                             const char *job)
+{
+    tw_host_ctx *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    h->job = strdup(job != NULL ? job : "-");
+    if (h->job == NULL) {
+        free(h);
+        return NULL;
+    }
+    h->reg = reg;
+    h->windows = windows;
+    tw_host *t = &h->host;
+    t->abi_version = TW_PLUGIN_ABI_VERSION;
+    t->ctx = h;
+    t->log = host_log;
+    t->request_window = host_request_window;
+    t->window_read = host_window_read;
+    t->series_stats = host_series_stats;
+    t->quantile_sorted = tw_quantile_sorted;
+    t->sort_doubles = tw_sort_doubles;
+    t->sum_pairwise = tw_sum_pairwise;
+    t->mean = tw_mean;
+    t->std = tw_std;
+    t->hist100 = tw_hist100;
+    t->round2 = tw_round2;
+    t->json_object_begin = tw_json_object_begin;
+    t->json_object_end = tw_json_object_end;
+    t->json_array_begin = tw_json_array_begin;
+    t->json_array_end = tw_json_array_end;
+    t->json_key = tw_json_key;
+    t->json_key_double = tw_json_key_double;
+    t->json_string = tw_json_string;
+    t->json_double = tw_json_double;
+    t->json_int = tw_json_int;
+    t->json_bool = tw_json_bool;
+    t->json_null = tw_json_null;
+    t->json_raw = tw_json_raw;
+    t->buf_write = host_buf_write;
+    t->subrule_create = host_subrule_create;
+    t->subrule_scan = host_subrule_scan;
+    t->subrule_report = host_subrule_report;
+    t->subrule_save = host_subrule_save;
+    t->subrule_restore = host_subrule_restore;
+    t->subrule_name = host_subrule_name;
+    t->subrule_destroy = host_subrule_destroy;
+    t->buf_len = host_buf_len;
+    return h;
+}
+
+void tw_host_ctx_free(tw_host_ctx *h)
+{
+    if (h == NULL)
+        return;
+    free(h->job);
+    free(h);
+}
+
+const tw_host *tw_host_ctx_host(tw_host_ctx *h)
+{
+    return &h->host;
+}
+
+/* ---- parameters ------------------------------------------------------------ */
+
+static const char *type_name(tw_param_type t)
+{
+    switch (t) {
+    case TW_PARAM_INT:
+        return "an integer";
+    case TW_PARAM_DOUBLE:
+        return "a number";
+    case TW_PARAM_BOOL:
+        return "true or false";
+    case TW_PARAM_STRING:
+        return "a string";
+    }
+    return "a value";
+}
+
+static int is_none_literal(const char *s)
+{
+    return s == NULL || strcmp(s, "None") == 0 || strcmp(s, "null") == 0 ||
+           strcmp(s, "~") == 0;
+}
+
+/* Parse `text` into v per spec; text storage is in `textbuf` (owned by the
+ * rule). Python str() conventions: ints "70", floats repr "0.2",
+ * bools "True"/"False", None "None". */
+static int parse_param(const tw_param_spec *spec, const char *rule,
+                       const char *text, tw_param_value *v, char **textbuf,
+                       char *err, size_t errlen)
+{
+    char tmp[64];
+    memset(v, 0, sizeof(*v));
+    v->type = spec->type;
+    if (is_none_literal(text)) {
+        v->is_none = 1;
+        *textbuf = strdup("None");
+        v->text = *textbuf;
+        return *textbuf ? TW_OK : TW_ERR;
+    }
+    char *end = NULL;
+    switch (spec->type) {
+    case TW_PARAM_INT: {
+        errno = 0;
+        long long x = strtoll(text, &end, 10);
+        if (errno != 0 || end == text || *end != '\0') {
+            /* Accept integral floats ("70.0") for integer parameters. */
+            double d = strtod(text, &end);
+            if (end == text || *end != '\0' || d != floor(d) ||
+                fabs(d) > 9e15)
+                goto bad_type;
+            x = (long long)d;
+        }
+        v->i = x;
+        v->d = (double)x;
+        snprintf(tmp, sizeof(tmp), "%lld", x);
+        break;
+    }
+    case TW_PARAM_DOUBLE: {
+        errno = 0;
+        double d = strtod(text, &end);
+        if (errno == ERANGE || end == text || *end != '\0' || isnan(d))
+            goto bad_type;
+        v->d = d;
+        v->i = (int64_t)d;
+        /* An integer literal stays an int in Python: str(50) is "50". */
+        int integral = strspn(text, "+-0123456789") == strlen(text);
+        if (integral)
+            snprintf(tmp, sizeof(tmp), "%lld", (long long)strtoll(text, NULL, 10));
+        else
+            tw_py_float_repr(d, tmp, sizeof(tmp));
+        break;
+    }
+    case TW_PARAM_BOOL:
+        if (strcmp(text, "true") == 0 || strcmp(text, "True") == 0 ||
+            strcmp(text, "1") == 0)
+            v->i = 1;
+        else if (strcmp(text, "false") == 0 || strcmp(text, "False") == 0 ||
+                 strcmp(text, "0") == 0)
+            v->i = 0;
+        else
+            goto bad_type;
+        v->d = (double)v->i;
+        snprintf(tmp, sizeof(tmp), "%s", v->i ? "True" : "False");
+        break;
+    case TW_PARAM_STRING:
+        *textbuf = strdup(text);
+        if (*textbuf == NULL)
+            return TW_ERR;
+        v->s = *textbuf;
+        v->text = *textbuf;
+        return TW_OK;
+    }
+    if ((spec->type == TW_PARAM_INT || spec->type == TW_PARAM_DOUBLE) &&
+        spec->min <= spec->max && (v->d < spec->min || v->d > spec->max)) {
+        char lo[40], hi[40];
+        tw_py_float_repr(spec->min, lo, sizeof(lo));
+        tw_py_float_repr(spec->max, hi, sizeof(hi));
+        snprintf(err, errlen,
+                 "rule %s: parameter '%s' = %s is out of range [%s, %s]", rule,
+                 spec->name, text, lo, hi);
+        return TW_ERR;
+    }
+    *textbuf = strdup(tmp);
+    if (*textbuf == NULL)
+        return TW_ERR;
+    v->text = *textbuf;
+    return TW_OK;
+bad_type:
+    snprintf(err, errlen, "rule %s: parameter '%s' = '%s' is not %s", rule,
+             spec->name, text, type_name(spec->type));
+    return TW_ERR;
+}
+
+/* ---- rule instances -------------------------------------------------------- */
+
+struct tw_rule {
+    const tw_plugin *plugin;
+    const tw_rule_descriptor *desc;
+    char *name;
+    tw_host_ctx *host;
+    void *state;
+    tw_param_value *values;
+    char **texts; /* owned strings behind values[i].text / .s */
+    tw_params params;
+    tw_rule_status status;
+    int received_input; /* a scan carried input of a kind the rule reads */
+    char error[512];
+    tw_scan_result last;
+    uint64_t scans;
+    uint64_t conditions;
+    tw_rule *parent;    /* the rule that created this one, or NULL */
+    tw_rule **children; /* sub-rules, in creation order (not owned: the
+                           parent plugin destroys them) */
+    size_t nchildren;
+};
+
+static int rule_adopt(tw_rule *parent, tw_rule *child)
+{
+    tw_rule **nc =
+        realloc(parent->children, (parent->nchildren + 1) * sizeof(tw_rule *));
+    if (nc == NULL)
+        return TW_ERR;
+    parent->children = nc;
+    parent->children[parent->nchildren++] = child;
+    child->parent = parent;
+    return TW_OK;
+}
+
+size_t tw_rule_nchildren(const tw_rule *r)
+{
+    return r->nchildren;
+}
+
+tw_rule *tw_rule_child(const tw_rule *r, size_t i)
+{
+    return i < r->nchildren ? r->children[i] : NULL;
+}
+
+const char *tw_rule_status_name(tw_rule_status s)
+{
+    switch (s) {
+    case TW_STATUS_IN_PROGRESS:
+        return "InProgress";
+    case TW_STATUS_NO_ISSUES_FOUND:
+        return "NoIssuesFound";
+    case TW_STATUS_ISSUES_FOUND:
+        return "IssuesFound";
+    case TW_STATUS_ERROR:
+        return "Error";
+    case TW_STATUS_NO_DATA:
+        return "NoData";
+    }
+    return "Unknown";
+}
+
+static void rule_free_params(tw_rule *r)
+{
+    if (r->texts != NULL)
+        for (size_t i = 0; i < r->desc->nparams; i++)
+            free(r->texts[i]);
+    free(r->texts);
+    free(r->values);
+}
+
+int tw_rule_create(const tw_plugin *p, const char *display_name,
+                   const char *const *keys, const char *const *values,
+                   size_t n, tw_semantics semantics, tw_host_ctx *host,
+                   tw_rule **out, char *err, size_t errlen)
+{
+    const tw_rule_descriptor *d = p->desc;
+    int rc;
+    *out = NULL;
+    /* Unknown names first: they are the likeliest typo. */
+    for (size_t k = 0; k < n; k++) {
+        size_t i;
+        for (i = 0; i < d->nparams; i++)
+            if (strcmp(keys[k], d->params[i].name) == 0)
+                break;
+        if (i == d->nparams) {
+            size_t o = (size_t)snprintf(
+                err, errlen, "rule %s: unknown parameter '%s' (known:",
+                d->name, keys[k]);
+            for (i = 0; i < d->nparams && o < errlen; i++)
+                o += (size_t)snprintf(err + o, errlen - o, " %s",
+                                      d->params[i].name);
+            if (d->nparams == 0 && o < errlen)
+                o += (size_t)snprintf(err + o, errlen - o, " none");
+            if (o < errlen)
+                snprintf(err + o, errlen - o, ")");
+            return TW_ERR;
+        }
+    }
+    tw_rule *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        goto oom;
+    r->plugin = p;
+    r->desc = d;
+    r->host = host;
+    r->name = strdup(display_name != NULL ? display_name : d->name);
+    r->values = calloc(d->nparams ? d->nparams : 1, sizeof(tw_param_value));
+    r->texts = calloc(d->nparams ? d->nparams : 1, sizeof(char *));
+    if (r->name == NULL || r->values == NULL || r->texts == NULL)
+        goto oom;
+    for (size_t i = 0; i < d->nparams; i++) {
+        const tw_param_spec *spec = &d->params[i];
+        const char *text = spec->default_value;
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(keys[k], spec->name) == 0)
+                text = values[k]; /* the last one wins */
+        if (parse_param(spec, d->name, text, &r->values[i], &r->texts[i], err,
+                        errlen) != TW_OK) {
+            if (err[0] == '\0')
+                snprintf(err, errlen, "rule %s: out of memory", d->name);
+            goto fail;
+        }
+    }
+    r->params.values = r->values;
+    r->params.nvalues = d->nparams;
+    r->params.semantics = semantics;
+    err[0] = '\0';
+    tw_rule *outer = host->creating;
+    host->creating = r;
+    rc = d->create(tw_host_ctx_host(host), &r->params, &r->state, err, errlen);
+    host->creating = outer;
+    if (rc != TW_OK) {
+        if (err[0] == '\0')
+            snprintf(err, errlen, "rule %s: create failed", d->name);
+        goto fail;
+    }
+    r->status = TW_STATUS_IN_PROGRESS;
+    *out = r;
+    return TW_OK;
+oom:
+    snprintf(err, errlen, "rule %s: out of memory", d->name);
+fail:
+    if (r != NULL) {
+        while (r->nchildren > 0)
+            tw_rule_destroy(r->children[r->nchildren - 1]);
+        free(r->children);
+        rule_free_params(r);
+        free(r->name);
+        free(r);
+    }
+    return TW_ERR;
+}
+
+void tw_rule_destroy(tw_rule *r)
+{
+    if (r == NULL)
+        return;
+    if (r->state != NULL)
+        r->desc->destroy(r->state);
+    /* Children the plugin did not destroy are released here. */
+    while (r->nchildren > 0)
+        tw_rule_destroy(r->children[r->nchildren - 1]);
+    free(r->children);
+    if (r->parent != NULL) {
+        tw_rule *p = r->parent;
+        for (size_t i = 0; i < p->nchildren; i++) {
+            if (p->children[i] == r) {
+                memmove(&p->children[i], &p->children[i + 1],
+                        (p->nchildren - i - 1) * sizeof(tw_rule *));
+                p->nchildren--;
+                break;
+            }
+        }
+    }
+    rule_free_params(r);
+    free(r->name);
+    free(r);
+}
+
+int tw_rule_scan(tw_rule *r, const tw_scan *scan)
+{
+    if (r->status == TW_STATUS_ERROR)
+        return TW_ERR;
+    char err[sizeof(r->error) - 64];
+    err[0] = '\0';
+    tw_scan_result res = r->last;
+    res.condition_met = 0;
+    uint32_t in = r->plugin->inputs;
+    if (((in & TW_INPUT_SYSTEM) && scan->nsamples > 0) ||
+        ((in & TW_INPUT_FRAMEWORK) && scan->nevents > 0))
+        r->received_input = 1;
+    if (r->desc->scan(r->state, scan, &res, err, sizeof(err)) != TW_OK) {
+        r->status = TW_STATUS_ERROR;
+        snprintf(r->error, sizeof(r->error), "scan %llu: %s",
+                 (unsigned long long)scan->index,
+                 err[0] ? err : "the rule failed without a reason");
+        tw_log(TW_LOG_ERROR, "rule %s: %s", r->name, r->error);
+        return TW_ERR;
+    }
+    r->last = res;
+    r->scans++;
+    if (res.condition_met) {
+        r->conditions++;
+        r->status = TW_STATUS_ISSUES_FOUND;
+    }
+    return TW_OK;
+}
+
+int tw_rule_received_input(const tw_rule *r)
+{
+    return r->received_input || r->last.datapoints > 0;
+}
+
+void tw_rule_finish(tw_rule *r)
+{
+    if (r->status == TW_STATUS_IN_PROGRESS)
+        r->status = r->params.semantics == TW_SEMANTICS_FIXED &&
+                            !tw_rule_received_input(r)
+                        ? TW_STATUS_NO_DATA
+                        : TW_STATUS_NO_ISSUES_FOUND;
+    for (size_t i = 0; i < r->nchildren; i++)
+        tw_rule_finish(r->children[i]);
+}
+
+tw_rule_status tw_rule_get_status(const tw_rule *r)
+{
+    return r->status;
+}
+
+const char *tw_rule_name(const tw_rule *r)
+{
+    return r->name;
+}
+
+const char *tw_rule_error(const tw_rule *r)
+{
+    return r->error;
+}
+
+const tw_scan_result *tw_rule_last_result(const tw_rule *r)
+{
+    return &r->last;
+}
+
+uint64_t tw_rule_scans(const tw_rule *r)
+{
+    return r->scans;
+}
+
+uint64_t tw_rule_conditions_met(const tw_rule *r)
+{
+    return r->conditions;
+}
+
+tw_semantics tw_rule_semantics(const tw_rule *r)
+{
+    return r->params.semantics;
+}
+
+const tw_rule_descriptor *tw_rule_descriptor_of(const tw_rule *r)
+{
+    return r->desc;
+}
+
+const tw_params *tw_rule_params(const tw_rule *r)
+{
+    return &r->params;
+}
+
+int tw_rule_report(tw_rule *r, tw_json *j)
+{
+    return r->desc->report(r->state, j);
+}
+
+/* Host bookkeeping header written before the plugin's own bytes. */
+typedef struct rule_ckpt_header {
+    uint32_t magic;
+    uint32_t status;
+    uint64_t scans;
+    uint64_t conditions;
+    int64_t triggered, violations, datapoints;
+    int32_t condition_met;
+    uint32_t flags; /* TW_RULE_CKPT_INPUT; 0 in checkpoints of older builds */
+} rule_ckpt_header;
+
+#define TW_RULE_CKPT_INPUT 1u /* received_input */
+
+#define TW_RULE_CKPT_MAGIC 0x54575231u /* "TWR1" */
+
+int tw_rule_save(tw_rule *r, tw_buf *out)
+{
+    rule_ckpt_header h = {TW_RULE_CKPT_MAGIC,
+                          (uint32_t)r->status,
+                          r->scans,
+                          r->conditions,
+                          r->last.rule_triggered,
+                          r->last.violations,
+                          r->last.datapoints,
+                          r->last.condition_met,
+                          r->received_input ? TW_RULE_CKPT_INPUT : 0u};
+    if (tw_buf_append(out, &h, sizeof(h)) != TW_OK)
+        return TW_ERR;
+    if (r->desc->save == NULL)
+        return TW_OK;
+    return r->desc->save(r->state, out);
+}
+
+int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
+                    size_t errlen)
+{
+    rule_ckpt_header h;
+    if (len < sizeof(h)) {
+        snprintf(err, errlen, "rule %s: checkpoint of %zu bytes is truncated",
+                 r->name, len);
+        return TW_ERR;
+    }
+    memcpy(&h, data, sizeof(h));
+    if (h.magic != TW_RULE_CKPT_MAGIC || h.status > TW_STATUS_NO_DATA) {
+        snprintf(err, errlen, "rule %s: checkpoint header is corrupt", r->name);
+        return TW_ERR;
+    }
+    const uint8_t *rest = (const uint8_t *)data + sizeof(h);
+    size_t nrest = len - sizeof(h);
+    if (r->desc->restore != NULL) {
+        if (r->desc->restore(r->state, rest, nrest, err, errlen) != TW_OK)
+            return TW_ERR;
+    } else if (nrest != 0) {
+        snprintf(err, errlen,
+                 "rule %s: checkpoint carries state but the plugin cannot "
+                 "restore",
+                 r->name);
+        return TW_ERR;
+    }
+    r->status = (tw_rule_status)h.status;
+    r->received_input = (h.flags & TW_RULE_CKPT_INPUT) != 0;
+    r->scans = h.scans;
+    r->conditions = h.conditions;
+    r->last.rule_triggered = h.triggered;
+    r->last.violations = h.violations;
+    r->last.datapoints = h.datapoints;
+    r->last.condition_met = h.condition_met;
+    return TW_OK;
+}

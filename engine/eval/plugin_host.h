@@ -1,0 +1,134 @@
+/*
+ * plugin_host.h - loads rule plugins (dlopen), validates their ABI and
+ * parameters, and runs rule instances: the host side of plugin.h.
+ *
+ * Ownership:
+ *  - tw_registry owns every loaded plugin (tw_plugin) and its dlopen
+ *    handle; plugins stay loaded until tw_registry_free().
+ *  - tw_rule (an instance) is owned by whoever created it
+ *    (tw_rule_destroy). It borrows its plugin, its tw_host_ctx and the
+ *    registry, which must outlive it.
+ *  - tw_host_ctx is the per-job context handed to plugins as tw_host.ctx:
+ *    the windowed aggregator, the registry (for sub-rules), the logger.
+ */
+#ifndef TW_PLUGIN_HOST_H
+#define TW_PLUGIN_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trainwatch/plugin.h"
+#include "buf.h"
+#include "windows.h"
+
+typedef struct tw_registry tw_registry;
+typedef struct tw_plugin tw_plugin;
+typedef struct tw_rule tw_rule;
+
+/* ---- registry ---------------------------------------------------------- */
+
+/* A registry searching, in order, $TRAINWATCH_RULES_DIR, the build tree's
+ * rules directory and the install directory for built-in rules. */
+tw_registry *tw_registry_new(void);
+void tw_registry_free(tw_registry *r);
+
+/* Add a directory to search for built-in rules (first added, first
+ * searched, before the defaults). */
+int tw_registry_add_dir(tw_registry *r, const char *dir);
+
+/* A built-in rule by its name ("LowGPUUtilization"): the first <dir>/NAME.so
+ * of the search path whose descriptor carries that name. */
+int tw_registry_find(tw_registry *r, const char *rule_name,
+                     const tw_plugin **out, char *err, size_t errlen);
+
+/* A custom rule: `path` is the .so (the reference's `source`), `entry` the
+ * entry symbol (`rule_to_invoke`; NULL = TW_PLUGIN_ENTRY). Errors name the
+ * file and the reason: missing file, not a shared object, missing symbol,
+ * ABI mismatch, malformed descriptor. */
+int tw_registry_load(tw_registry *r, const char *path, const char *entry,
+                     const tw_plugin **out, char *err, size_t errlen);
+
+/* Names of all built-in rules found on the search path (sorted). The array
+ * and strings are owned by the registry. */
+size_t tw_registry_list(tw_registry *r, const char *const **names);
+
+const tw_rule_descriptor *tw_plugin_descriptor(const tw_plugin *p);
+const char *tw_plugin_path(const tw_plugin *p);
+
+/* ---- per-job host context ----------------------------------------------- */
+
+typedef struct tw_host_ctx tw_host_ctx;
+
+/* `windows` is borrowed. `job` names the job in log lines. */
+tw_host_ctx *tw_host_ctx_new(tw_registry *reg, tw_windows *windows,
+                             const char *job);
+void tw_host_ctx_free(tw_host_ctx *h);
+const tw_host *tw_host_ctx_host(tw_host_ctx *h);
+
+/* ---- rule instances ------------------------------------------------------ */
+
+typedef enum tw_rule_status {
+    TW_STATUS_IN_PROGRESS = 0,
+    TW_STATUS_NO_ISSUES_FOUND,
+    TW_STATUS_ISSUES_FOUND,
+    TW_STATUS_ERROR,
+    /* fixed semantics only: the job ended and the rule's input never
+     * arrived (tw_rule_received_input), so there is nothing to call
+     * healthy. reference semantics says NoIssuesFound, as the reference
+     * does, and results/alerts carry "input": "none" beside it. */
+    TW_STATUS_NO_DATA
+} tw_rule_status;
+
+const char *tw_rule_status_name(tw_rule_status s); /* "IssuesFound" */
+
+/* Validates `keys[i]=values[i]` against the plugin's parameter specs
+ * (unknown name, unparsable or out-of-range value -> TW_ERR with a
+ * sentence naming the rule, the parameter and the value), then calls the
+ * plugin's create(). `display_name` (may be NULL = descriptor name) is how
+ * the rule is reported. */
+int tw_rule_create(const tw_plugin *p, const char *display_name,
+                   const char *const *keys, const char *const *values,
+                   size_t n, tw_semantics semantics, tw_host_ctx *host,
+                   tw_rule **out, char *err, size_t errlen);
+void tw_rule_destroy(tw_rule *r);
+
+/* Runs one scan. A plugin error puts the rule in TW_STATUS_ERROR (the
+ * error text is kept, see tw_rule_error) and later scans are skipped;
+ * this returns TW_ERR then, but the caller should simply go on with the
+ * other rules. */
+int tw_rule_scan(tw_rule *r, const tw_scan *scan);
+
+/* The job has ended: InProgress becomes NoIssuesFound, or NoData in fixed
+ * semantics for a rule whose input never arrived. */
+void tw_rule_finish(tw_rule *r);
+
+/* 1 once a scan handed the rule a system sample or framework event of a
+ * kind it reads (the plugin's optional `<entry>_inputs`, plugin.h; both
+ * kinds without it), or the rule reported datapoints. */
+int tw_rule_received_input(const tw_rule *r);
+
+tw_rule_status tw_rule_get_status(const tw_rule *r);
+const char *tw_rule_name(const tw_rule *r);
+const char *tw_rule_error(const tw_rule *r); /* "" when none */
+const tw_scan_result *tw_rule_last_result(const tw_rule *r);
+uint64_t tw_rule_scans(const tw_rule *r);
+uint64_t tw_rule_conditions_met(const tw_rule *r); /* scans that returned true */
+tw_semantics tw_rule_semantics(const tw_rule *r);
+const tw_rule_descriptor *tw_rule_descriptor_of(const tw_rule *r);
+/* Sub-rules a composite rule (ProfilerReport) created through the host,
+ * in creation order. Borrowed: valid until the parent is destroyed. */
+size_t tw_rule_nchildren(const tw_rule *r);
+tw_rule *tw_rule_child(const tw_rule *r, size_t i);
+
+/* The validated parameters, in descriptor order. */
+const tw_params *tw_rule_params(const tw_rule *r);
+
+/* The plugin's report object written into j. */
+int tw_rule_report(tw_rule *r, tw_json *j);
+
+/* Checkpoint support: plugin state plus the host's own bookkeeping. */
+int tw_rule_save(tw_rule *r, tw_buf *out);
+int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
+                    size_t errlen);
+
+#endif /* TW_PLUGIN_HOST_H */

@@ -1,0 +1,304 @@
+/* windows.c - ring windows and online statistics per series (windows.h). */
+#include "windows.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_codec.h"
+#include "grow.h"
+
+typedef struct series_window {
+    double *ring;   /* cap values; NULL when no rule windows this metric */
+    uint32_t cap;
+    uint32_t head;  /* next write position */
+    uint32_t filled;/* valid values in the ring (<= cap) */
+    uint64_t count; /* values ever pushed */
+    double mean, m2, min, max; /* Welford */
+    tw_metric metric;
+} series_window;
+
+struct tw_windows {
+    uint32_t requested[TW_METRIC_COUNT];
+    series_window *series;
+    size_t nseries;
+    size_t capacity;
+};
+
+tw_windows *tw_windows_new(void)
+{
+    return calloc(1, sizeof(tw_windows));
+}
+
+void tw_windows_free(tw_windows *w)
+{
+    if (w == NULL)
+        return;
+    for (size_t i = 0; i < w->nseries; i++)
+        free(w->series[i].ring);
+    free(w->series);
+    free(w);
+}
+
+/* Resize a ring to `cap`, keeping the newest values in order. */
+static int ring_resize(series_window *s, uint32_t cap)
+{
+    double *nr = malloc((size_t)cap * sizeof(double));
+    if (nr == NULL)
+        return TW_ERR;
+    uint32_t keep = s->filled < cap ? s->filled : cap;
+    for (uint32_t i = 0; i < keep; i++) {
+        /* i-th of the newest `keep`, oldest first */
+        uint32_t pos = (uint32_t)((s->head + s->cap - keep + i) % s->cap);
+        nr[i] = s->ring[pos];
+    }
+    free(s->ring);
+    s->ring = nr;
+    s->cap = cap;
+    s->head = keep % cap;
+    s->filled = keep;
+    /* Values older than `keep` are gone; count stays the true total. */
+    return TW_OK;
+}
+
+int tw_windows_request(tw_windows *w, tw_metric metric, uint32_t n)
+{
+    if ((unsigned)metric >= TW_METRIC_COUNT)
+        return TW_ERR;
+    if (n <= w->requested[metric])
+        return TW_OK;
+    w->requested[metric] = n;
+    for (size_t i = 0; i < w->nseries; i++) {
+        series_window *s = &w->series[i];
+        if (s->metric != metric)
+            continue;
+        if (s->ring == NULL) {
+            s->ring = malloc((size_t)n * sizeof(double));
+            if (s->ring == NULL)
+                return TW_ERR;
+            s->cap = n;
+            s->head = 0;
+            s->filled = 0;
+        } else if (ring_resize(s, n) != TW_OK) {
+            return TW_ERR;
+        }
+    }
+    return TW_OK;
+}
+
+uint32_t tw_windows_requested(const tw_windows *w, tw_metric metric)
+{
+    return (unsigned)metric < TW_METRIC_COUNT ? w->requested[metric] : 0;
+}
+
+int tw_windows_add_series(tw_windows *w, uint32_t id, tw_metric metric)
+{
+    if (id != w->nseries)
+        return TW_ERR; /* ids are dense and added in order */
+    if (tw_grow((void **)&w->series, &w->capacity, w->nseries + 1,
+                sizeof(*w->series), 64) != TW_OK)
+        return TW_ERR;
+    series_window *s = &w->series[w->nseries];
+    memset(s, 0, sizeof(*s));
+    s->metric = (unsigned)metric < TW_METRIC_COUNT ? metric : TW_METRIC_OTHER;
+    uint32_t n = w->requested[s->metric];
+    if (n > 0) {
+        s->ring = malloc((size_t)n * sizeof(double));
+        if (s->ring == NULL)
+            return TW_ERR;
+        s->cap = n;
+    }
+    w->nseries++;
+    return TW_OK;
+}
+
+void tw_windows_push(tw_windows *w, uint32_t series, double v)
+{
+    if (series >= w->nseries)
+        return;
+    series_window *s = &w->series[series];
+    if (s->ring != NULL) {
+        s->ring[s->head] = v;
+        s->head = s->head + 1 == s->cap ? 0 : s->head + 1;
+        if (s->filled < s->cap)
+            s->filled++;
+    }
+    s->count++;
+    if (s->count == 1) {
+        s->mean = v;
+        s->m2 = 0.0;
+        s->min = v;
+        s->max = v;
+        return;
+    }
+    double d = v - s->mean;
+    s->mean += d / (double)s->count;
+    s->m2 += d * (v - s->mean);
+    if (v < s->min)
+        s->min = v;
+    if (v > s->max)
+        s->max = v;
+}
+
+int tw_windows_feed_scan(tw_windows *w, const tw_scan *scan)
+{
+    for (size_t i = w->nseries; i < scan->nseries; i++) {
+        if (tw_windows_add_series(w, (uint32_t)i, scan->series[i].metric) !=
+            TW_OK)
+            return TW_ERR;
+    }
+    for (size_t i = 0; i < scan->nsamples; i++)
+        tw_windows_push(w, scan->samples[i].series, scan->samples[i].value);
+    return TW_OK;
+}
+
+size_t tw_windows_read(const tw_windows *w, uint32_t series, double *out,
+                       size_t n)
+{
+    if (series >= w->nseries)
+        return 0;
+    const series_window *s = &w->series[series];
+    if (s->ring == NULL)
+        return 0;
+    size_t k = s->filled < n ? s->filled : n;
+    for (size_t i = 0; i < k; i++)
+        out[i] = s->ring[(s->head + s->cap - k + i) % s->cap];
+    return k;
+}
+
+int tw_windows_stats(const tw_windows *w, uint32_t series,
+                     tw_series_stats *out)
+{
+    if (series >= w->nseries)
+        return TW_ERR;
+    const series_window *s = &w->series[series];
+    out->count = s->count;
+    out->mean = s->count ? s->mean : NAN;
+    out->std = s->count ? sqrt(s->m2 / (double)s->count) : NAN;
+    out->min = s->count ? s->min : NAN;
+    out->max = s->count ? s->max : NAN;
+    return TW_OK;
+}
+
+size_t tw_windows_memory(const tw_windows *w)
+{
+    size_t bytes = sizeof(*w) + w->capacity * sizeof(series_window);
+    for (size_t i = 0; i < w->nseries; i++)
+        bytes += (size_t)w->series[i].cap * sizeof(double);
+    return bytes;
+}
+
+/* ---- checkpoints ----------------------------------------------------------
+ * varint nseries, then per series: u8 metric, varint count, and when count
+ * > 0: f64 mean, m2, min, max, varint nvalues, f64 values (oldest first).
+ * The ring's head is not kept: values are restored from position 0, which
+ * reads back identically. */
+
+int tw_windows_save(const tw_windows *w, tw_buf *out)
+{
+    tw_ckw c = {out, 0};
+    tw_ckw_uv(&c, w->nseries);
+    for (size_t i = 0; i < w->nseries && !c.failed; i++) {
+        const series_window *s = &w->series[i];
+        tw_ckw_u8(&c, (uint8_t)s->metric);
+        tw_ckw_uv(&c, s->count);
+        if (s->count == 0)
+            continue;
+        tw_ckw_f64(&c, s->mean);
+        tw_ckw_f64(&c, s->m2);
+        tw_ckw_f64(&c, s->min);
+        tw_ckw_f64(&c, s->max);
+        tw_ckw_uv(&c, s->filled);
+        for (uint32_t k = 0; k < s->filled; k++)
+            tw_ckw_f64(&c, s->ring[(s->head + s->cap - s->filled + k) % s->cap]);
+    }
+    return c.failed ? TW_ERR : TW_OK;
+}
+
+/* One pass over the blob: checks everything when apply == 0, writes into
+ * w when apply == 1 (only after a clean check pass, so it cannot fail). */
+static int windows_load(tw_windows *w, const void *data, size_t len,
+                        int apply, char *err, size_t errlen)
+{
+    tw_ckr r;
+    tw_ckr_init(&r, data, len);
+    uint64_t n = tw_ckr_uv(&r);
+    if (r.why == NULL && n != w->nseries) {
+        snprintf(err, errlen,
+                 "windows: checkpoint has %llu series, the job has %zu",
+                 (unsigned long long)n, w->nseries);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < w->nseries && r.why == NULL; i++) {
+        series_window *s = &w->series[i];
+        uint8_t metric = tw_ckr_u8(&r);
+        uint64_t count = tw_ckr_uv(&r);
+        if (r.why != NULL)
+            break;
+        if (metric != (uint8_t)s->metric) {
+            snprintf(err, errlen,
+                     "windows: series %zu has metric %u in the checkpoint, "
+                     "%u in the job",
+                     i, metric, (unsigned)s->metric);
+            return TW_ERR;
+        }
+        if (!apply && s->count != 0) {
+            snprintf(err, errlen, "windows: series %zu already has values", i);
+            return TW_ERR;
+        }
+        double mean = 0, m2 = 0, mn = 0, mx = 0;
+        uint64_t nv = 0;
+        if (count > 0) {
+            mean = tw_ckr_f64(&r);
+            m2 = tw_ckr_f64(&r);
+            mn = tw_ckr_f64(&r);
+            mx = tw_ckr_f64(&r);
+            nv = tw_ckr_uv(&r);
+            if (r.why != NULL)
+                break;
+            if (nv > s->cap || nv > count) {
+                snprintf(err, errlen,
+                         "windows: series %zu keeps %llu values, its ring "
+                         "holds %u (of %llu pushed)",
+                         i, (unsigned long long)nv, s->cap,
+                         (unsigned long long)count);
+                return TW_ERR;
+            }
+            if (tw_ckr_left(&r) / 8 < nv) {
+                tw_ckr_fail(&r, "truncated");
+                break;
+            }
+        }
+        if (apply) {
+            s->count = count;
+            s->mean = mean;
+            s->m2 = m2;
+            s->min = mn;
+            s->max = mx;
+            s->filled = (uint32_t)nv;
+            s->head = s->cap ? (uint32_t)(nv % s->cap) : 0;
+        }
+        for (uint64_t k = 0; k < nv; k++) {
+            double v = tw_ckr_f64(&r);
+            if (apply)
+                s->ring[k] = v;
+        }
+    }
+    if (r.why == NULL && tw_ckr_left(&r) != 0)
+        r.why = "trailing bytes";
+    if (r.why != NULL) {
+        snprintf(err, errlen, "windows: %s at byte %zu of %zu", r.why,
+                 tw_ckr_offset(&r), len);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+int tw_windows_restore(tw_windows *w, const void *data, size_t len, char *err,
+                       size_t errlen)
+{
+    if (windows_load(w, data, len, 0, err, errlen) != TW_OK)
+        return TW_ERR;
+    return windows_load(w, data, len, 1, err, errlen);
+}

@@ -1,0 +1,563 @@
+/* alert.c - alert JSON, deterministic ids and the per-job tracker
+ * (alert.h). */
+#include "alert.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_codec.h"
+#include "json_writer.h"
+#include "log.h"
+#include "plugin_host.h"
+
+#define TW_ALERT_SCHEMA_VERSION 1
+
+/* What the tracker remembers of one rule between scans. */
+typedef struct tw_alert_rule_state {
+    tw_rule_status status;
+    int64_t violations;
+} tw_alert_rule_state;
+
+struct tw_alert_tracker {
+    tw_alert_emit_fn emit;
+    void *ud;
+    tw_alert_rule_state *rules; /* by position in the flattened rule list */
+    size_t nrules, cap;
+    char **nodes; /* copies of the job's system node ids, first-seen order */
+    size_t nnodes;
+    tw_json *out, *scratch;
+    uint64_t sent;
+    size_t max_bytes; /* 0 = no limit */
+    uint64_t truncated;
+};
+
+const char *tw_alert_kind_name(tw_alert_kind k)
+{
+    return k == TW_ALERT_FINDING ? "finding" : "status";
+}
+
+/* FNV-1a, 128 bits: offset basis and prime from the FNV specification. */
+typedef unsigned __int128 tw_u128;
+
+static tw_u128 fnv128_bytes(tw_u128 h, const void *data, size_t len)
+{
+    const tw_u128 prime = ((tw_u128)1 << 88) + 0x13b;
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= prime;
+    }
+    return h;
+}
+
+void tw_alert_id(const char *job, const char *parent, const char *rule,
+                 tw_alert_kind kind, uint64_t scan, const char *status,
+                 char *out)
+{
+    tw_u128 h = ((tw_u128)0x6c62272e07bb0142ULL << 64) | 0x62b821756295c58dULL;
+    char scan_text[32];
+    snprintf(scan_text, sizeof(scan_text), "%" PRIu64, scan);
+    const char *parts[] = {"tw-alert-2",
+                           job,
+                           parent != NULL ? parent : "",
+                           rule,
+                           tw_alert_kind_name(kind),
+                           scan_text,
+                           status};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        if (i > 0)
+            h = fnv128_bytes(h, "", 1); /* the NUL separator */
+        h = fnv128_bytes(h, parts[i], strlen(parts[i]));
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        unsigned nib = (unsigned)(h >> (124 - 4 * i)) & 0xf;
+        out[i] = hex[nib];
+    }
+    out[32] = '\0';
+}
+
+tw_alert_tracker *tw_alert_tracker_new(tw_alert_emit_fn emit, void *ud)
+{
+    tw_alert_tracker *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    t->emit = emit;
+    t->ud = ud;
+    t->out = tw_json_new();
+    t->scratch = tw_json_new();
+    if (t->out == NULL || t->scratch == NULL) {
+        tw_alert_tracker_free(t);
+        return NULL;
+    }
+    tw_json_set_compact(t->out, 1);
+    /* Alert consumers use strict JSON parsers: a report's NaN -> null. */
+    tw_json_set_strict(t->out, 1);
+    tw_json_set_strict(t->scratch, 1);
+    return t;
+}
+
+void tw_alert_tracker_free(tw_alert_tracker *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->nnodes; i++)
+        free(t->nodes[i]);
+    free(t->nodes);
+    free(t->rules);
+    tw_json_free(t->out);
+    tw_json_free(t->scratch);
+    free(t);
+}
+
+uint64_t tw_alert_tracker_sent(const tw_alert_tracker *t)
+{
+    return t->sent;
+}
+
+void tw_alert_tracker_set_max_bytes(tw_alert_tracker *t, size_t max_bytes)
+{
+    t->max_bytes = max_bytes;
+}
+
+uint64_t tw_alert_tracker_truncated(const tw_alert_tracker *t)
+{
+    return t->truncated;
+}
+
+static int tw_alert_copy_nodes(tw_alert_tracker *t, const tw_scan *scan)
+{
+    if (scan->nnodes <= t->nnodes)
+        return TW_OK;
+    char **n = realloc(t->nodes, scan->nnodes * sizeof(*n));
+    if (n == NULL)
+        return TW_ERR;
+    t->nodes = n;
+    for (size_t i = t->nnodes; i < scan->nnodes; i++) {
+        t->nodes[i] = strdup(scan->nodes[i]);
+        if (t->nodes[i] == NULL)
+            return TW_ERR;
+        t->nnodes = i + 1;
+    }
+    return TW_OK;
+}
+
+/* What one alert says besides the rule itself. */
+typedef struct tw_alert_event {
+    tw_alert_kind kind;
+    tw_rule_status previous;
+    uint64_t scan;
+    int64_t start_us, end_us;
+    int final;
+} tw_alert_event;
+
+/* What a size-bounded alert leaves out (tw_alert_build). */
+typedef struct tw_alert_cut {
+    size_t nodes;          /* nodes listed: the first `nodes` of t->nodes */
+    size_t report_len;     /* the report left out (always); 0 = none */
+    size_t params_omitted; /* parameters left out (all or none) */
+    size_t full_len;       /* the alert's length with nothing left out */
+} tw_alert_cut;
+
+/* Writes the alert into t->out; cut NULL = all of it, with the report the
+ * caller put in t->scratch (empty: none); with a cut, never the report. */
+static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                           const char *parent, const tw_alert_event *ev,
+                           const char *id, const tw_alert_cut *cut)
+{
+    const char *status = tw_rule_status_name(tw_rule_get_status(rule));
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    tw_json *j = t->out;
+    tw_json_reset(j);
+    tw_json_object_begin(j);
+    tw_json_key(j, "id");
+    tw_json_string(j, id);
+    tw_json_key(j, "schema_version");
+    tw_json_int(j, TW_ALERT_SCHEMA_VERSION);
+    tw_json_key(j, "kind");
+    tw_json_string(j, tw_alert_kind_name(ev->kind));
+    tw_json_key(j, "job");
+    tw_json_string(j, tw_job_id(job));
+    tw_json_key(j, "rule");
+    tw_json_string(j, tw_rule_name(rule));
+    if (parent != NULL) {
+        tw_json_key(j, "parent");
+        tw_json_string(j, parent);
+    }
+    tw_json_key(j, "status");
+    tw_json_string(j, status);
+    tw_json_key(j, "input");
+    tw_json_string(j, tw_rule_received_input(rule) ? "received" : "none");
+    tw_json_key(j, "previous_status");
+    tw_json_string(j, tw_rule_status_name(ev->previous));
+    tw_json_key(j, "final");
+    tw_json_bool(j, ev->final);
+    /* a job that lost input says so where its verdict is final */
+    const tw_job_loss *loss = tw_job_loss_of(job);
+    if (ev->final && tw_job_loss_any(loss)) {
+        tw_json_key(j, "partial");
+        tw_json_bool(j, 1);
+        tw_json_key(j, "missing");
+        tw_json_int(j, (int64_t)loss->missing);
+    }
+    tw_json_key(j, "scan");
+    tw_json_int(j, (int64_t)ev->scan);
+    tw_json_key(j, "window");
+    tw_json_object_begin(j);
+    tw_json_key(j, "start_us");
+    tw_json_int(j, ev->start_us);
+    tw_json_key(j, "end_us");
+    tw_json_int(j, ev->end_us);
+    tw_json_object_end(j);
+    tw_json_key(j, "nodes");
+    tw_json_array_begin(j);
+    size_t nnodes = cut != NULL ? cut->nodes : t->nnodes;
+    for (size_t i = 0; i < nnodes; i++)
+        tw_json_string(j, t->nodes[i]);
+    tw_json_array_end(j);
+    tw_json_key(j, "semantics");
+    tw_json_string(j, tw_rule_semantics(rule) == TW_SEMANTICS_REFERENCE
+                          ? "reference"
+                          : "fixed");
+    tw_json_key(j, "parameters");
+    tw_json_object_begin(j);
+    const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
+    const tw_params *p = tw_rule_params(rule);
+    for (size_t i = 0; (cut == NULL || cut->params_omitted == 0) && d != NULL &&
+                       p != NULL && i < p->nvalues && i < d->nparams;
+         i++) {
+        tw_json_key(j, d->params[i].name);
+        tw_json_string(j,
+                       p->values[i].text != NULL ? p->values[i].text : "None");
+    }
+    tw_json_object_end(j);
+    tw_json_key(j, "details");
+    tw_json_object_begin(j);
+    tw_json_key(j, "condition_met");
+    tw_json_bool(j, res->condition_met);
+    tw_json_key(j, "conditions_met");
+    tw_json_int(j, (int64_t)tw_rule_conditions_met(rule));
+    tw_json_key(j, "scans");
+    tw_json_int(j, (int64_t)tw_rule_scans(rule));
+    tw_json_key(j, "datapoints");
+    tw_json_int(j, res->datapoints);
+    tw_json_key(j, "violations");
+    tw_json_int(j, res->violations);
+    tw_json_key(j, "rule_triggered");
+    tw_json_int(j, res->rule_triggered);
+    if (tw_rule_error(rule)[0] != '\0') {
+        tw_json_key(j, "error");
+        tw_json_string(j, tw_rule_error(rule));
+    }
+    if (cut == NULL && tw_json_len(t->scratch) > 0) {
+        tw_json_key(j, "report");
+        tw_json_raw(j, tw_json_str(t->scratch));
+    }
+    tw_json_object_end(j);
+    if (cut != NULL) {
+        tw_json_key(j, "truncated");
+        tw_json_bool(j, 1);
+        tw_json_key(j, "truncation");
+        tw_json_object_begin(j);
+        tw_json_key(j, "max_bytes");
+        tw_json_int(j, (int64_t)t->max_bytes);
+        tw_json_key(j, "full_bytes");
+        tw_json_int(j, (int64_t)cut->full_len);
+        tw_json_key(j, "nodes_total");
+        tw_json_int(j, (int64_t)t->nnodes);
+        tw_json_key(j, "nodes_listed");
+        tw_json_int(j, (int64_t)cut->nodes);
+        tw_json_key(j, "report_bytes_omitted");
+        tw_json_int(j, (int64_t)cut->report_len);
+        tw_json_key(j, "parameters_omitted");
+        tw_json_int(j, (int64_t)cut->params_omitted);
+        tw_json_object_end(j);
+    }
+    tw_json_object_end(j);
+}
+
+/* Room the truncation marker needs: its keys and six 20-digit numbers. */
+#define TW_ALERT_CUT_RESERVE 256
+
+/* The rule's parameters as the alert lists them. */
+static size_t tw_alert_nparams(tw_rule *rule)
+{
+    const tw_rule_descriptor *d = tw_rule_descriptor_of(rule);
+    const tw_params *p = tw_rule_params(rule);
+    if (d == NULL || p == NULL)
+        return 0;
+    return p->nvalues < d->nparams ? p->nvalues : d->nparams;
+}
+
+/* The alert in t->out cut to t->max_bytes: first the report goes (the
+ * results file keeps it), then the node list is shortened (the nodes
+ * listed are the first ones seen), after the parameters (the
+ * configuration has them) when even no node leaves room. TW_ERR when
+ * that does not fit either. */
+static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                        const char *parent, const tw_alert_event *ev,
+                        const char *id)
+{
+    tw_alert_cut cut = {.nodes = t->nnodes,
+                        .report_len = tw_json_len(t->scratch),
+                        .full_len = tw_json_len(t->out)};
+    tw_alert_build(t, job, rule, parent, ev, id, &cut);
+    if (tw_json_failed(t->out))
+        return TW_ERR;
+    if (tw_json_len(t->out) > t->max_bytes) {
+        /* Without nodes, then as many as fit; each costs its escaped
+         * length plus a comma (measured with the scratch writer). */
+        cut.nodes = 0;
+        tw_alert_build(t, job, rule, parent, ev, id, &cut);
+        size_t used = tw_json_len(t->out) + TW_ALERT_CUT_RESERVE;
+        if (!tw_json_failed(t->out) && used > t->max_bytes) {
+            cut.params_omitted = tw_alert_nparams(rule);
+            tw_alert_build(t, job, rule, parent, ev, id, &cut);
+            used = tw_json_len(t->out) + TW_ALERT_CUT_RESERVE;
+        }
+        if (tw_json_failed(t->out) || used > t->max_bytes)
+            return TW_ERR;
+        size_t room = t->max_bytes - used;
+        for (; cut.nodes < t->nnodes; cut.nodes++) {
+            tw_json_reset(t->scratch);
+            tw_json_string(t->scratch, t->nodes[cut.nodes]);
+            size_t cost = tw_json_len(t->scratch) + 1;
+            if (cost > room)
+                break;
+            room -= cost;
+        }
+        tw_alert_build(t, job, rule, parent, ev, id, &cut);
+    }
+    if (tw_json_failed(t->out) || tw_json_len(t->out) > t->max_bytes)
+        return TW_ERR;
+    t->truncated++;
+    return TW_OK;
+}
+
+static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                            const char *parent, const tw_alert_event *ev)
+{
+    const char *status = tw_rule_status_name(tw_rule_get_status(rule));
+    char id[TW_ALERT_ID_LEN + 1];
+    tw_alert_id(tw_job_id(job), parent, tw_rule_name(rule), ev->kind, ev->scan,
+                status, id);
+    /* The rule's own report; a composite's would repeat its sub-rules'. */
+    tw_json_reset(t->scratch);
+    if (tw_rule_nchildren(rule) != 0 ||
+        tw_rule_report(rule, t->scratch) != TW_OK || tw_json_failed(t->scratch))
+        tw_json_reset(t->scratch);
+    tw_alert_build(t, job, rule, parent, ev, id, NULL);
+    if (tw_json_failed(t->out))
+        return TW_ERR;
+    if (t->max_bytes > 0 && tw_json_len(t->out) > t->max_bytes &&
+        tw_alert_fit(t, job, rule, parent, ev, id) != TW_OK) {
+        tw_log(TW_LOG_ERROR,
+               "alert %s of job %.200s rule %s: cannot fit %zu bytes even "
+               "without its report, nodes and parameters",
+               id, tw_job_id(job), tw_rule_name(rule), t->max_bytes);
+        return TW_ERR;
+    }
+    tw_json *j = t->out;
+    if (t->emit(t->ud, tw_job_id(job), id, tw_json_str(j), tw_json_len(j)) !=
+        TW_OK)
+        return TW_ERR;
+    t->sent++;
+    return TW_OK;
+}
+
+/* Calls fn for every rule in results order (parents before sub-rules). */
+typedef int (*tw_alert_visit_fn)(tw_alert_tracker *t, tw_job *job,
+                                 tw_rule *rule, const char *parent,
+                                 size_t index, const void *arg);
+
+static int tw_alert_walk(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                         const char *parent, size_t *index,
+                         tw_alert_visit_fn fn, const void *arg)
+{
+    if (*index >= t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        while (cap <= *index)
+            cap *= 2;
+        tw_alert_rule_state *n = realloc(t->rules, cap * sizeof(*n));
+        if (n == NULL)
+            return TW_ERR;
+        t->rules = n;
+        t->cap = cap;
+    }
+    if (*index >= t->nrules) {
+        /* first sight of this rule: everything starts InProgress */
+        t->rules[*index] = (tw_alert_rule_state){
+            .status = TW_STATUS_IN_PROGRESS, .violations = 0};
+        t->nrules = *index + 1;
+    }
+    int rc = fn(t, job, rule, parent, *index, arg);
+    (*index)++;
+    for (size_t i = 0; rc == TW_OK && i < tw_rule_nchildren(rule); i++)
+        rc = tw_alert_walk(t, job, tw_rule_child(rule, i), tw_rule_name(rule),
+                           index, fn, arg);
+    return rc;
+}
+
+static int tw_alert_visit_all(tw_alert_tracker *t, tw_job *job,
+                              tw_alert_visit_fn fn, const void *arg)
+{
+    size_t index = 0;
+    for (size_t i = 0; i < tw_job_nrules(job); i++)
+        if (tw_alert_walk(t, job, tw_job_rule(job, i), NULL, &index, fn, arg) !=
+            TW_OK)
+            return TW_ERR;
+    return TW_OK;
+}
+
+static int tw_alert_on_scan(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                            const char *parent, size_t index, const void *arg)
+{
+    const tw_scan *scan = arg;
+    tw_alert_rule_state *st = &t->rules[index];
+    tw_rule_status now = tw_rule_get_status(rule);
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    tw_alert_event ev = {.previous = st->status,
+                         .scan = scan->index,
+                         .start_us = scan->start_us,
+                         .end_us = scan->end_us,
+                         .final = 0};
+    if (now != st->status) {
+        ev.kind = TW_ALERT_STATUS;
+        if (tw_alert_publish(t, job, rule, parent, &ev) != TW_OK)
+            return TW_ERR;
+    }
+    if (res->condition_met && res->violations > st->violations) {
+        ev.kind = TW_ALERT_FINDING;
+        ev.previous = now;
+        if (tw_alert_publish(t, job, rule, parent, &ev) != TW_OK)
+            return TW_ERR;
+    }
+    st->status = now;
+    st->violations = res->violations;
+    return TW_OK;
+}
+
+int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job, const tw_scan *scan)
+{
+    if (tw_alert_copy_nodes(t, scan) != TW_OK)
+        return TW_ERR;
+    return tw_alert_visit_all(t, job, tw_alert_on_scan, scan);
+}
+
+static int tw_alert_on_finish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                              const char *parent, size_t index, const void *arg)
+{
+    const tw_alert_event *proto = arg;
+    tw_alert_rule_state *st = &t->rules[index];
+    tw_alert_event ev = *proto;
+    ev.previous = st->status;
+    st->status = tw_rule_get_status(rule);
+    return tw_alert_publish(t, job, rule, parent, &ev);
+}
+
+int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job)
+{
+    tw_job_stats js;
+    tw_job_get_stats(job, &js);
+    tw_alert_event ev = {.kind = TW_ALERT_STATUS,
+                         .scan = js.scans,
+                         .start_us = tw_job_first_timestamp(job),
+                         .end_us = tw_job_latest_timestamp(job),
+                         .final = 1};
+    return tw_alert_visit_all(t, job, tw_alert_on_finish, &ev);
+}
+
+/* ---- checkpoints ----------------------------------------------------------
+ * Blob: "TWAT", u8 version (1), uv nrules, per rule {uv status, iv
+ * violations}, uv nnodes, per node str, uv sent. */
+
+#define TW_ALERT_BLOB_VERSION 1
+
+int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out)
+{
+    tw_ckw w = {.b = out, .failed = 0};
+    tw_ckw_bytes(&w, "TWAT", 4);
+    tw_ckw_u8(&w, TW_ALERT_BLOB_VERSION);
+    tw_ckw_uv(&w, t->nrules);
+    for (size_t i = 0; i < t->nrules; i++) {
+        tw_ckw_uv(&w, (uint64_t)t->rules[i].status);
+        tw_ckw_iv(&w, t->rules[i].violations);
+    }
+    tw_ckw_uv(&w, t->nnodes);
+    for (size_t i = 0; i < t->nnodes; i++)
+        tw_ckw_str(&w, t->nodes[i]);
+    tw_ckw_uv(&w, t->sent);
+    return w.failed ? TW_ERR : TW_OK;
+}
+
+int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
+                             char *err, size_t errlen)
+{
+    tw_ckr r;
+    tw_ckr_init(&r, data, len);
+    const uint8_t *magic = tw_ckr_bytes(&r, 4);
+    if (magic != NULL && memcmp(magic, "TWAT", 4) != 0)
+        tw_ckr_fail(&r, "not an alert tracker blob (magic)");
+    if (tw_ckr_u8(&r) != TW_ALERT_BLOB_VERSION && r.why == NULL)
+        tw_ckr_fail(&r, "unsupported version");
+    size_t nrules = tw_ckr_count(&r, 2);
+    tw_alert_rule_state *rules = NULL;
+    if (r.why == NULL && nrules > 0) {
+        rules = calloc(nrules, sizeof(*rules));
+        if (rules == NULL) {
+            snprintf(err, errlen, "alerts: out of memory");
+            return TW_ERR;
+        }
+    }
+    for (size_t i = 0; r.why == NULL && i < nrules; i++) {
+        uint64_t st = tw_ckr_uv(&r);
+        if (st > TW_STATUS_NO_DATA && r.why == NULL)
+            tw_ckr_fail(&r, "bad rule status");
+        rules[i].status = (tw_rule_status)st;
+        rules[i].violations = tw_ckr_iv(&r);
+    }
+    size_t nnodes = tw_ckr_count(&r, 1);
+    char **nodes = NULL;
+    if (r.why == NULL && nnodes > 0 &&
+        (nodes = calloc(nnodes, sizeof(*nodes))) == NULL) {
+        free(rules);
+        snprintf(err, errlen, "alerts: out of memory");
+        return TW_ERR;
+    }
+    int oom = 0;
+    for (size_t i = 0; r.why == NULL && !oom && i < nnodes; i++) {
+        const char *s;
+        size_t n;
+        if (tw_ckr_str(&r, &s, &n) && s == NULL)
+            tw_ckr_fail(&r, "NULL node id");
+        if (r.why == NULL && (nodes[i] = strndup(s, n)) == NULL)
+            oom = 1;
+    }
+    uint64_t sent = tw_ckr_uv(&r);
+    if (r.why == NULL && !oom && tw_ckr_left(&r) != 0)
+        tw_ckr_fail(&r, "trailing bytes");
+    if (r.why != NULL || oom) {
+        if (oom)
+            snprintf(err, errlen, "alerts: out of memory");
+        else
+            snprintf(err, errlen, "alerts: %s at byte %zu", r.why,
+                     tw_ckr_offset(&r));
+        for (size_t i = 0; nodes != NULL && i < nnodes; i++)
+            free(nodes[i]);
+        free(nodes);
+        free(rules);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < t->nnodes; i++)
+        free(t->nodes[i]);
+    free(t->nodes);
+    free(t->rules);
+    t->rules = rules;
+    t->nrules = t->cap = nrules;
+    t->nodes = nodes;
+    t->nnodes = nnodes;
+    t->sent = sent;
+    return TW_OK;
+}

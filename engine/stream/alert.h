@@ -1,0 +1,95 @@
+/*
+ * alert.h - the alerts the engine publishes on the alert topic
+ * (schemas/alert.schema.json), and the per-job tracker that decides when
+ * to publish one.
+ *
+ * Kinds (the schema documents them for consumers):
+ *  - "status":  a rule's status changed after a scan (InProgress ->
+ *    IssuesFound, ... -> Error), and once per rule when the job ends
+ *    ("final": true) with its final status, whether it changed or not.
+ *  - "finding": a scan whose condition was met and after which the rule's
+ *    violation count is larger than before it (a new problem seen).
+ * The rules are the job's configured rules and, after each composite rule
+ * (ProfilerReport), its sub-rules, in the results' order (job_results.h).
+ *
+ * Determinism: an alert's JSON depends only on the job's event stream and
+ * configuration (no wall clock, no engine counters), so re-evaluating a
+ * job after a failover publishes byte-identical alerts. Its id is the
+ * 128-bit FNV-1a hash, as 32 lower-case hex digits, of
+ *   "tw-alert-2" NUL job NUL parent NUL rule NUL kind NUL scan NUL status
+ * (parent: the composite rule of a sub-rule, empty for a configured rule;
+ * scan in decimal; the final alerts use the job's scan count, one past the
+ * last scan's index), so a consumer can de-duplicate by id. The parent
+ * keeps ProfilerReport's LowGPUUtilization apart from a LowGPUUtilization
+ * configured beside it; configured rule names are unique (config.c).
+ *
+ * Ownership: the tracker owns its per-rule bookkeeping; it borrows the job
+ * passed to each call. The JSON handed to the emit callback is owned by
+ * the tracker and valid only during the call.
+ */
+#ifndef TW_ALERT_H
+#define TW_ALERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "job.h"
+
+#define TW_ALERT_ID_LEN 32
+
+typedef enum tw_alert_kind {
+    TW_ALERT_STATUS = 0,
+    TW_ALERT_FINDING
+} tw_alert_kind;
+
+const char *tw_alert_kind_name(tw_alert_kind k); /* "status", "finding" */
+
+/* The deterministic id described above into out (TW_ALERT_ID_LEN + 1);
+ * parent NULL for a configured (top-level) rule. */
+void tw_alert_id(const char *job, const char *parent, const char *rule,
+                 tw_alert_kind kind, uint64_t scan, const char *status,
+                 char *out);
+
+/* One alert ready to publish: the job (the Kafka key), its id, the JSON. */
+typedef int (*tw_alert_emit_fn)(void *ud, const char *job, const char *id,
+                                const char *json, size_t len);
+
+typedef struct tw_alert_tracker tw_alert_tracker;
+
+tw_alert_tracker *tw_alert_tracker_new(tw_alert_emit_fn emit, void *ud);
+void tw_alert_tracker_free(tw_alert_tracker *t);
+
+/* After each scan of the job (tw_job_on_scan): publishes status changes
+ * and findings. TW_ERR when out of memory or the emit callback failed. */
+int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job,
+                          const tw_scan *scan);
+
+/* After tw_job_finish(): one final status alert per rule. */
+int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job);
+
+/* Alerts emitted so far. */
+uint64_t tw_alert_tracker_sent(const tw_alert_tracker *t);
+
+/* Size bound (0 = none, the default): an alert longer than max_bytes is
+ * published without its report and, when still too long, with only the
+ * first nodes that fit (and no parameters when not even one fits), marked
+ * "truncated": true and "truncation": {what was cut}
+ * (schemas/alert.schema.json); the id is unchanged. One that cannot fit
+ * even so (max_bytes below ~700 bytes plus the job id) makes the
+ * publishing call fail (TW_ERR). */
+void tw_alert_tracker_set_max_bytes(tw_alert_tracker *t, size_t max_bytes);
+
+/* Alerts published truncated so far. */
+uint64_t tw_alert_tracker_truncated(const tw_alert_tracker *t);
+
+/* Checkpoints: the tracker's bookkeeping (each rule's last published
+ * status and violation count, the node list, the count sent) appended to
+ * out as one blob (magic "TWAT", version 1, ckpt_codec.h encoding), and
+ * restored into a fresh tracker, so a restored job publishes exactly the
+ * alerts an uninterrupted one would. TW_ERR: out of memory / a blob that
+ * is truncated or malformed (err says which and where). */
+int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out);
+int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
+                             char *err, size_t errlen);
+
+#endif /* TW_ALERT_H */

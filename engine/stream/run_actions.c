@@ -1,0 +1,292 @@
+/* run_actions.c - alerts -> actions for `trainwatch run` (run_actions.h). */
+#include "run_actions.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actions.h"
+#include "checkpoint.h"
+#include "grow.h"
+#include "log.h"
+#include "plugin_host.h"
+#include "results_file.h"
+#include "state_store.h"
+
+/* A rule name seen in alerts and the configured rule it belongs to. */
+typedef struct tw_ra_name {
+    char *name;
+    size_t rule; /* index into cfg->rules */
+} tw_ra_name;
+
+struct tw_run_actions {
+    tw_actions *actions;
+    tw_store *store; /* redis ledger, worker thread only; NULL: in-memory */
+    int store_down;  /* worker thread only */
+    tw_ra_name *top; /* configured rules' display names, by index */
+    size_t ntop;
+    tw_ra_name *sub; /* their sub-rules (any depth) */
+    size_t nsub, capsub;
+    char *results_dir;
+    uint64_t bad_alerts; /* alerts that could not be read (consuming thread) */
+};
+
+/* ---- the ledger (worker thread) --------------------------------------- */
+
+static int tw_ra_claim(void *ud, const char *id)
+{
+    tw_run_actions *ra = ud;
+    char err[512];
+    if (ra->store_down) {
+        if (tw_store_ping(ra->store, err, sizeof(err)) != TW_OK)
+            return TW_ERR; /* the module retries the claim later */
+        ra->store_down = 0;
+    }
+    int rc = tw_checkpoint_claim(ra->store, id, err, sizeof(err));
+    if (rc == 0 || rc == 1)
+        return rc;
+    if (rc == TW_UNAVAILABLE)
+        ra->store_down = 1; /* the store logs the change itself */
+    else
+        tw_log(TW_LOG_ERROR, "action ledger: %s", err);
+    return TW_ERR;
+}
+
+/* ---- construction -------------------------------------------------------- */
+
+static int tw_ra_add_sub(tw_run_actions *ra, tw_rule *rule, size_t top)
+{
+    for (size_t i = 0; i < tw_rule_nchildren(rule); i++) {
+        tw_rule *c = tw_rule_child(rule, i);
+        if (tw_grow((void **)&ra->sub, &ra->capsub, ra->nsub + 1,
+                    sizeof(*ra->sub), 32) != TW_OK)
+            return TW_ERR;
+        ra->sub[ra->nsub].name = strdup(tw_rule_name(c));
+        if (ra->sub[ra->nsub].name == NULL)
+            return TW_ERR;
+        ra->sub[ra->nsub++].rule = top;
+        if (tw_ra_add_sub(ra, c, top) != TW_OK)
+            return TW_ERR;
+    }
+    return TW_OK;
+}
+
+/* A redis `state:` gets its own connection for the ledger; anything else
+ * (memory, absent) leaves the module's in-memory ledger. */
+static int tw_ra_open_ledger(tw_run_actions *ra, const tw_config *cfg,
+                             char *err, size_t errlen)
+{
+    const char *kind = NULL;
+    tw_settings_get_str(&cfg->state, "store", &kind);
+    if (kind == NULL || strcmp(kind, "redis") != 0)
+        return TW_OK;
+    if (tw_store_open(&cfg->state, &ra->store, err, errlen) != TW_OK)
+        return TW_ERR;
+    char perr[256];
+    if (tw_store_ping(ra->store, perr, sizeof(perr)) != TW_OK) {
+        ra->store_down = 1;
+        tw_log(TW_LOG_WARN,
+               "actions: the ledger store is not reachable yet; actions "
+               "wait until it is");
+    }
+    return TW_OK;
+}
+
+int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
+                       const char *results_dir, tw_run_actions **out,
+                       char *err, size_t errlen)
+{
+    *out = NULL;
+    size_t total = 0;
+    for (size_t i = 0; cfg->actions != NULL && i < cfg->nrules; i++)
+        total += cfg->actions[i].n;
+    if (total == 0)
+        return TW_OK;
+    tw_run_actions *ra = calloc(1, sizeof(*ra));
+    if (ra == NULL)
+        goto oom;
+    size_t n = tw_job_nrules(probe);
+    ra->top = calloc(n ? n : 1, sizeof(*ra->top));
+    if (ra->top == NULL)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        tw_rule *rule = tw_job_rule(probe, i);
+        ra->top[i].name = strdup(tw_rule_name(rule));
+        ra->top[i].rule = i;
+        ra->ntop = i + 1;
+        if (ra->top[i].name == NULL || tw_ra_add_sub(ra, rule, i) != TW_OK)
+            goto oom;
+    }
+    if (results_dir != NULL &&
+        (ra->results_dir = strdup(results_dir)) == NULL)
+        goto oom;
+    if (tw_ra_open_ledger(ra, cfg, err, errlen) != TW_OK)
+        goto fail;
+    tw_actions_options opt = {.claim = ra->store ? tw_ra_claim : NULL,
+                              .claim_ud = ra};
+    if (tw_actions_new(cfg, &opt, &ra->actions, err, errlen) != TW_OK)
+        goto fail;
+    tw_log(TW_LOG_INFO, "actions: %zu configured; ledger: %s", total,
+           ra->store ? "redis (once across restarts)"
+                     : "in memory (once per process)");
+    *out = ra;
+    return TW_OK;
+oom:
+    snprintf(err, errlen, "actions: out of memory");
+fail:
+    tw_run_actions_free(ra);
+    return TW_ERR;
+}
+
+/* ---- alerts -> events (consuming thread) ------------------------------- */
+
+static int tw_ra_lookup(const tw_ra_name *v, size_t n, const char *name,
+                        size_t *rule)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0) {
+            *rule = v[i].rule;
+            return 1;
+        }
+    return 0;
+}
+
+/* The configured rule an alert belongs to: its parent's (a composite's
+ * sub-rule) or its own. */
+static int tw_ra_rule_of(const tw_run_actions *ra, const char *rule,
+                         const char *parent, size_t *out)
+{
+    const char *name = parent ? parent : rule;
+    return tw_ra_lookup(ra->top, ra->ntop, name, out) ||
+           tw_ra_lookup(ra->sub, ra->nsub, name, out);
+}
+
+void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
+                          const char *json, size_t len)
+{
+    /* Findings, and status changes to IssuesFound (a rule can reach it
+     * without a finding, e.g. at its final scan), fire the rule's
+     * actions; the module's once semantics drop the repeats. Other status
+     * alerts (most of them) are passed over without parsing. */
+    static const char finding_kind[] = "\"kind\":\"finding\"";
+    static const char issues_status[] = "\"status\":\"IssuesFound\"";
+    if (ra == NULL ||
+        (memmem(json, len, finding_kind, sizeof(finding_kind) - 1) == NULL &&
+         memmem(json, len, issues_status, sizeof(issues_status) - 1) == NULL))
+        return;
+    json_error_t jerr;
+    json_t *doc = json_loadb(json, len, 0, &jerr);
+    const char *kind = NULL, *rule = NULL, *parent = NULL, *status = NULL;
+    json_int_t scan = 0, end_us = 0, violations = 0, datapoints = 0;
+    if (doc == NULL ||
+        json_unpack_ex(doc, &jerr, 0,
+                       "{s:s, s:s, s?s, s:s, s:I, s:{s:I}, s:{s:I, s:I}}",
+                       "kind", &kind, "rule", &rule, "parent", &parent, "status", &status,
+                       "scan", &scan, "window", "end_us", &end_us, "details",
+                       "violations", &violations, "datapoints",
+                       &datapoints) != 0) {
+        if (ra->bad_alerts++ < 5)
+            tw_log(TW_LOG_ERROR, "actions: alert %s of job %s: %s", id, job,
+                   jerr.text);
+        json_decref(doc);
+        return;
+    }
+    size_t index;
+    if (strcmp(kind, "finding") != 0 && strcmp(status, "IssuesFound") != 0) {
+        json_decref(doc);
+        return;
+    }
+    if (!tw_ra_rule_of(ra, rule, parent, &index)) {
+        if (ra->bad_alerts++ < 5)
+            tw_log(TW_LOG_ERROR, "actions: alert %s: no configured rule '%s'",
+                   id, parent ? parent : rule);
+        json_decref(doc);
+        return;
+    }
+    if (tw_actions_count(ra->actions, index) == 0) {
+        json_decref(doc);
+        return;
+    }
+    char finding[512], report[PATH_MAX], fname[TW_RESULTS_NAME_LEN];
+    snprintf(finding, sizeof(finding),
+             "%s%s%s%s: %s at scan %" JSON_INTEGER_FORMAT
+             " (violations %" JSON_INTEGER_FORMAT
+             ", datapoints %" JSON_INTEGER_FORMAT ")",
+             rule, parent ? " (in " : "", parent ? parent : "",
+             parent ? ")" : "", status, scan, violations, datapoints);
+    if (ra->results_dir != NULL) {
+        tw_results_file_name(job, fname);
+        snprintf(report, sizeof(report), "%s/%s.json", ra->results_dir,
+                 fname);
+    }
+    /* the webhook body: the alert exactly as published */
+    char *body = strndup(json, len);
+    tw_action_event ev = {.job_id = job,
+                          .rule_index = index,
+                          .alert_id = id,
+                          .finding = finding,
+                          .report = ra->results_dir ? report : NULL,
+                          .alert_json = body,
+                          .time_us = (int64_t)end_us};
+    /* TW_ERR here is a full queue (counted as dropped by the module) */
+    if (tw_actions_fire(ra->actions, &ev) != TW_OK)
+        tw_log(TW_LOG_WARN, "actions: job %s rule %s: not queued (queue full)",
+               job, rule);
+    free(body);
+    json_decref(doc);
+}
+
+/* ---- counters and shutdown ---------------------------------------------- */
+
+void tw_run_actions_format(const tw_run_actions *ra, char *buf, size_t len)
+{
+    if (len > 0)
+        buf[0] = '\0';
+    if (ra == NULL)
+        return;
+    tw_action_counters c;
+    tw_actions_get_counters(ra->actions, &c);
+    tw_action_type_counters s = {0};
+    for (int t = 0; t < TW_ACTION_NTYPES; t++) {
+        s.fired += c.type[t].fired;
+        s.succeeded += c.type[t].succeeded;
+        s.failed += c.type[t].failed;
+        s.deduplicated += c.type[t].deduplicated;
+        s.skipped += c.type[t].skipped;
+        s.retried += c.type[t].retried;
+    }
+    snprintf(buf, len,
+             " actions_fired=%" PRIu64 " actions_sent=%" PRIu64
+             " actions_failed=%" PRIu64 " actions_deduplicated=%" PRIu64
+             " actions_skipped=%" PRIu64 " actions_retried=%" PRIu64
+             " actions_dropped=%" PRIu64 " actions_ledger_errors=%" PRIu64
+             " actions_queued=%" PRIu64,
+             s.fired, s.succeeded, s.failed, s.deduplicated, s.skipped,
+             s.retried, c.dropped, c.ledger_errors, c.queued);
+}
+
+int tw_run_actions_drain(tw_run_actions *ra, int64_t timeout_ms)
+{
+    if (ra == NULL)
+        return TW_OK;
+    return tw_actions_drain(ra->actions, tw_actions_now_ms() + timeout_ms);
+}
+
+void tw_run_actions_free(tw_run_actions *ra)
+{
+    if (ra == NULL)
+        return;
+    tw_actions_free(ra->actions); /* stops the worker before the store goes */
+    tw_store_close(ra->store);
+    for (size_t i = 0; i < ra->ntop; i++)
+        free(ra->top[i].name);
+    for (size_t i = 0; i < ra->nsub; i++)
+        free(ra->sub[i].name);
+    free(ra->top);
+    free(ra->sub);
+    free(ra->results_dir);
+    free(ra);
+}

@@ -11,6 +11,7 @@ PKGS=(
   libmicrohttpd-dev libsimdjson-dev zlib1g-dev libssl-dev
   redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind
   clang-format
+  python3-torch python3-confluent-kafka python3-flatbuffers python3-setuptools
 )
 
 missing=()

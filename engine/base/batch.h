@@ -40,6 +40,9 @@ typedef struct tw_marker {
     int64_t latest_us; /* JOB_END: the job's latest timestamp L (RULES.md
                           §1.4) as the file listing gives it; 0 = unknown
                           (the engine then derives L from the data)      */
+    const char *profiler_config; /* JOB_START from the training hook: its
+                          ProfilerConfig as JSON (profiler_config.h);
+                          NULL when absent                               */
 } tw_marker;
 
 typedef struct tw_batch {

@@ -194,6 +194,11 @@ void tw_job_set_first_timestamp(tw_job *j, int64_t first_us)
     if (j->started || first_us > INT64_MAX / 1000 ||
         first_us < INT64_MIN / 1000)
         return;
+    /* Several producers announce the job (a training hook from its
+     * process start, an agent from its own later start): the job began
+     * with the earliest of them. */
+    if (j->first_fixed && first_us >= j->first_us)
+        return;
     j->first_us = first_us;
     j->first_fixed = 1;
     j->core_changes++;

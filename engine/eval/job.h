@@ -120,7 +120,8 @@ void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud);
 
 /* Fix F (offline evaluation knows it from the file names). Must be called
  * before the first scan closes; otherwise F is derived from the data. A
- * time past year 2262 (not representable in ns) is ignored. */
+ * time past year 2262 (not representable in ns) is ignored. Called again
+ * (one JOB_START per producer), F is the earliest of the times. */
 void tw_job_set_first_timestamp(tw_job *j, int64_t first_us);
 
 /* Never close a scan that starts at or after `limit_us` before

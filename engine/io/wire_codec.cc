@@ -171,6 +171,8 @@ const FieldSpec kMarkerFields[] = {
      FieldKind::Scalar, 4, false, nullptr},
     {"latest_us", tww::Marker::VT_LATEST_US, FieldKind::Scalar, 8, false,
      nullptr},
+    {"profiler_config", tww::Marker::VT_PROFILER_CONFIG, FieldKind::String, 0,
+     false, nullptr},
 };
 const TableSpec kMarker = {"Marker", kMarkerFields,
                            sizeof(kMarkerFields) / sizeof(kMarkerFields[0])};
@@ -699,6 +701,12 @@ tw_wire_status Decoder::markers(const tww::Batch *root)
         out[i].time_us = m->time_us();
         out[i].sampling_interval_ms = m->sampling_interval_ms();
         out[i].latest_us = m->latest_us();
+        out[i].profiler_config = nullptr;
+        if (m->profiler_config() != nullptr) {
+            out[i].profiler_config = str(m->profiler_config());
+            if (out[i].profiler_config == nullptr)
+                return no_memory("a marker's profiler_config");
+        }
     }
     b_->markers = out;
     b_->nmarkers = vec->size();
@@ -910,6 +918,8 @@ tw_wire_status check_for_encode(const tw_batch *b, SizeBound *size)
         tww::MarkerKind kind;
         if (!to_wire(kMarkerKinds, b->markers[i].kind, &kind))
             return TW_WIRE_BAD_VALUE;
+        if (b->markers[i].profiler_config != nullptr)
+            size->str(b->markers[i].profiler_config);
     }
     size->mul(b->nmarkers, 40);
     return size->too_big() ? TW_WIRE_NO_MEMORY : TW_WIRE_OK;
@@ -968,10 +978,13 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
     for (size_t i = 0; i < b->nmarkers; i++) {
         tww::MarkerKind kind = tww::MarkerKind::None;
         to_wire(kMarkerKinds, b->markers[i].kind, &kind);
+        auto config = b->markers[i].profiler_config == nullptr
+                          ? fb::Offset<fb::String>()
+                          : s(b->markers[i].profiler_config);
         markers.push_back(
             tww::CreateMarker(fbb, kind, b->markers[i].time_us,
                               b->markers[i].sampling_interval_ms,
-                              b->markers[i].latest_us));
+                              b->markers[i].latest_us, config));
     }
 
     /* Empty vectors are left out: readers treat absent as empty. */

@@ -19,6 +19,7 @@
 #include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
+#include "profiler_config.h"
 #include "results_file.h"
 #include "quarantine.h"
 #include "strmap.h"
@@ -705,6 +706,23 @@ int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
     return rc;
 }
 
+/* A training hook's JOB_START carries its profiler configuration: one the
+ * managed service would refuse is named in a WARN (the job still runs). */
+static void tw_router_check_profiler_config(const tw_batch *b,
+                                            const tw_marker *m)
+{
+    if (m->profiler_config == NULL)
+        return;
+    char err[512];
+    if (tw_profiler_config_check(m->profiler_config, strlen(m->profiler_config),
+                                 err, sizeof(err)) != 0)
+        tw_log(TW_LOG_WARN,
+               "job %s node %s: JOB_START's profiler configuration is "
+               "invalid: %s",
+               b->job != NULL ? b->job : "", b->node != NULL ? b->node : "",
+               err);
+}
+
 int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
                     tw_batch *b, int64_t now_us)
 {
@@ -740,6 +758,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
         if (b->markers[i].kind == TW_MARKER_JOB_START) {
             has_start = 1;
             start_us = b->markers[i].time_us;
+            tw_router_check_profiler_config(b, &b->markers[i]);
         } else if (b->markers[i].kind == TW_MARKER_JOB_END) {
             has_end = 1;
             latest_us = b->markers[i].latest_us;

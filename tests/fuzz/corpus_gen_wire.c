@@ -102,8 +102,8 @@ int main(int argc, char **argv)
          TW_MODE_GLOBAL, NULL, 0, 0},
     };
     tw_marker markers[] = {
-        {TW_MARKER_JOB_START, 900, 500, 0},
-        {TW_MARKER_JOB_END, 3000, 0, 2900},
+        {TW_MARKER_JOB_START, 900, 500, 0, NULL},
+        {TW_MARKER_JOB_END, 3000, 0, 2900, NULL},
     };
     tw_batch framework = {.job = "job",
                           .node = "algo-1-0",

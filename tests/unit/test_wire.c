@@ -89,9 +89,10 @@ static tw_batch *full_batch(void)
     b->nevents = 5;
 
     const tw_marker markers[] = {
-        {TW_MARKER_JOB_START, 1596668220000000, 500, 0},
-        {TW_MARKER_JOB_END, 1596668460000000, 0, 1596668400000000},
-        {TW_MARKER_NONE, -1, UINT32_MAX, INT64_MIN},
+        {TW_MARKER_JOB_START, 1596668220000000, 500, 0,
+         S(b, "{\"system_monitor_interval_millis\":500}")},
+        {TW_MARKER_JOB_END, 1596668460000000, 0, 1596668400000000, NULL},
+        {TW_MARKER_NONE, -1, UINT32_MAX, INT64_MIN, NULL},
     };
     b->markers = arena_copy(b, markers, sizeof(markers));
     b->nmarkers = 3;
@@ -168,6 +169,11 @@ static void assert_batch_equal(const tw_batch *want, const tw_batch *got)
         assert_int_equal(want->markers[i].sampling_interval_ms,
                          got->markers[i].sampling_interval_ms);
         assert_true(want->markers[i].latest_us == got->markers[i].latest_us);
+        if (want->markers[i].profiler_config == NULL)
+            assert_null(got->markers[i].profiler_config);
+        else
+            assert_string_equal(want->markers[i].profiler_config,
+                                got->markers[i].profiler_config);
     }
 }
 

@@ -1,0 +1,371 @@
+"""trainwatch.Hook: the training-side hook. It records, in the training
+process, the framework events the rules read (RULES.md 1.3) and streams
+them to trainwatch's metrics topic:
+
+  Step:ModeKeys.TRAIN|EVAL|PREDICT|GLOBAL   one per step, args.step_num
+  Forward-SubModuleInternal / Backward-SubModuleInternal   per step
+  DataLoaderIterInitialize, DataLoaderIter (GetNext waits),
+  DataLoaderWorker (fetches in the worker processes)        dataloader
+  JOB_START (process start time, the profiler configuration), JOB_END
+
+Steps: by default a step starts at each forward of the watched model (as
+the managed service's hook counted them) and the mode follows
+model.train()/model.eval(). An explicit hook.step() (call it at the start
+of each step) or hook.mode() turns the automatic counting off.
+
+Nothing here ever raises into the training loop once constructed: the
+first internal error is logged with its traceback and the hook goes quiet
+(configuration errors at construction do raise ConfigError). Without
+brokers (argument or TRAINWATCH_BROKERS) or a job id (argument or
+TRAINWATCH_JOB), or when confluent_kafka or the generated wire code is
+missing, the hook is a no-op.
+"""
+import atexit
+import functools
+import json
+import logging
+import os
+import signal
+import threading
+import time
+import weakref
+
+from .identity import Identity, process_start_us
+from .profiler_config import ConfigError, ProfilerConfig
+
+log = logging.getLogger("trainwatch")
+
+MODES = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
+PHASE_FORWARD = "Forward-SubModuleInternal"
+PHASE_BACKWARD = "Backward-SubModuleInternal"
+
+
+def _now_us():
+    return time.time_ns() // 1000
+
+
+def _guarded(method):
+    """Runs a hook callback; its first exception is logged once and the
+    hook goes quiet. Training never sees it."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        if not self._active:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except Exception:  # the hook must never break training
+            self._active = False
+            log.exception("trainwatch: hook error; the hook is disabled "
+                          "for the rest of this process")
+            return None
+    return run
+
+
+class Hook:
+    def __init__(self, job=None, brokers=None, profiler_config=None, *,
+                 rank=None, local_rank=None, world_size=None, host=None,
+                 node=None, topic="trainwatch.metrics", flush_interval=1.0,
+                 max_queue=100000, close_timeout=10.0, kafka_config=None,
+                 handle_sigterm=True):
+        if profiler_config is None:
+            profiler_config = ProfilerConfig()
+        if not isinstance(profiler_config, ProfilerConfig):
+            raise ConfigError("profiler_config must be a ProfilerConfig, "
+                              f"not {profiler_config!r}", ["profiler_config"])
+        self.profiler_config = profiler_config
+        self.identity = Identity(rank, local_rank, world_size, host, node)
+        self.job = job if job is not None else os.environ.get(
+            "TRAINWATCH_JOB")
+        self.brokers = brokers if brokers is not None else os.environ.get(
+            "TRAINWATCH_BROKERS")
+        self._pid = os.getpid()
+        self._active = False
+        self._closed = False
+        # reentrant: SIGTERM may arrive while close() runs on this thread
+        self._close_lock = threading.RLock()
+        self._close_timeout = close_timeout
+        self._sender = None
+        self._mode = "TRAIN"
+        self._mode_steps = {m: 0 for m in MODES}
+        self._auto_steps = True
+        self._auto_mode = True
+        self._step_start = None
+        self._last_activity = None
+        self._model = None
+        self._model_name = ""
+        self._fwd_start = None
+        self._bwd_start = None
+        self._bwd_end = None
+        self._handles = []
+        self._worker_queues = []
+        self.summary = None
+        if not self.job or not self.brokers:
+            log.info("trainwatch: no %s configured: the hook does nothing",
+                     "job id" if not self.job else "brokers")
+            return
+        try:
+            self._start(topic, flush_interval, max_queue, kafka_config or {})
+        except ConfigError:
+            raise
+        except ImportError as e:
+            log.warning("trainwatch: cannot start the hook (%s): it does "
+                        "nothing. It needs python3-confluent-kafka, "
+                        "python3-flatbuffers and the generated wire code: "
+                        "build the repository and use build/hooks/python, "
+                        "or pip install ./hooks/python", e)
+            self._sender = None
+            return
+        except Exception as e:  # bad Kafka setting
+            log.warning("trainwatch: cannot start the hook (%s): it does "
+                        "nothing", e)
+            self._sender = None
+            return
+        self._active = True
+        atexit.register(_close_at_exit, weakref.ref(self))
+        if handle_sigterm:
+            _install_sigterm(self)
+
+    # ---- set-up ----------------------------------------------------------
+    def _start(self, topic, flush_interval, max_queue, kafka_config):
+        import confluent_kafka  # noqa: F401 (a missing client: no-op hook)
+
+        from .sender import Sender
+        from .wire_batch import MARKER_JOB_START
+        conf = {
+            "bootstrap.servers": self.brokers,
+            "client.id": f"trainwatch-hook-{self.identity.node}",
+            # batches wait for the broker as long as the process lives
+            "message.timeout.ms": 0,
+            "enable.idempotence": True,
+            "queue.buffering.max.messages": 10000,
+            "queue.buffering.max.kbytes": 65536,
+            "linger.ms": 20,
+            "log_level": 2,
+        }
+        conf.update(kafka_config)
+        holder = {}
+        conf["error_cb"] = lambda err: holder["s"].on_error(err)
+        producer = confluent_kafka.Producer(conf)
+        self._sender = Sender(producer, topic, self.job, self.identity.node,
+                              max_queue=max_queue,
+                              flush_interval=flush_interval)
+        holder["s"] = self._sender
+        config = self.profiler_config.to_dict()
+        self._sender.marker(
+            (MARKER_JOB_START, process_start_us(),
+             self.profiler_config.system_monitor_interval_millis,
+             json.dumps(config, separators=(",", ":"))))
+
+    @property
+    def enabled(self):
+        """True while the hook records and sends."""
+        return self._active
+
+    def stats(self):
+        """Counters of the sending side (events, dropped, batches,
+        delivered, failed, bytes, worker_dropped) and the steps per mode."""
+        d = self._sender.stats.as_dict() if self._sender else {}
+        d["steps"] = dict(self._mode_steps)
+        return d
+
+    # ---- events ----------------------------------------------------------
+    def _emit(self, name, phase, start_us, end_us, args=None, source=0):
+        self._sender.put((name, phase, start_us, end_us, self._pid, args,
+                          source))
+
+    def _end_step(self, end_us):
+        """Ends the open step (if any) at end_us, with its backward pass."""
+        if self._bwd_start is not None:
+            end = self._bwd_end if self._bwd_end is not None else end_us
+            self._emit(self._model_name, PHASE_BACKWARD, self._bwd_start,
+                       max(end, self._bwd_start))
+            self._bwd_start = self._bwd_end = None
+        if self._step_start is None:
+            return
+        name = "Step:ModeKeys." + self._mode
+        n = self._mode_steps[self._mode]
+        self._emit(name, name, self._step_start, max(end_us, self._step_start),
+                   {"pid": self._pid, "step_num": str(n)})
+        self._mode_steps[self._mode] = n + 1
+        self._step_start = None
+
+    def _boundary(self, now):
+        self._end_step(now)
+        self._step_start = now
+        self._last_activity = now
+
+    @_guarded
+    def step(self):
+        """Marks the start of a step (and the end of the previous one)."""
+        self._auto_steps = False
+        self._boundary(_now_us())
+
+    @_guarded
+    def mode(self, mode):
+        """Switches to mode train|eval|predict|global (ends the open step;
+        the next step counts in the new mode). Turns off following
+        model.train()/model.eval()."""
+        m = str(mode).upper()
+        if m.startswith("MODEKEYS."):
+            m = m[9:]
+        if m not in MODES:
+            log.warning("trainwatch: unknown mode %r ignored (one of %s)",
+                        mode, ", ".join(x.lower() for x in MODES))
+            return
+        self._auto_mode = False
+        self._switch(m, _now_us())
+
+    def _switch(self, m, now):
+        if m == self._mode:
+            return
+        self._end_step(now)
+        self._mode = m
+
+    # ---- torch -----------------------------------------------------------
+    @_guarded
+    def watch(self, model=None, optimizer=None, dataloader=None):
+        """Records forward/backward of `model` (and counts steps by its
+        forwards unless step() is used), and the waits and worker fetches
+        of `dataloader` (a torch.utils.data.DataLoader; may be a list)."""
+        from . import torch_watch
+        if model is not None:
+            self._model = model
+            self._model_name = type(model).__name__
+            self._handles += torch_watch.watch_module(self, model)
+        if optimizer is not None:
+            self._handles += torch_watch.watch_optimizer(self, optimizer)
+        if dataloader is not None:
+            loaders = dataloader if isinstance(dataloader,
+                                               (list, tuple)) else [dataloader]
+            for loader in loaders:
+                w = torch_watch.watch_dataloader(self, loader,
+                                                 self._sender.stats)
+                if w is not None:
+                    self._worker_queues.append(w)
+                    self._sender.add_source(w.drain)
+
+    @_guarded
+    def _on_forward_pre(self, training):
+        now = _now_us()
+        if self._auto_mode:
+            want = "TRAIN" if training else "EVAL"
+            if want != self._mode:
+                self._switch(want, now)
+        if self._auto_steps:
+            self._boundary(now)
+        elif self._step_start is None:
+            self._step_start = now
+        self._fwd_start = now
+
+    @_guarded
+    def _on_forward_post(self, output_requires_grad):
+        now = _now_us()
+        if self._fwd_start is not None:
+            self._emit(self._model_name, PHASE_FORWARD, self._fwd_start, now)
+            self._fwd_start = None
+        self._last_activity = now
+
+    @_guarded
+    def _on_backward_tick(self):
+        now = _now_us()
+        if self._bwd_start is None:
+            self._bwd_start = now
+        self._bwd_end = now
+        self._last_activity = now
+
+    @_guarded
+    def _on_optimizer_step(self):
+        self._last_activity = _now_us()
+
+    @_guarded
+    def _on_dataloader(self, name, phase, start_us, end_us, args):
+        self._emit(name, phase, start_us, end_us, args)
+        self._last_activity = end_us
+
+    # ---- end ---------------------------------------------------------------
+    def close(self):
+        """Ends the open step, sends JOB_END and waits (close_timeout at
+        most) for the broker. Idempotent; also runs at interpreter exit
+        and on SIGTERM. Returns the stats."""
+        if os.getpid() != self._pid:  # a forked child (dataloader worker)
+            return None
+        with self._close_lock:
+            if self._closed:
+                return self.summary
+            self._closed = True
+            if self._sender is None:
+                return None
+            try:
+                if self._active:
+                    end = self._last_activity or _now_us()
+                    self._end_step(end)
+            except Exception:
+                log.exception("trainwatch: error ending the last step")
+            self._active = False
+            for h in self._handles:
+                try:
+                    h.remove()
+                except Exception:
+                    pass
+            from .wire_batch import MARKER_JOB_END
+            end = (MARKER_JOB_END, _now_us(),
+                   self.profiler_config.system_monitor_interval_millis, None)
+            try:
+                undelivered = self._sender.close(self._close_timeout, end)
+            except Exception:
+                log.exception("trainwatch: error closing the producer")
+                undelivered = -1
+            self.summary = self.stats()
+            self.summary["undelivered"] = undelivered
+            level = logging.WARNING if (
+                self.summary["dropped"] or undelivered or
+                self.summary["failed"] or self.summary["errors"] or
+                self.summary["worker_dropped"]) else logging.INFO
+            log.log(level, "trainwatch: job %s node %s closed: %s", self.job,
+                    self.identity.node,
+                    " ".join(f"{k}={v}" for k, v in self.summary.items()
+                             if k != "steps"))
+            return self.summary
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _close_at_exit(ref):
+    hook = ref()
+    if hook is not None:
+        hook.close()
+
+
+def _install_sigterm(hook):
+    """On SIGTERM: close the hook (JOB_END, flush), then what the signal
+    would have done: the previous handler, or the default (terminate). Only
+    from the main thread, where Python allows handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+    except (ValueError, OSError):
+        return
+    ref = weakref.ref(hook)
+
+    def on_sigterm(signum, frame):
+        h = ref()
+        if h is not None:
+            h.close()
+        if callable(previous):
+            return previous(signum, frame)
+        if previous == signal.SIG_IGN:
+            return None
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return None
+
+    try:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    except (ValueError, OSError):
+        pass

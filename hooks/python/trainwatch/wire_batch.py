@@ -1,0 +1,164 @@
+"""Encodes one metric batch (schemas/metrics.fbs) with the code `flatc
+--python` generates from the schema (the package trainwatch.wire, made at
+build time by hooks/python/CMakeLists.txt or setup.py). Nothing here
+knows the binary layout; it only calls the generated builders.
+
+An event is the tuple the hook records:
+    (name, phase, start_us, end_us, pid, args, source)
+args is None (the event had no args) or a dict; source a SourceType value.
+A marker is (kind, time_us, sampling_interval_ms, profiler_config_json).
+"""
+import json
+
+import flatbuffers
+
+from .wire import (Arg, ArgKind, Batch, FrameworkEvent, Marker, MarkerKind,
+                   Mode, SourceType)
+
+WIRE_VERSION = 1
+FILE_IDENTIFIER = b"TWM1"
+
+SOURCE_PYTHON_TIMELINE = SourceType.SourceType.PythonTimeline
+SOURCE_MODEL_TIMELINE = SourceType.SourceType.ModelTimeline
+MARKER_JOB_START = MarkerKind.MarkerKind.JobStart
+MARKER_JOB_END = MarkerKind.MarkerKind.JobEnd
+
+_MODES = {
+    "Step:ModeKeys.TRAIN": Mode.Mode.Train,
+    "Step:ModeKeys.EVAL": Mode.Mode.Eval,
+    "Step:ModeKeys.PREDICT": Mode.Mode.Predict,
+    "Step:ModeKeys.GLOBAL": Mode.Mode.Global,
+}
+
+
+def _arg_value(v):
+    """(text, ArgKind) of one argument value, as the trace reader would
+    have decoded it from JSON."""
+    if isinstance(v, str):
+        return v, ArgKind.ArgKind.String
+    if isinstance(v, bool):
+        return ("true" if v else "false"), ArgKind.ArgKind.Bool
+    if v is None:
+        return "null", ArgKind.ArgKind.Null
+    if isinstance(v, int):
+        return str(v), ArgKind.ArgKind.Number
+    if isinstance(v, float):
+        return json.dumps(v), ArgKind.ArgKind.Number
+    return json.dumps(v, separators=(",", ":")), ArgKind.ArgKind.Json
+
+
+class _Shared:
+    """What one batch writes once and references again: strings, Arg
+    tables (same key and value), and whole args vectors (the same args
+    dict object, as the hook passes for every GetNext of a loader)."""
+
+    def __init__(self, b):
+        self.b = b
+        self.strings = {}
+        self.arg_tables = {}
+        self.arg_vectors = {}  # id(dict) -> (dict, offset); dict kept alive
+
+    def string(self, text):
+        off = self.strings.get(text)
+        if off is None:
+            off = self.b.CreateString(text)
+            self.strings[text] = off
+        return off
+
+    def arg(self, k, v):
+        text, kind = _arg_value(v)
+        key = (k, text, kind)
+        off = self.arg_tables.get(key)
+        if off is None:
+            b = self.b
+            k_off, v_off = self.string(str(k)), self.string(text)
+            Arg.Start(b)
+            Arg.AddKey(b, k_off)
+            Arg.AddValue(b, v_off)
+            Arg.AddKind(b, kind)
+            off = Arg.End(b)
+            self.arg_tables[key] = off
+        return off
+
+    def args(self, args):
+        hit = self.arg_vectors.get(id(args))
+        if hit is not None and hit[0] is args:
+            return hit[1]
+        b = self.b
+        offs = [self.arg(k, v) for k, v in args.items()]
+        FrameworkEvent.StartArgsVector(b, len(offs))
+        for off in reversed(offs):
+            b.PrependUOffsetTRelative(off)
+        vec = b.EndVector()
+        self.arg_vectors[id(args)] = (args, vec)
+        return vec
+
+
+def _event(b, shared, ev):
+    name, phase, start_us, end_us, pid, args, source = ev
+    name_off, phase_off = shared.string(name), shared.string(phase)
+    args_off = shared.args(args) if args is not None else None
+    FrameworkEvent.Start(b)
+    FrameworkEvent.AddName(b, name_off)
+    FrameworkEvent.AddPhase(b, phase_off)
+    FrameworkEvent.AddStartUs(b, start_us)
+    FrameworkEvent.AddEndUs(b, end_us)
+    FrameworkEvent.AddPid(b, pid)
+    if source:
+        FrameworkEvent.AddSource(b, source)
+    mode = _MODES.get(name)
+    if mode is not None:
+        FrameworkEvent.AddMode(b, mode)
+    if args_off is not None:
+        FrameworkEvent.AddArgs(b, args_off)
+        FrameworkEvent.AddHasArgs(b, True)
+    return FrameworkEvent.End(b)
+
+
+def _marker(b, m):
+    kind, time_us, interval_ms, config_json = m
+    cfg_off = b.CreateString(config_json) if config_json else None
+    Marker.Start(b)
+    Marker.AddKind(b, kind)
+    Marker.AddTimeUs(b, time_us)
+    Marker.AddSamplingIntervalMs(b, interval_ms)
+    if cfg_off is not None:
+        Marker.AddProfilerConfig(b, cfg_off)
+    return Marker.End(b)
+
+
+def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0):
+    """The bytes of one Batch. file_ts_us 0 = unknown (the engine then
+    orders the batch by its newest event's end)."""
+    b = flatbuffers.Builder(1024 + 160 * len(events))
+    shared = _Shared(b)
+    ev_offs = [_event(b, shared, ev) for ev in events]
+    mk_offs = [_marker(b, m) for m in markers]
+    job_off = b.CreateString(job)
+    node_off = b.CreateString(node)
+    ev_vec = mk_vec = None
+    if ev_offs:
+        Batch.StartEventsVector(b, len(ev_offs))
+        for off in reversed(ev_offs):
+            b.PrependUOffsetTRelative(off)
+        ev_vec = b.EndVector()
+    if mk_offs:
+        Batch.StartMarkersVector(b, len(mk_offs))
+        for off in reversed(mk_offs):
+            b.PrependUOffsetTRelative(off)
+        mk_vec = b.EndVector()
+    Batch.Start(b)
+    # the schema asks writers to store the version explicitly
+    b.ForceDefaults(True)
+    Batch.AddVersion(b, WIRE_VERSION)
+    b.ForceDefaults(False)
+    Batch.AddJob(b, job_off)
+    Batch.AddNode(b, node_off)
+    Batch.AddSeq(b, seq)
+    Batch.AddFileTsUs(b, file_ts_us)
+    if ev_vec is not None:
+        Batch.AddEvents(b, ev_vec)
+    if mk_vec is not None:
+        Batch.AddMarkers(b, mk_vec)
+    b.Finish(Batch.End(b), file_identifier=FILE_IDENTIFIER)
+    return bytes(b.Output())

@@ -91,15 +91,16 @@ typedef struct bs {
     tw_namemap cpu_nodes; /* nodes with CPU data, first-seen order */
     bs_cpu_node *cpu;
     uint32_t cpu_cap;
-    tw_namemap cores;     /* union of CPU series names              */
+    tw_namemap cores; /* union of CPU series names              */
     tw_seriestab util_tab, mem_tab;
     bs_gpu *util;
     uint32_t util_cap;
     bs_hist *mem;
     uint32_t mem_cap;
-    uint32_t *cpu_cache; /* host series id -> cpu node + 1; UINT32_MAX = not CPU */
+    uint32_t
+        *cpu_cache; /* host series id -> cpu node + 1; UINT32_MAX = not CPU */
     uint32_t cpu_cache_cap;
-    double *scratch;     /* W values for sorting */
+    double *scratch; /* W values for sorting */
 
     int64_t triggered, violations, datapoints;
     uint32_t next_seq, lt_seq;
@@ -124,9 +125,8 @@ static int wants_mem(const tw_series *s)
 static int bs_hist_init(bs *r, bs_hist *h)
 {
     memset(h, 0, sizeof(*h));
-    tw_countmap_init(&h->all, r->sem == TW_SEMANTICS_FIXED
-                                  ? TW_COUNTMAP_DEFAULT_CAP
-                                  : 0);
+    tw_countmap_init(
+        &h->all, r->sem == TW_SEMANTICS_FIXED ? TW_COUNTMAP_DEFAULT_CAP : 0);
     return tw_dring_init(&h->ring, r->window);
 }
 
@@ -182,8 +182,8 @@ static void bs_destroy(void *state)
     free(r);
 }
 
-static int bs_create(const tw_host *host, const tw_params *params,
-                     void **state, char *err, size_t errlen)
+static int bs_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
         snprintf(err, errlen, "BatchSize: expected %d parameters, got %zu",
@@ -236,8 +236,8 @@ static int bs_cpu_node_add(bs *r, const char *node, uint32_t *idx)
 
 static int bs_util_new(bs *r, uint32_t id)
 {
-    if (tw_sys_grow((void **)&r->util, sizeof(bs_gpu), &r->util_cap,
-                    id + 1) != TW_OK)
+    if (tw_sys_grow((void **)&r->util, sizeof(bs_gpu), &r->util_cap, id + 1) !=
+        TW_OK)
         return TW_ERR;
     r->util[id].det_seq = BS_NOSEQ;
     return bs_hist_init(r, &r->util[id].h);
@@ -245,8 +245,8 @@ static int bs_util_new(bs *r, uint32_t id)
 
 static int bs_mem_new(bs *r, uint32_t id)
 {
-    if (tw_sys_grow((void **)&r->mem, sizeof(bs_hist), &r->mem_cap,
-                    id + 1) != TW_OK)
+    if (tw_sys_grow((void **)&r->mem, sizeof(bs_hist), &r->mem_cap, id + 1) !=
+        TW_OK)
         return TW_ERR;
     return bs_hist_init(r, &r->mem[id]);
 }
@@ -258,8 +258,8 @@ static int bs_cpu_resolve(bs *r, const tw_scan *scan, uint32_t sid,
     *idx = UINT32_MAX;
     if (sid >= scan->nseries)
         return TW_OK;
-    if (tw_sys_grow((void **)&r->cpu_cache, sizeof(uint32_t),
-                    &r->cpu_cache_cap, (uint32_t)scan->nseries) != TW_OK)
+    if (tw_sys_grow((void **)&r->cpu_cache, sizeof(uint32_t), &r->cpu_cache_cap,
+                    (uint32_t)scan->nseries) != TW_OK)
         return TW_ERR;
     uint32_t c = r->cpu_cache[sid];
     if (c == UINT32_MAX)
@@ -286,8 +286,8 @@ static int bs_ingest(bs *r, const tw_scan *scan)
         const tw_sample *smp = &scan->samples[i];
         uint32_t id;
         int added;
-        if (tw_seriestab_resolve(&r->mem_tab, scan, smp->series, wants_mem,
-                                 &id, &added) != TW_OK ||
+        if (tw_seriestab_resolve(&r->mem_tab, scan, smp->series, wants_mem, &id,
+                                 &added) != TW_OK ||
             (added && bs_mem_new(r, id) != TW_OK))
             return TW_ERR;
         if (id != TW_SERIES_NONE) {
@@ -311,7 +311,7 @@ static int bs_ingest(bs *r, const tw_scan *scan)
             continue;
         uint32_t core;
         if (tw_namemap_add(&r->cores, scan->series[smp->series].name, &core,
-                          NULL) != TW_OK)
+                           NULL) != TW_OK)
             return TW_ERR;
         uint64_t *slot = tw_dmap_put(&r->cpu[cn].scan_sums, smp->ts, 0, NULL);
         if (slot == NULL)
@@ -418,7 +418,8 @@ static int bs_scan(void *state, const tw_scan *scan, tw_scan_result *out,
 {
     bs *r = state;
     int64_t before = r->violations;
-    if (bs_ingest(r, scan) != TW_OK || bs_evaluate(r, scan->rule_clock_us) != TW_OK) {
+    if (bs_ingest(r, scan) != TW_OK ||
+        bs_evaluate(r, scan->rule_clock_us) != TW_OK) {
         snprintf(err, errlen, "BatchSize: out of memory");
         return TW_ERR;
     }
@@ -602,8 +603,9 @@ static int bs_restore(void *state, const void *data, size_t len, char *err,
     tw_deser_init(&d, data, len);
     if (tw_deser_u32(&d) != BS_STATE_TAG || r->cpu_nodes.count != 0 ||
         tw_seriestab_count(&r->util_tab) != 0) {
-        snprintf(err, errlen, "BatchSize: not a BatchSize checkpoint, or "
-                              "restore into a used instance");
+        snprintf(err, errlen,
+                 "BatchSize: not a BatchSize checkpoint, or "
+                 "restore into a used instance");
         return TW_ERR;
     }
     r->triggered = tw_deser_i64(&d);
@@ -729,7 +731,8 @@ static const tw_rule_descriptor bs_descriptor = {
     .restore = bs_restore,
     .destroy = bs_destroy,
     .finding = bs_finding,
-    .finding_help = "A GPU, its memory and its node's CPUs were all under-used: the batch "
+    .finding_help =
+        "A GPU, its memory and its node's CPUs were all under-used: the batch "
         "is probably too small for the hardware. Raise the batch size (and "
         "the learning rate with it), or use a smaller instance.",
 };

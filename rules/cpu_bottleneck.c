@@ -1,10 +1,10 @@
 /*
- * cpu_bottleneck.c - CPUBottleneck (RULES.md §3.2): moments (20 ms snapshots) where a
- * GPU's utilisation is below gpu_threshold while a core's CPU utilisation is above
- * cpu_threshold; fires when such snapshots exceed `threshold` % of all
- * snapshots (once there are more than `patience`). On firing, the
- * framework events around each new bottleneck instant are aggregated
- * (RULES.md §4) into Details.
+ * cpu_bottleneck.c - CPUBottleneck (RULES.md §3.2): moments (20 ms snapshots)
+ * where a GPU's utilisation is below gpu_threshold while a core's CPU
+ * utilisation is above cpu_threshold; fires when such snapshots exceed
+ * `threshold` % of all snapshots (once there are more than `patience`). On
+ * firing, the framework events around each new bottleneck instant are
+ * aggregated (RULES.md §4) into Details.
  *
  * The logic is shared with the other bottleneck rule in
  * rules/common/bottleneck.c; see bottleneck.h for the details of state,
@@ -28,11 +28,11 @@
 #include "bottleneck.h"
 #include "trainwatch/plugin.h"
 
-static const tw_param_spec params[TW_BNECK_P_COUNT] =
-    TW_BNECK_PARAMS_INIT("cpu_threshold", "90",
-                         "% - a CPU core sample above this is high");
+static const tw_param_spec params[TW_BNECK_P_COUNT] = TW_BNECK_PARAMS_INIT(
+    "cpu_threshold", "90", "% - a CPU core sample above this is high");
 
-static const tw_bneck_kind kind = {"CPUBottleneck", TW_METRIC_CPU_UTIL, "cpu_threshold"};
+static const tw_bneck_kind kind = {"CPUBottleneck", TW_METRIC_CPU_UTIL,
+                                   "cpu_threshold"};
 
 static int create(const tw_host *host, const tw_params *p, void **state,
                   char *err, size_t errlen)
@@ -43,7 +43,8 @@ static int create(const tw_host *host, const tw_params *p, void **state,
 static const tw_rule_descriptor descriptor = {
     TW_PLUGIN_ABI_VERSION,
     "CPUBottleneck",
-    "GPU utilisation low while CPU utilisation is high in more than threshold % of "
+    "GPU utilisation low while CPU utilisation is high in more than threshold "
+    "% of "
     "the system snapshots",
     params,
     TW_BNECK_P_COUNT,

@@ -446,11 +446,13 @@ static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
         int enough = (int64_t)s->nparallel > s->patience &&
                      (s->cores > 0 || s->semantics == TW_SEMANTICS_REFERENCE);
         int64_t before = s->violations;
-        if (enough && (double)med < (double)s->cores * (s->min_threshold / 100)) {
+        if (enough &&
+            (double)med < (double)s->cores * (s->min_threshold / 100)) {
             s->violations++;
             s->n_low++;
         }
-        if (enough && (double)med > (double)s->cores * (s->max_threshold / 100)) {
+        if (enough &&
+            (double)med > (double)s->cores * (s->max_threshold / 100)) {
             s->violations++;
             s->n_high++;
         }
@@ -720,8 +722,7 @@ static int dl_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
         tw_finding_text(f->summary,
                         "Too few processes load data: a median of %lld "
                         "loader process(es) at a time for %lld CPU cores.",
-                        (long long)s->det_dataloaders,
-                        (long long)s->det_cores);
+                        (long long)s->det_dataloaders, (long long)s->det_cores);
         tw_finding_text(f->recommendation,
                         "Raise the DataLoader's num_workers (now %s) towards "
                         "the number of cores per GPU, set pin_memory=True "
@@ -732,8 +733,7 @@ static int dl_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
         tw_finding_text(f->summary,
                         "Too many processes load data: a median of %lld "
                         "loader processes at a time for %lld CPU cores.",
-                        (long long)s->det_dataloaders,
-                        (long long)s->det_cores);
+                        (long long)s->det_dataloaders, (long long)s->det_cores);
         tw_finding_text(f->recommendation,
                         "Lower the DataLoader's num_workers (now %s) to at "
                         "most the cores per GPU: oversubscribed cores slow "
@@ -753,8 +753,7 @@ static int dl_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     tw_finding_text(f->parameters,
                     "min_threshold %g %%, max_threshold %g %% of cores, "
                     "patience %lld seconds with loader events",
-                    s->min_threshold, s->max_threshold,
-                    (long long)s->patience);
+                    s->min_threshold, s->max_threshold, (long long)s->patience);
     return TW_OK;
 }
 
@@ -772,7 +771,8 @@ static const tw_rule_descriptor dl_descriptor = {
     .restore = dl_restore,
     .destroy = dl_destroy,
     .finding = dl_finding,
-    .finding_help = "Fewer (or more) data-loader processes run at once than the rule "
+    .finding_help =
+        "Fewer (or more) data-loader processes run at once than the rule "
         "wants for the machine's cores. Too few: raise num_workers, set "
         "pin_memory and a prefetch factor. Too many: lower num_workers to "
         "the cores per GPU, oversubscribed cores slow everything.",

@@ -61,18 +61,27 @@ static const tw_param_spec gmi_params[P_COUNT] = {
 };
 
 /* Details record: increase, gpu_max, p05, p25, p50, p75, p95, upper, lower */
-enum { R_INCREASE = 0, R_MAX, R_P05, R_P25, R_P50, R_P75, R_P95, R_UPPER,
-       R_LOWER, R_COUNT };
+enum {
+    R_INCREASE = 0,
+    R_MAX,
+    R_P05,
+    R_P25,
+    R_P50,
+    R_P75,
+    R_P95,
+    R_UPPER,
+    R_LOWER,
+    R_COUNT
+};
 static const char *const gmi_rec_keys[R_COUNT] = {
-    "increase", "gpu_max", "p05", "p25", "p50", "p75", "p95", "upper",
-    "lower"};
+    "increase", "gpu_max", "p05", "p25", "p50", "p75", "p95", "upper", "lower"};
 
 typedef struct gmi_series {
-    tw_dring ring;       /* newest 2W+1 values                         */
-    uint64_t n;          /* len(v) since the start or the last reset   */
-    uint64_t n_nonzero;  /* values since the first non-zero one        */
-    tw_countmap hist;    /* whole-history multiset                     */
-    uint32_t det_seq;    /* order of Details[node][gpu]; GMI_NOSEQ     */
+    tw_dring ring;      /* newest 2W+1 values                         */
+    uint64_t n;         /* len(v) since the start or the last reset   */
+    uint64_t n_nonzero; /* values since the first non-zero one        */
+    tw_countmap hist;   /* whole-history multiset                     */
+    uint32_t det_seq;   /* order of Details[node][gpu]; GMI_NOSEQ     */
     double rec[R_COUNT];
 } gmi_series;
 
@@ -89,15 +98,15 @@ typedef struct gmi {
     uint32_t series_cap;
     uint32_t *node_seq; /* per table node: order of Details[node]      */
     uint32_t node_cap;
-    double *scratch;    /* window values for host->mean                */
+    double *scratch; /* window values for host->mean                */
 
     int64_t triggered, violations, datapoints;
     uint32_t next_seq;
-    uint32_t lt_seq;          /* order of Details["last_timestamp"]     */
+    uint32_t lt_seq; /* order of Details["last_timestamp"]     */
     int64_t last_timestamp;
-    int fw_seen;              /* any framework event so far (fixed)     */
+    int fw_seen; /* any framework event so far (fixed)     */
     int step_seen;
-    int64_t first_step_us;    /* earliest step start seen (fixed)       */
+    int64_t first_step_us; /* earliest step start seen (fixed)       */
 
     /* For the finding (an optional checkpoint trailer): sample times of
      * the first and the last increase, and the largest increase. */
@@ -131,8 +140,9 @@ static int gmi_create(const tw_host *host, const tw_params *params,
                       void **state, char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
-        snprintf(err, errlen, "GPUMemoryIncrease: expected %d parameters, got %zu",
-                 P_COUNT, params->nvalues);
+        snprintf(err, errlen,
+                 "GPUMemoryIncrease: expected %d parameters, got %zu", P_COUNT,
+                 params->nvalues);
         return TW_ERR;
     }
     gmi *r = calloc(1, sizeof(*r));
@@ -175,9 +185,8 @@ static int gmi_series_new(gmi *r, uint32_t id)
     gmi_series *s = &r->series[id];
     memset(s, 0, sizeof(*s));
     s->det_seq = GMI_NOSEQ;
-    tw_countmap_init(&s->hist, r->sem == TW_SEMANTICS_FIXED
-                                   ? TW_COUNTMAP_DEFAULT_CAP
-                                   : 0);
+    tw_countmap_init(
+        &s->hist, r->sem == TW_SEMANTICS_FIXED ? TW_COUNTMAP_DEFAULT_CAP : 0);
     return tw_dring_init(&s->ring, 2 * r->window + 1);
 }
 
@@ -299,8 +308,8 @@ static int gmi_scan(void *state, const tw_scan *scan, tw_scan_result *out,
         const tw_sample *smp = &scan->samples[i];
         uint32_t id;
         int added;
-        if (tw_seriestab_resolve(&r->tab, scan, smp->series, wants_gpu_mem,
-                                 &id, &added) != TW_OK ||
+        if (tw_seriestab_resolve(&r->tab, scan, smp->series, wants_gpu_mem, &id,
+                                 &added) != TW_OK ||
             (added && gmi_series_new(r, id) != TW_OK)) {
             snprintf(err, errlen, "GPUMemoryIncrease: out of memory");
             return TW_ERR;
@@ -501,10 +510,10 @@ static int gmi_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                 continue;
             char name[TW_FINDING_NAME_LEN];
             const char *g = tw_seriestab_name(&r->tab, id);
-            snprintf(name, sizeof(name), "%s/%s",
-                     tw_seriestab_node_name(&r->tab,
-                                            tw_seriestab_node(&r->tab, id)),
-                     g != NULL ? g : "null");
+            snprintf(
+                name, sizeof(name), "%s/%s",
+                tw_seriestab_node_name(&r->tab, tw_seriestab_node(&r->tab, id)),
+                g != NULL ? g : "null");
             tw_finding_add_name(f, name);
         }
     }
@@ -555,7 +564,8 @@ static const tw_rule_descriptor gmi_descriptor = {
     .restore = gmi_restore,
     .destroy = gmi_destroy,
     .finding = gmi_finding,
-    .finding_help = "A GPU's memory use jumped: the mean of its newest samples rose "
+    .finding_help =
+        "A GPU's memory use jumped: the mean of its newest samples rose "
         "sharply over the window before. If it keeps growing the job runs "
         "out of memory: look for tensors kept across steps (outputs or "
         "losses stored with their graph, growing caches); otherwise leave "

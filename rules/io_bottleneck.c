@@ -1,7 +1,7 @@
 /*
- * io_bottleneck.c - IOBottleneck (RULES.md §3.3): moments (20 ms snapshots) where a
- * GPU's utilisation is below gpu_threshold while a core's I/O wait is above
- * io_threshold; fires when such snapshots exceed `threshold` % of all
+ * io_bottleneck.c - IOBottleneck (RULES.md §3.3): moments (20 ms snapshots)
+ * where a GPU's utilisation is below gpu_threshold while a core's I/O wait is
+ * above io_threshold; fires when such snapshots exceed `threshold` % of all
  * snapshots (once there are more than `patience`). On firing, the
  * framework events around each new bottleneck instant are aggregated
  * (RULES.md §4) into Details.
@@ -30,11 +30,11 @@
 #include "bottleneck.h"
 #include "trainwatch/plugin.h"
 
-static const tw_param_spec params[TW_BNECK_P_COUNT] =
-    TW_BNECK_PARAMS_INIT("io_threshold", "50",
-                         "% - a core's I/O wait sample above this is high");
+static const tw_param_spec params[TW_BNECK_P_COUNT] = TW_BNECK_PARAMS_INIT(
+    "io_threshold", "50", "% - a core's I/O wait sample above this is high");
 
-static const tw_bneck_kind kind = {"IOBottleneck", TW_METRIC_CPU_IOWAIT, "io_threshold"};
+static const tw_bneck_kind kind = {"IOBottleneck", TW_METRIC_CPU_IOWAIT,
+                                   "io_threshold"};
 
 static int create(const tw_host *host, const tw_params *p, void **state,
                   char *err, size_t errlen)

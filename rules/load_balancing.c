@@ -57,12 +57,12 @@ static const tw_param_spec lb_params[P_COUNT] = {
 };
 
 typedef struct lb_gpu {
-    int live;                  /* in the series map (not cleared)       */
-    uint64_t n;                /* series length                          */
-    int64_t hist[LB_BINS];     /* live histogram                         */
-    int64_t written[LB_BINS];  /* Details[node]["workloads"][gpu]        */
-    uint32_t det_seq;          /* order inside Details[node]["workloads"] */
-    uint32_t next_in_node;     /* next GPU id of its node; LB_NOSEQ     */
+    int live;                 /* in the series map (not cleared)       */
+    uint64_t n;               /* series length                          */
+    int64_t hist[LB_BINS];    /* live histogram                         */
+    int64_t written[LB_BINS]; /* Details[node]["workloads"][gpu]        */
+    uint32_t det_seq;         /* order inside Details[node]["workloads"] */
+    uint32_t next_in_node;    /* next GPU id of its node; LB_NOSEQ     */
     uint32_t dist_first, dist_last; /* its distances as g1; LB_NOSEQ    */
 } lb_gpu;
 
@@ -75,7 +75,7 @@ typedef struct lb_dist {
 
 /* One node of the series table. */
 typedef struct lb_node {
-    uint32_t seq;              /* order of Details[node]; LB_NOSEQ */
+    uint32_t seq;                 /* order of Details[node]; LB_NOSEQ */
     uint32_t first_gpu, last_gpu; /* its GPU ids, in id order; LB_NOSEQ */
 } lb_node;
 
@@ -91,7 +91,7 @@ typedef struct lb {
     uint32_t gpu_cap;
     lb_node *node;
     uint32_t node_cap;
-    lb_dist *dist;      /* first-written order */
+    lb_dist *dist; /* first-written order */
     uint32_t ndist, dist_cap;
 
     /* For the finding (an optional checkpoint trailer): the first and the
@@ -122,8 +122,8 @@ static void lb_destroy(void *state)
     free(r);
 }
 
-static int lb_create(const tw_host *host, const tw_params *params,
-                     void **state, char *err, size_t errlen)
+static int lb_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
         snprintf(err, errlen, "LoadBalancing: expected %d parameters, got %zu",
@@ -237,7 +237,8 @@ static double lb_distance(const lb *r, const lb_gpu *x, const lb_gpu *y)
 static int lb_set_distance(lb *r, uint32_t g1, uint32_t g2, double d)
 {
     lb_gpu *a = &r->gpu[g1];
-    for (uint32_t i = a->dist_first; i != LB_NOSEQ; i = r->dist[i].next_same_g1) {
+    for (uint32_t i = a->dist_first; i != LB_NOSEQ;
+         i = r->dist[i].next_same_g1) {
         if (r->dist[i].g2 == g2) {
             r->dist[i].d = d;
             return TW_OK;
@@ -404,8 +405,7 @@ static int lb_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
         return TW_OK;
     lb_add_gpu(r, f, worst->g1);
     lb_add_gpu(r, f, worst->g2);
-    for (uint32_t i = 0; i < r->ndist && f->nnames < TW_FINDING_MAX_NODES;
-         i++)
+    for (uint32_t i = 0; i < r->ndist && f->nnames < TW_FINDING_MAX_NODES; i++)
         if (r->dist[i].d > r->threshold) {
             lb_add_gpu(r, f, r->dist[i].g1);
             lb_add_gpu(r, f, r->dist[i].g2);
@@ -423,8 +423,8 @@ static int lb_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                     "%s vs %s: Jensen-Shannon distance %.2f of their "
                     "utilisation histograms (rule: > %s), mean utilisation "
                     "about %.0f %% vs %.0f %%",
-                    f->names[0], f->names[1], worst->d,
-                    r->ptext[P_THRESHOLD], m1, m2);
+                    f->names[0], f->names[1], worst->d, r->ptext[P_THRESHOLD],
+                    m1, m2);
     tw_finding_text(f->recommendation,
                     "Make every GPU do a share of the work: use distributed "
                     "data parallel (one process per GPU) rather than a "
@@ -564,8 +564,9 @@ static int lb_restore(void *state, const void *data, size_t len, char *err,
     tw_deser d;
     tw_deser_init(&d, data, len);
     if (tw_deser_u32(&d) != LB_STATE_TAG || tw_seriestab_count(&r->tab) != 0) {
-        snprintf(err, errlen, "LoadBalancing: not a LoadBalancing checkpoint, "
-                              "or restore into a used instance");
+        snprintf(err, errlen,
+                 "LoadBalancing: not a LoadBalancing checkpoint, "
+                 "or restore into a used instance");
         return TW_ERR;
     }
     r->triggered = tw_deser_i64(&d);
@@ -623,7 +624,8 @@ static const tw_rule_descriptor lb_descriptor = {
     .restore = lb_restore,
     .destroy = lb_destroy,
     .finding = lb_finding,
-    .finding_help = "GPUs of the same node carry very different loads (their utilisation "
+    .finding_help =
+        "GPUs of the same node carry very different loads (their utilisation "
         "histograms are far apart). Give every GPU a share of the work: "
         "one process per GPU (distributed data parallel), equal batch sizes "
         "per rank, and no GPU missing from the device list.",

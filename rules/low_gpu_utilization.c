@@ -47,9 +47,9 @@
 #include <string.h>
 
 #include "countmap.h"
-#include "smap.h"
 #include "select.h"
 #include "ser.h"
+#include "smap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
 
@@ -71,7 +71,7 @@ static const tw_param_spec params[P_COUNT] = {
 /* One GPU series being tracked (since the last reset). */
 typedef struct gpu_series {
     char *node;
-    char *name; /* NULL for a JSON null Name */
+    char *name;        /* NULL for a JSON null Name */
     uint32_t node_ord; /* index into lowgpu.nodes */
     uint64_t n;
     tw_countmap hist;
@@ -99,24 +99,24 @@ typedef struct lowgpu {
 
     gpu_series *gpus; /* first-appearance order */
     size_t ngpus, capgpus;
-    char **nodes;     /* node ids in first-GPU-sample order */
+    char **nodes; /* node ids in first-GPU-sample order */
     size_t nnodes;
     uint32_t *by_series; /* series id -> gpus index + 1 (0 = unknown) */
     size_t nby;
 
     node_detail *det; /* Details nodes in first-violation order */
     size_t ndet;
-    int64_t ts_pos;   /* Details nodes written before last_timestamp; -1 */
+    int64_t ts_pos; /* Details nodes written before last_timestamp; -1 */
     int64_t last_ts;
 
     int64_t triggered, violations, datapoints;
-    double *scratch;  /* window values */
+    double *scratch; /* window values */
 
     /* Indexes, so that a job's cost stays linear in its GPUs: */
     tw_smap node_ids; /* node -> nodes index + 1 */
-    tw_smap gpu_ids;  /* node -> {"\1" name, or "" for null -> gpus index + 1} */
-    tw_smap det_ids;  /* node -> det index + 1 */
-    size_t *order;    /* scan: gpus indexes grouped by node */
+    tw_smap gpu_ids; /* node -> {"\1" name, or "" for null -> gpus index + 1} */
+    tw_smap det_ids; /* node -> det index + 1 */
+    size_t *order;   /* scan: gpus indexes grouped by node */
     size_t *node_start;
     /* For the finding: end of the first and the last scan that found a
      * violating GPU (checkpointed as an optional trailer). */
@@ -387,8 +387,8 @@ static int window_quantiles(lowgpu *r, const tw_scan *scan, uint32_t series,
     return TW_OK;
 }
 
-static int scan(void *state, const tw_scan *sc, tw_scan_result *out,
-                char *err, size_t errlen)
+static int scan(void *state, const tw_scan *sc, tw_scan_result *out, char *err,
+                size_t errlen)
 {
     lowgpu *r = state;
     for (size_t i = 0; i < sc->nsamples; i++) {
@@ -451,8 +451,7 @@ static int scan(void *state, const tw_scan *sc, tw_scan_result *out,
         if (g->n <= (uint64_t)r->patience)
             continue;
         double w95, w5;
-        if (window_quantiles(r, sc, series_of[gi], g, &w95, &w5) !=
-            TW_OK) {
+        if (window_quantiles(r, sc, series_of[gi], g, &w95, &w5) != TW_OK) {
             snprintf(err, errlen,
                      "LowGPUUtilization: the aggregator lost the window "
                      "of %s/%s",
@@ -460,8 +459,7 @@ static int scan(void *state, const tw_scan *sc, tw_scan_result *out,
             rc = TW_ERR;
             break;
         }
-        int violation =
-            w95 < r->p95 || (w95 > r->p95 && w5 < r->p5);
+        int violation = w95 < r->p95 || (w95 > r->p95 && w5 < r->p5);
         if (!violation)
             continue;
         gpu_detail *d = detail_slot(r, g->node, g->name);
@@ -499,9 +497,9 @@ static void write_gpu(const tw_host *h, tw_json *j, const gpu_detail *d)
 {
     h->json_key(j, d->name != NULL ? d->name : "null");
     h->json_object_begin(j);
-    static const char *const keys[] = {"gpu_max", "gpu_95", "gpu_5", "p25",
-                                       "p50", "p75", "p95", "upper",
-                                       "lower"};
+    static const char *const keys[] = {"gpu_max", "gpu_95", "gpu_5",
+                                       "p25",     "p50",    "p75",
+                                       "p95",     "upper",  "lower"};
     const double vals[] = {d->gpu_max, d->gpu_95,    d->gpu_5,
                            d->box.p25, d->box.p50,   d->box.p75,
                            d->box.p95, d->box.upper, d->box.lower};
@@ -543,8 +541,8 @@ static int report(void *state, tw_json *j)
     char buf[512];
     snprintf(buf, sizeof(buf),
              "threshold_p95:%s\nthreshold_p5:%s\nwindow:%s\npatience:%s",
-             r->param_text[P_P95], r->param_text[P_P5],
-             r->param_text[P_WINDOW], r->param_text[P_PATIENCE]);
+             r->param_text[P_P95], r->param_text[P_P5], r->param_text[P_WINDOW],
+             r->param_text[P_PATIENCE]);
     h->json_string(j, buf);
     h->json_object_end(j);
     return TW_OK;
@@ -617,7 +615,8 @@ static int finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
         }
     /* list by ascending p95 (selection over a small set) */
     double above = -INFINITY;
-    for (size_t listed = 0; listed < total && f->nnames < TW_FINDING_MAX_NODES;) {
+    for (size_t listed = 0;
+         listed < total && f->nnames < TW_FINDING_MAX_NODES;) {
         const gpu_detail *best = NULL;
         const char *best_node = NULL;
         for (size_t i = 0; i < r->ndet; i++)
@@ -665,8 +664,8 @@ static int finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                         "%.1f %%; %zu under-used, %zu fluctuating",
                         r->param_text[P_WINDOW], worst->gpu_95, worst_node,
                         worst->name != NULL ? worst->name : "null",
-                        r->param_text[P_P95], worst->gpu_max,
-                        worst->box.p50, low, fluct);
+                        r->param_text[P_P95], worst->gpu_max, worst->box.p50,
+                        low, fluct);
         tw_finding_text(f->recommendation,
                         "Give each GPU more work per step: raise the batch "
                         "size (scale the learning rate with it), or move to "

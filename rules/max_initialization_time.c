@@ -261,7 +261,7 @@ static int mit_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     for (size_t i = 0; i < ctx->nnodes; i++)
         tw_finding_add_name(f, ctx->nodes[i]);
     int64_t start = ctx->first_timestamp_us;
-    int64_t end = s->have_first ? s->first_us
+    int64_t end = s->have_first    ? s->first_us
                   : s->have_system ? (int64_t)(s->system_end * 1e6)
                                    : start;
     f->first_us = start;
@@ -287,8 +287,8 @@ static int mit_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     tw_finding_text(f->magnitude,
                     "initialization %s%s > %s (threshold %g minutes), "
                     "judged late at %lld scan(s)",
-                    s->have_first ? "" : "at least ", took, limit,
-                    s->threshold, (long long)s->violations);
+                    s->have_first ? "" : "at least ", took, limit, s->threshold,
+                    (long long)s->violations);
     tw_finding_text(f->recommendation,
                     "Find what runs before the first step: downloading or "
                     "copying the data set (stream it, or use a fast file "
@@ -316,7 +316,8 @@ static const tw_rule_descriptor mit_descriptor = {
     .restore = mit_restore,
     .destroy = mit_destroy,
     .finding = mit_finding,
-    .finding_help = "The first training step started late (or not yet) after the job did. "
+    .finding_help =
+        "The first training step started late (or not yet) after the job did. "
         "Look at what runs first: data download or copy (stream it instead), "
         "model construction or graph compilation, a large checkpoint to "
         "load, or ranks waiting for each other at start-up.",

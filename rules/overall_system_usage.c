@@ -56,8 +56,8 @@ enum { M_NET = 0, M_GPU, M_CPU, M_CPUMEM, M_GPUMEM, M_IO, M_COUNT };
 static const char *const osu_metric_names[M_COUNT] = {
     "Network", "GPU", "CPU", "CPU memory", "GPU memory", "I/O"};
 enum { DIV_ONE, DIV_GPUS, DIV_CORES };
-static const int osu_divisor[M_COUNT] = {DIV_ONE,  DIV_GPUS, DIV_CORES,
-                                         DIV_ONE,  DIV_GPUS, DIV_CORES};
+static const int osu_divisor[M_COUNT] = {DIV_ONE, DIV_GPUS, DIV_CORES,
+                                         DIV_ONE, DIV_GPUS, DIV_CORES};
 
 /* One node of one metric map. */
 typedef struct osu_cell {
@@ -77,7 +77,7 @@ typedef struct osu {
     tw_semantics sem;
     osu_metric m[M_COUNT];
     tw_namemap gpu_ids, core_ids;
-    uint8_t *mask;   /* host series id -> 1 + metric bits; 0 = unknown */
+    uint8_t *mask; /* host series id -> 1 + metric bits; 0 = unknown */
     uint32_t mask_cap;
     int64_t datapoints;
     int scanned;
@@ -383,8 +383,9 @@ static int osu_restore(void *state, const void *data, size_t len, char *err,
     tw_deser d;
     tw_deser_init(&d, data, len);
     if (tw_deser_u32(&d) != OSU_STATE_TAG || r->scanned) {
-        snprintf(err, errlen, "OverallSystemUsage: not an OverallSystemUsage "
-                              "checkpoint, or restore into a used instance");
+        snprintf(err, errlen,
+                 "OverallSystemUsage: not an OverallSystemUsage "
+                 "checkpoint, or restore into a used instance");
         return TW_ERR;
     }
     r->datapoints = tw_deser_i64(&d);
@@ -425,7 +426,8 @@ static int osu_restore(void *state, const void *data, size_t len, char *err,
     if (tw_deser_done(&d))
         return TW_OK;
 bad:
-    snprintf(err, errlen, "OverallSystemUsage: corrupt or truncated checkpoint");
+    snprintf(err, errlen,
+             "OverallSystemUsage: corrupt or truncated checkpoint");
     return TW_ERR;
 }
 

@@ -95,7 +95,7 @@ typedef struct so_steps {
 } so_steps;
 
 typedef struct so_series {
-    double *d; /* durations (s), arrival order (window in summary) */
+    double *d;  /* durations (s), arrival order (window in summary) */
     int64_t *t; /* start times (µs), parallel to d: for the finding only */
     size_t dcap;
     so_steps steps; /* step numbers, parallel to d */
@@ -679,7 +679,8 @@ static int so_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                 s->triggered++;
                 const so_detail *dd = &n->det;
                 if (dd->out_first_us != 0 &&
-                    (s->out_first_us == 0 || dd->out_first_us < s->out_first_us))
+                    (s->out_first_us == 0 ||
+                     dd->out_first_us < s->out_first_us))
                     s->out_first_us = dd->out_first_us;
                 if (dd->out_last_us > s->out_last_us)
                     s->out_last_us = dd->out_last_us;
@@ -1032,7 +1033,8 @@ static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     int64_t total_out = 0;
     size_t flagged = 0;
     for (size_t i = 0; i < s->ndet; i++) {
-        const so_detail *d = &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
+        const so_detail *d =
+            &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
         if (!d->set || d->n_out <= s->n_outliers)
             continue;
         flagged++;
@@ -1093,9 +1095,9 @@ static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                     "logging belong outside the step or on a schedule; data "
                     "stalls call for more loader workers and prefetching; a "
                     "single slow node points at its hardware.");
-    tw_finding_text(f->parameters,
-                    "stddev %g, n_outliers %lld, mode %s", s->stddev,
-                    (long long)s->n_outliers, s->mode ? s->mode : "None");
+    tw_finding_text(f->parameters, "stddev %g, n_outliers %lld, mode %s",
+                    s->stddev, (long long)s->n_outliers,
+                    s->mode ? s->mode : "None");
     return TW_OK;
 }
 
@@ -1114,7 +1116,8 @@ static const tw_rule_descriptor so_descriptor = {
     .restore = so_restore,
     .destroy = so_destroy,
     .finding = so_finding,
-    .finding_help = "Some steps take far longer than the others (above mean + stddev x "
+    .finding_help =
+        "Some steps take far longer than the others (above mean + stddev x "
         "std of a node's step durations). Look at what runs during the slow "
         "steps: checkpointing, evaluation or logging inside the step, data "
         "stalls, or a slow node; the report's framework metrics name the "

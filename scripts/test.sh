@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite from nothing: install dependencies, build, run every
-# test (ctest), every unit test again under valgrind (memcheck), then the
-# whole suite under AddressSanitizer + UBSan.
+# The whole test suite from nothing: install dependencies, check the
+# formatting (scripts/format.sh --check), build, run every test (ctest),
+# every unit test again under valgrind (memcheck), then the whole suite
+# under AddressSanitizer + UBSan.
 # TW_SKIP_VALGRIND=1 / TW_SKIP_ASAN=1 skip those passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+echo "== format (clang-format 14, .clang-format) =="
+scripts/format.sh --check
 echo "== build (RelWithDebInfo) =="
 TW_BUILD=build scripts/build.sh
 echo "== ctest =="

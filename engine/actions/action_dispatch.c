@@ -141,9 +141,9 @@ static tw_action_task *task_new(const tw_action_spec *sp,
     else
         snprintf(id, sizeof(id), "%s/%s/%d/%s/once", ev->job_id, rule,
                  sp->index, type);
-    const char *src[] = {id,          ev->job_id, rule,          ev->alert_id,
-                         ev->finding, ev->report, ev->alert_json,
-                         ev->subject, ev->mail_text, ev->sms_text};
+    const char *src[] = {
+        id,         ev->job_id,     rule,        ev->alert_id,  ev->finding,
+        ev->report, ev->alert_json, ev->subject, ev->mail_text, ev->sms_text};
     enum { NSRC = sizeof(src) / sizeof(src[0]) };
     size_t len[NSRC], total = 0;
     for (size_t i = 0; i < NSRC; i++) {
@@ -154,9 +154,9 @@ static tw_action_task *task_new(const tw_action_spec *sp,
     if (t == NULL)
         return NULL;
     char *p = (char *)(t + 1);
-    char **dst[] = {&t->id,      &t->job,    &t->rule,      &t->alert_id,
-                    &t->finding, &t->report, &t->alert_json,
-                    &t->subject, &t->mail_text, &t->sms_text};
+    char **dst[] = {&t->id,        &t->job,     &t->rule,       &t->alert_id,
+                    &t->finding,   &t->report,  &t->alert_json, &t->subject,
+                    &t->mail_text, &t->sms_text};
     for (size_t i = 0; i < NSRC; i++) {
         if (src[i] == NULL)
             continue;

@@ -82,7 +82,7 @@ int tw_action_smtp_prepare(tw_action_task *t, char *err, size_t errlen)
     snprintf(mid, sizeof(mid), "%d", sp->index);
     /* the finding as paragraphs when the engine wrote them, else a line */
     const char *finding_label = t->mail_text ? "\r\n" : "Finding: ";
-    const char *finding = t->mail_text   ? t->mail_text
+    const char *finding = t->mail_text ? t->mail_text
                           : t->finding ? t->finding
                                        : "(none)";
     const char *report = t->report ? t->report : "(none)";

@@ -49,12 +49,12 @@ typedef struct tw_batch {
     tw_arena arena; /* owns every pointer below */
 
     const char *job;
-    const char *node;     /* node id of the producer (system or framework) */
-    uint64_t seq;         /* per (job, node), strictly increasing           */
-    int64_t file_ts_us;   /* timestamp of the agent file these events came
-                             from (0 = unknown); orders batches as the
-                             reference orders files (RULES.md §1.5)        */
-    const char *file_path;/* the agent file's path, or NULL               */
+    const char *node;      /* node id of the producer (system or framework) */
+    uint64_t seq;          /* per (job, node), strictly increasing           */
+    int64_t file_ts_us;    /* timestamp of the agent file these events came
+                              from (0 = unknown); orders batches as the
+                              reference orders files (RULES.md §1.5)        */
+    const char *file_path; /* the agent file's path, or NULL               */
 
     tw_batch_series *series;
     size_t nseries;

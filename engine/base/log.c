@@ -39,8 +39,8 @@ void tw_logv(tw_log_level level, const char *fmt, va_list ap)
     if (n < 0)
         return;
     fprintf(out, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s\n",
-            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-            tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L,
+            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+            tm.tm_sec, ts.tv_nsec / 1000000L,
             names[level <= TW_LOG_ERROR ? level : TW_LOG_ERROR], line);
 }
 

@@ -113,8 +113,8 @@ static double pairwise(const double *a, size_t n)
         for (i = 8; i < n - (n % 8); i += 8)
             for (size_t j = 0; j < 8; j++)
                 r[j] += a[i + j];
-        double res = ((r[0] + r[1]) + (r[2] + r[3])) +
-                     ((r[4] + r[5]) + (r[6] + r[7]));
+        double res =
+            ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
         for (; i < n; i++)
             res += a[i];
         return res;

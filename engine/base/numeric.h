@@ -22,7 +22,8 @@ double tw_mean(const double *v, size_t n);
  * temporary of n doubles (falls back to NaN on OOM). */
 double tw_std(const double *v, size_t n);
 /* numpy.histogram(v, bins=100): 100 counts, 101 edges. */
-void tw_hist100(const double *v, size_t n, int64_t probs[100], double edges[101]);
+void tw_hist100(const double *v, size_t n, int64_t probs[100],
+                double edges[101]);
 /* numpy's round(x, 2) on a float64: rint(x * 100) / 100 (half to even). */
 double tw_round2(double x);
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainwatch/plugin.h"
 #include "hash.h"
+#include "trainwatch/plugin.h"
 
 static uint64_t hash_bytes(const char *s, size_t len)
 {

@@ -19,7 +19,7 @@ typedef struct tw_strmap_slot {
 
 typedef struct tw_strmap {
     tw_strmap_slot *slots;
-    size_t cap;   /* power of two */
+    size_t cap; /* power of two */
     size_t count;
     tw_arena keys;
 } tw_strmap;

@@ -320,8 +320,7 @@ static void on_scan_roundtrip(void *ud, tw_job *job, const tw_scan *scan)
     rt->scans++;
     for (size_t i = 0; i < tw_job_nrules(job); i++) {
         char err[512];
-        if (tw_rule_roundtrip(tw_job_rule(job, i), err, sizeof(err)) ==
-            TW_OK)
+        if (tw_rule_roundtrip(tw_job_rule(job, i), err, sizeof(err)) == TW_OK)
             continue;
         if (!rt->failed)
             snprintf(rt->first_error, sizeof(rt->first_error), "scan %llu: %s",
@@ -576,18 +575,18 @@ static int eval_load(const eval_opts *o, eval_setup *e)
         fprintf(stderr, "trainwatch eval: out of memory\n");
         return -1;
     }
-    e->ra = (eval_run_args){
-        .id = o->job_name != NULL ? o->job_name : basename(e->namebuf),
-        .jc = &e->jc,
-        .reg = e->reg,
-        .cfg = e->cfg,
-        .folder = folder,
-        .horizons = e->horizons,
-        .first_us = F,
-        .limit_us = L,
-        .quiet = o->quiet,
-        .progress = !o->quiet && !o->as_json,
-        .rules_path = o->rules_path};
+    e->ra = (eval_run_args){.id = o->job_name != NULL ? o->job_name
+                                                      : basename(e->namebuf),
+                            .jc = &e->jc,
+                            .reg = e->reg,
+                            .cfg = e->cfg,
+                            .folder = folder,
+                            .horizons = e->horizons,
+                            .first_us = F,
+                            .limit_us = L,
+                            .quiet = o->quiet,
+                            .progress = !o->quiet && !o->as_json,
+                            .rules_path = o->rules_path};
     return 0;
 }
 
@@ -617,7 +616,8 @@ int tw_cmd_eval(int argc, char **argv)
             status = eval_roundtrip(&e.ra, job);
         } else {
             if (o.as_json)
-                print_json(job, o.dir, e.folder, &rs, (tw_mono_us() / 1e6) - t0);
+                print_json(job, o.dir, e.folder, &rs,
+                           (tw_mono_us() / 1e6) - t0);
             else
                 print_table(job, e.folder, &rs, (tw_mono_us() / 1e6) - t0);
             status = 0;

@@ -93,9 +93,9 @@ typedef struct tw_run {
     tw_kafka_source *source;
     tw_router *router;
     tw_run_actions *actions; /* NULL: no rule has actions */
-    tw_store *store; /* the state store (owned by tw_cmd_run) */
-    int paused;      /* store unavailable: consumption stopped */
-    int failed; /* a commit or flush failed inside a rebalance */
+    tw_store *store;         /* the state store (owned by tw_cmd_run) */
+    int paused;              /* store unavailable: consumption stopped */
+    int failed;              /* a commit or flush failed inside a rebalance */
     tw_quarantine *quarantine;
     tw_config *cfg;
     tw_registry *reg;
@@ -223,7 +223,8 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
     s->group = tw_schema_str(k, TW_SECTION_KAFKA, "group");
     s->metrics_topic = tw_schema_str(k, TW_SECTION_KAFKA, "metrics_topic");
     s->alerts_topic = tw_schema_str(k, TW_SECTION_KAFKA, "alerts_topic");
-    s->deadletter_topic = tw_schema_str(k, TW_SECTION_KAFKA, "deadletter_topic");
+    s->deadletter_topic =
+        tw_schema_str(k, TW_SECTION_KAFKA, "deadletter_topic");
     s->client_id = tw_schema_str(k, TW_SECTION_KAFKA, "client_id");
     for (size_t i = 0; i < k->n; i++) {
         const tw_setting *it = &k->items[i];
@@ -277,8 +278,8 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
     if (s->results_dir != NULL) {
         struct stat sb;
         if (stat(s->results_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return tw_settings_error(e, tw_settings_find(e, "results_dir"),
-                                     err, errlen, "'%s' is not a folder%s%s",
+            return tw_settings_error(e, tw_settings_find(e, "results_dir"), err,
+                                     errlen, "'%s' is not a folder%s%s",
                                      s->results_dir, errno ? ": " : "",
                                      errno ? strerror(errno) : "");
     }
@@ -335,9 +336,9 @@ static int tw_run_alert(void *ud, const char *job, const char *id,
         char line[1400];
         tw_finding_line(&facts->finding, facts->job_start_us, line,
                         sizeof(line));
-        tw_log(TW_LOG_INFO, "finding: job %s rule %s%s%s: %s", job,
-               facts->rule, facts->parent ? " in " : "",
-               facts->parent ? facts->parent : "", line);
+        tw_log(TW_LOG_INFO, "finding: job %s rule %s%s%s: %s", job, facts->rule,
+               facts->parent ? " in " : "", facts->parent ? facts->parent : "",
+               line);
     }
     tw_run_actions_alert(r->actions, job, id, json, len, facts); /* queues */
     return TW_OK;
@@ -361,9 +362,8 @@ static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
 {
     char err[512];
     int rc = tw_router_flush_alerts(r->router, err, sizeof(err));
-    if (rc == TW_OK &&
-        tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
-            0) {
+    if (rc == TW_OK && tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err,
+                                         sizeof(err)) != 0) {
         tw_log(TW_LOG_ERROR, "not checkpointing: %s", err);
         r->failed = 1;
         return TW_ERR;
@@ -398,8 +398,8 @@ static int tw_run_commit(tw_run *r, const int32_t *parts, size_t n)
                 return TW_ERR;
             }
             for (size_t k = 0; k < ne; k++)
-                tw_log(TW_LOG_DEBUG, "committed partition %" PRId32
-                                     " offset %" PRId64 "%s%s",
+                tw_log(TW_LOG_DEBUG,
+                       "committed partition %" PRId32 " offset %" PRId64 "%s%s",
                        e[k].partition, e[k].offset,
                        e[k].metadata ? " metadata " : "",
                        e[k].metadata ? e[k].metadata : "");
@@ -416,16 +416,15 @@ static int tw_run_commit_all(tw_run *r)
     return tw_run_commit(r, parts, n);
 }
 
-static void tw_run_on_assign(void *ud, tw_kafka_source *s, tw_source_assigned *a,
-                             size_t n)
+static void tw_run_on_assign(void *ud, tw_kafka_source *s,
+                             tw_source_assigned *a, size_t n)
 {
     (void)s;
     tw_run *r = ud;
     char err[1024];
     for (size_t i = 0; i < n; i++) {
         tw_log(TW_LOG_INFO,
-               "assigned partition %" PRId32 " (committed offset %" PRId64
-               ")",
+               "assigned partition %" PRId32 " (committed offset %" PRId64 ")",
                a[i].partition, a[i].committed);
         if (tw_router_assign(r->router, a[i].partition, a[i].metadata,
                              a[i].committed, &a[i].start_offset, err,
@@ -497,8 +496,8 @@ static void tw_run_on_revoke(void *ud, tw_kafka_source *s, const int32_t *parts,
 }
 
 static void tw_run_stats_line(const tw_router *router,
-                              const tw_run_actions *actions,
-                              const char *prefix, FILE *out)
+                              const tw_run_actions *actions, const char *prefix,
+                              FILE *out)
 {
     char act[512];
     tw_run_actions_format(actions, act, sizeof(act));
@@ -514,27 +513,26 @@ static void tw_run_stats_line(const tw_router *router,
             " jobs_skipped_partial=%" PRIu64 " skipped_messages=%" PRIu64
             " after_end=%" PRIu64 " offset_gaps=%" PRIu64
             " offsets_lost=%" PRIu64 " key_mismatches=%" PRIu64
-            " scans=%" PRIu64 " alerts_sent=%" PRIu64
-            " alerts_deduped=%" PRIu64 " jobs_restored=%" PRIu64
-            " checkpoints=%" PRIu64 " results_written=%" PRIu64
-            " results_versions=%" PRIu64 " results_failures=%" PRIu64
-            " results_retries=%" PRIu64 " results_pending=%" PRIu64
-            " checkpoints_held=%" PRIu64 " skewed=%" PRIu64
-            " skewed_batches=%" PRIu64 " scan_cap_hits=%" PRIu64
-            " alerts_truncated=%" PRIu64 " jobs_quarantined=%" PRIu64
-            " messages_quarantined=%" PRIu64 "%s\n",
+            " scans=%" PRIu64 " alerts_sent=%" PRIu64 " alerts_deduped=%" PRIu64
+            " jobs_restored=%" PRIu64 " checkpoints=%" PRIu64
+            " results_written=%" PRIu64 " results_versions=%" PRIu64
+            " results_failures=%" PRIu64 " results_retries=%" PRIu64
+            " results_pending=%" PRIu64 " checkpoints_held=%" PRIu64
+            " skewed=%" PRIu64 " skewed_batches=%" PRIu64
+            " scan_cap_hits=%" PRIu64 " alerts_truncated=%" PRIu64
+            " jobs_quarantined=%" PRIu64 " messages_quarantined=%" PRIu64
+            "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
             st.jobs_partial, st.jobs_finished_before, st.jobs_data_loss,
             st.jobs_skipped_partial, st.skipped_messages, st.after_end,
             st.offset_gaps, st.offsets_lost, st.key_mismatches, st.scans,
-            st.alerts_sent, st.alerts_deduped, st.jobs_restored,
-            st.checkpoints, st.results_written, st.results_versions,
-            st.results_failures, st.results_retries, st.results_pending,
-            st.checkpoints_held, st.skewed, st.skewed_batches,
-            st.scan_cap_hits, st.alerts_truncated, st.jobs_quarantined,
-            st.messages_quarantined, act);
+            st.alerts_sent, st.alerts_deduped, st.jobs_restored, st.checkpoints,
+            st.results_written, st.results_versions, st.results_failures,
+            st.results_retries, st.results_pending, st.checkpoints_held,
+            st.skewed, st.skewed_batches, st.scan_cap_hits, st.alerts_truncated,
+            st.jobs_quarantined, st.messages_quarantined, act);
     fflush(out);
 }
 
@@ -645,8 +643,7 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
             tw_log(TW_LOG_ERROR, "run: %s", why);
         }
         if (rc == TW_OK && tw_router_checkpoint_due(r->router, m->partition))
-            rc = tw_run_commit(r, &m->partition, 1) == TW_ERR ? TW_ERR
-                                                               : TW_OK;
+            rc = tw_run_commit(r, &m->partition, 1) == TW_ERR ? TW_ERR : TW_OK;
         return rc;
     }
     tw_dead_letter dl = {.topic = m->topic,

@@ -5,8 +5,8 @@
 #include "secret_file.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +60,8 @@ static tw_config *config_new(void)
     tw_job_config_default(&c->job);
     /* The schema's defaults (a test ties them to tw_job_config_default). */
     c->job.tick_us = tw_schema_duration_us(NULL, TW_SECTION_TOP, "tick");
-    c->job.lateness_us = tw_schema_duration_us(NULL, TW_SECTION_TOP, "lateness");
+    c->job.lateness_us =
+        tw_schema_duration_us(NULL, TW_SECTION_TOP, "lateness");
     c->job.idle_node_us =
         tw_schema_duration_us(NULL, TW_SECTION_TOP, "idle_node");
     return c;
@@ -68,10 +69,12 @@ static tw_config *config_new(void)
 
 /* The order ProfilerReport runs its sub-rules (RULES.md §3.12). */
 static const char *const profiler_rules[] = {
-    "CPUBottleneck",     "IOBottleneck",          "LowGPUUtilization",
-    "StepOutlier",       "GPUMemoryIncrease",     "BatchSize",
-    "MaxInitializationTime", "LoadBalancing",     "OverallSystemUsage",
-    "Dataloader",        "OverallFrameworkMetrics",
+    "CPUBottleneck",           "IOBottleneck",
+    "LowGPUUtilization",       "StepOutlier",
+    "GPUMemoryIncrease",       "BatchSize",
+    "MaxInitializationTime",   "LoadBalancing",
+    "OverallSystemUsage",      "Dataloader",
+    "OverallFrameworkMetrics",
 };
 
 int tw_config_default_rules(tw_config *c, tw_registry *reg, char *err,
@@ -89,7 +92,8 @@ int tw_config_default_rules(tw_config *c, tw_registry *reg, char *err,
     memset(rules, 0, (n + 1) * sizeof(*rules));
     memset(acts, 0, (n + 1) * sizeof(*acts));
     size_t nrules = 0;
-    if (tw_registry_find(reg, "ProfilerReport", &p, why, sizeof(why)) == TW_OK) {
+    if (tw_registry_find(reg, "ProfilerReport", &p, why, sizeof(why)) ==
+        TW_OK) {
         rules[nrules++].rule = "ProfilerReport";
     } else {
         for (size_t i = 0; i < n; i++)
@@ -155,8 +159,7 @@ int tw_settings_error(const tw_settings *s, const tw_setting *at, char *err,
     return TW_ERR;
 }
 
-int tw_settings_get_str(const tw_settings *s, const char *key,
-                        const char **out)
+int tw_settings_get_str(const tw_settings *s, const char *key, const char **out)
 {
     const tw_setting *v = tw_settings_find(s, key);
     if (v != NULL)
@@ -333,8 +336,9 @@ static int parse_node(loader *l, yaml_event_t *ev, ynode **out)
         ynode *n = node_new(l, NODE_SCALAR, line);
         if (n == NULL)
             return TW_ERR;
-        n->text = tw_arena_strndup(l->arena, (const char *)ev->data.scalar.value,
-                                   ev->data.scalar.length);
+        n->text =
+            tw_arena_strndup(l->arena, (const char *)ev->data.scalar.value,
+                             ev->data.scalar.length);
         *out = n;
         return n->text ? TW_OK : TW_ERR;
     }
@@ -431,7 +435,8 @@ static size_t flat_count(const ynode *m)
 {
     size_t n = 0;
     for (size_t i = 0; i + 1 < m->n; i += 2)
-        n += m->items[i + 1]->kind == NODE_MAP ? flat_count(m->items[i + 1]) : 1;
+        n +=
+            m->items[i + 1]->kind == NODE_MAP ? flat_count(m->items[i + 1]) : 1;
     return n;
 }
 
@@ -558,15 +563,16 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r,
             if (v->kind != NODE_MAP)
                 return bad(l, v, "key 'parameters' must be a mapping%s", "");
             size_t n = v->n / 2;
-            const char **keys = tw_arena_alloc(&c->arena, (n + 1) * sizeof(char *));
-            const char **vals = tw_arena_alloc(&c->arena, (n + 1) * sizeof(char *));
+            const char **keys =
+                tw_arena_alloc(&c->arena, (n + 1) * sizeof(char *));
+            const char **vals =
+                tw_arena_alloc(&c->arena, (n + 1) * sizeof(char *));
             if (keys == NULL || vals == NULL)
                 return bad(l, v, "out of memory%s", "");
             for (size_t p = 0; p < n; p++) {
                 const ynode *pk = v->items[2 * p], *pv = v->items[2 * p + 1];
                 if (pk->kind != NODE_SCALAR || pv->kind != NODE_SCALAR)
-                    return bad(l, pv,
-                               "parameter '%s' must be a plain value",
+                    return bad(l, pv, "parameter '%s' must be a plain value",
                                pk->kind == NODE_SCALAR ? pk->text : "?");
                 keys[p] = pk->text;
                 vals[p] = pv->text;
@@ -610,7 +616,8 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r,
     if (r->source == NULL && r->rule == NULL)
         r->rule = r->name;
     if (r->source != NULL && r->rule != NULL)
-        return bad(l, m, "a rule has either 'rule' or 'source', not both%s", "");
+        return bad(l, m, "a rule has either 'rule' or 'source', not both%s",
+                   "");
     if (actions != NULL &&
         parse_actions(l, c, actions, r->name ? r->name : r->rule, a) != TW_OK)
         return TW_ERR;
@@ -646,8 +653,7 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
                 return bad(l, v, "key '%s' must be a duration", key);
             const tw_key_spec *spec = tw_schema_find(TW_SECTION_TOP, key);
             char msg[256];
-            if (tw_schema_check_value(spec, v->text, msg, sizeof(msg)) !=
-                TW_OK)
+            if (tw_schema_check_value(spec, v->text, msg, sizeof(msg)) != TW_OK)
                 return bad2(l, v, "key '%s': %s", key, msg);
             int64_t us = 0; /* tick: continuous; clock_skew: off */
             if (spec->word == NULL || strcmp(v->text, spec->word) != 0)
@@ -731,8 +737,7 @@ static int check_secret_settings(const tw_config *c, FILE *f, char *err,
                              why);
 }
 
-int tw_config_load(const char *path, tw_config **out, char *err,
-                   size_t errlen)
+int tw_config_load(const char *path, tw_config **out, char *err, size_t errlen)
 {
     *out = NULL;
     FILE *f = fopen(path, "rb");

@@ -35,7 +35,8 @@
 
 /* One `key: value` of a settings section, with its line for errors. */
 typedef struct tw_setting {
-    const char *key;   /* dotted for nested mappings: "properties.sasl.mechanism" */
+    const char
+        *key; /* dotted for nested mappings: "properties.sasl.mechanism" */
     const char *value; /* scalars as written; a list of scalars joined by ',' */
     int line;
 } tw_setting;
@@ -83,8 +84,7 @@ int tw_settings_error(const tw_settings *s, const tw_setting *at, char *err,
 int tw_settings_get_str(const tw_settings *s, const char *key,
                         const char **out);
 
-int tw_config_load(const char *path, tw_config **out, char *err,
-                   size_t errlen);
+int tw_config_load(const char *path, tw_config **out, char *err, size_t errlen);
 /* The built-in default: ProfilerReport when the registry has it, else every
  * built-in profiler rule found (in ProfilerReport's order). */
 int tw_config_default(tw_registry *reg, tw_config **out, char *err,

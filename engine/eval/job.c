@@ -111,9 +111,9 @@ static int create_rules(tw_job *j, const tw_rule_spec *specs, size_t n,
     return TW_OK;
 }
 
-int tw_job_new(const char *job_id, const tw_job_config *cfg,
-               tw_registry *reg, const tw_rule_spec *specs, size_t nspecs,
-               tw_job **out, char *err, size_t errlen)
+int tw_job_new(const char *job_id, const tw_job_config *cfg, tw_registry *reg,
+               const tw_rule_spec *specs, size_t nspecs, tw_job **out,
+               char *err, size_t errlen)
 {
     *out = NULL;
     tw_job *j = calloc(1, sizeof(*j));
@@ -281,7 +281,7 @@ static int node_index(tw_job *j, const char *node, uint32_t *out)
     if (tw_strmap_get(&j->node_ids, node, len, out))
         return TW_OK;
     if (tw_grow((void **)&j->nodes, &j->nodes_cap, j->nnodes + 1,
-             sizeof(char *), 16) != TW_OK ||
+                sizeof(char *), 16) != TW_OK ||
         tw_strmap_put(&j->node_ids, node, len, (uint32_t)j->nnodes) != TW_OK)
         return TW_ERR;
     j->nodes[j->nnodes] = tw_strmap_key(&j->node_ids, node, len);
@@ -312,14 +312,15 @@ static int series_id(tw_job *j, uint32_t node, const char *node_name,
     if (tw_strmap_get(&j->series_ids, key, len, out))
         return TW_OK;
     if (tw_grow((void **)&j->series, &j->series_cap, j->nseries + 1,
-             sizeof(tw_series), 16) != TW_OK)
+                sizeof(tw_series), 16) != TW_OK)
         return TW_ERR;
     tw_series *s = &j->series[j->nseries];
     s->id = (uint32_t)j->nseries;
     s->node = node;
     s->type = tw_arena_strdup(&j->dict, bs->type ? bs->type : "");
     s->name = bs->name ? tw_arena_strdup(&j->dict, bs->name) : NULL;
-    s->dimension = tw_arena_strdup(&j->dict, bs->dimension ? bs->dimension : "");
+    s->dimension =
+        tw_arena_strdup(&j->dict, bs->dimension ? bs->dimension : "");
     s->metric = tw_metric_classify(s->type, s->name, s->dimension);
     if (s->type == NULL || s->dimension == NULL ||
         (bs->name != NULL && s->name == NULL))
@@ -348,7 +349,7 @@ static producer *producer_get(tw_job *j, const char *kind, const char *node)
     if (tw_strmap_get(&j->producer_ids, key, len, &idx))
         return &j->producers[idx];
     if (tw_grow((void **)&j->producers, &j->producers_cap, j->nproducers + 1,
-             sizeof(producer), 16) != TW_OK ||
+                sizeof(producer), 16) != TW_OK ||
         tw_strmap_put(&j->producer_ids, key, len, (uint32_t)j->nproducers) !=
             TW_OK)
         return NULL;
@@ -411,9 +412,8 @@ static int seq_seen(tw_job *j, producer *p, uint64_t seq)
         /* numbers leaving the window: up to seq - SEQ_WINDOW */
         if (seq > SEQ_WINDOW) {
             uint64_t leave_hi = seq - SEQ_WINDOW;
-            uint64_t lo = p->max_seq >= SEQ_WINDOW
-                              ? p->max_seq - SEQ_WINDOW + 1
-                              : 1;
+            uint64_t lo =
+                p->max_seq >= SEQ_WINDOW ? p->max_seq - SEQ_WINDOW + 1 : 1;
             uint64_t hi = leave_hi < p->max_seq ? leave_hi : p->max_seq;
             if (lo <= hi && seq_report_unseen(j, p, lo, hi) != TW_OK)
                 return TW_ERR;
@@ -596,8 +596,8 @@ static int64_t skew_limit_us(tw_job *j, const tw_batch *b, producer *p,
            "job %s node %s: %d batches in a row lie wholly beyond the "
            "clock-skew bound (%.0f s ahead of %.6f s): taken as a real jump "
            "of its clock and accepted",
-           j->id, node, TW_JOB_SKEW_CONFIRM,
-           (double)j->cfg.clock_skew_us / 1e6, (double)ref / 1e6);
+           j->id, node, TW_JOB_SKEW_CONFIRM, (double)j->cfg.clock_skew_us / 1e6,
+           (double)ref / 1e6);
     return INT64_MAX;
 within:
     p->skew_run = 0;
@@ -667,7 +667,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
     c.order_name = node;
     int64_t limit_ns = limit_ns_of(limit);
     int64_t open_from = open_from_us(j);
-    int64_t open_from_ns = open_from == INT64_MIN ? INT64_MIN : open_from * 1000;
+    int64_t open_from_ns =
+        open_from == INT64_MIN ? INT64_MIN : open_from * 1000;
 
     if (has_samples) {
         uint32_t nidx;
@@ -677,7 +678,7 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         if (sp == NULL)
             goto oom;
         if (tw_grow((void **)&sp->dict_ids, &sp->dict_cap, b->nseries + 1,
-                 sizeof(uint32_t), 16) != TW_OK)
+                    sizeof(uint32_t), 16) != TW_OK)
             goto oom;
         uint32_t *map = sp->dict_ids;
         for (size_t i = 0; i < b->nseries; i++) {
@@ -719,11 +720,13 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         if (kept > 0) {
             c.min_ns = ts_to_ns(min_ts);
             c.max_ns = ts_to_ns(max_ts);
-            int64_t file_ts = b->file_ts_us ? b->file_ts_us : minute_floor_us(min_ts);
+            int64_t file_ts =
+                b->file_ts_us ? b->file_ts_us : minute_floor_us(min_ts);
             c.order_ts = file_ts;
             if (j->first_candidate_us == 0 || file_ts < j->first_candidate_us)
                 j->first_candidate_us = file_ts;
-            int64_t latest = b->file_ts_us ? b->file_ts_us : minute_floor_us(max_ts);
+            int64_t latest =
+                b->file_ts_us ? b->file_ts_us : minute_floor_us(max_ts);
             if (latest > j->latest_system_us)
                 j->latest_system_us = latest;
             int64_t newest = 0;
@@ -790,7 +793,7 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         return TW_OK;
     }
     if (tw_grow((void **)&j->chunks, &j->chunks_cap, j->nchunks + 1,
-             sizeof(chunk), 16) != TW_OK)
+                sizeof(chunk), 16) != TW_OK)
         goto oom;
     if (!has_samples)
         c.min_ns = c.max_ns = INT64_MIN;
@@ -841,7 +844,7 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     int64_t start_ns = start_us * 1000, end_ns = end_us * 1000;
     size_t nsel = 0;
     if (tw_grow((void **)&j->order, &j->order_cap, j->nchunks + 1,
-             sizeof(chunk *), 16) != TW_OK)
+                sizeof(chunk *), 16) != TW_OK)
         return TW_ERR;
 
     /* System samples, in (file, node, arrival) order. */
@@ -857,7 +860,7 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     for (size_t i = 0; i < nsel; i++) {
         const tw_batch *b = j->order[i]->batch;
         if (tw_grow((void **)&j->scan_samples, &j->scan_samples_cap,
-                 ns + b->nsamples, sizeof(tw_sample), 16) != TW_OK)
+                    ns + b->nsamples, sizeof(tw_sample), 16) != TW_OK)
             return TW_ERR;
         for (size_t s = 0; s < b->nsamples; s++) {
             int64_t t = ts_to_ns(b->samples[s].ts);
@@ -885,7 +888,7 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     for (size_t i = 0; i < nsel; i++) {
         const tw_batch *b = j->order[i]->batch;
         if (tw_grow((void **)&j->scan_events, &j->scan_events_cap,
-                 ne + b->nevents, sizeof(tw_fw_event), 16) != TW_OK)
+                    ne + b->nevents, sizeof(tw_fw_event), 16) != TW_OK)
             return TW_ERR;
         for (size_t e = 0; e < b->nevents; e++) {
             const tw_fw_event *ev = &b->events[e];
@@ -972,8 +975,7 @@ static void scan_cap_hit(tw_job *j, int64_t watermark_us)
                "job %s: the watermark (%.6f s) is more than %" PRIu64
                " scans ahead; the rest run with the next batches (counted "
                "in scan_cap_hits)",
-               j->id, (double)watermark_us / 1e6,
-               j->cfg.max_scans_per_advance);
+               j->id, (double)watermark_us / 1e6, j->cfg.max_scans_per_advance);
 }
 
 int tw_job_advance(tw_job *j, int64_t watermark_us)

@@ -42,10 +42,10 @@
 #include "plugin_host.h"
 
 typedef struct tw_job_config {
-    int64_t tick_us;      /* scan interval; 0 = continuous (a scan per
-                             watermark advance)                           */
-    int64_t lateness_us;  /* allowed lateness beyond a tick boundary      */
-    int64_t idle_node_us; /* a producer lagging more than this is idle    */
+    int64_t tick_us;        /* scan interval; 0 = continuous (a scan per
+                               watermark advance)                           */
+    int64_t lateness_us;    /* allowed lateness beyond a tick boundary      */
+    int64_t idle_node_us;   /* a producer lagging more than this is idle    */
     int external_watermark; /* only tw_job_advance moves the clock        */
     tw_semantics semantics; /* default for rules that do not set theirs   */
     /* Internal watermark only (see "Clock skew" below): how far ahead of
@@ -99,11 +99,11 @@ typedef struct tw_job_stats {
     uint64_t late_samples;      /* dropped: their scan had closed */
     uint64_t late_events;
     uint64_t scans;
-    size_t buffered_batches;    /* held for scans not yet closed */
-    uint64_t skewed_samples;    /* refused: beyond the clock-skew bound */
-    uint64_t skewed_events;     /* or not a representable time          */
-    uint64_t skewed_markers;    /* JOB_END latest times refused         */
-    uint64_t scan_cap_hits;     /* advances cut short by the scan cap   */
+    size_t buffered_batches; /* held for scans not yet closed */
+    uint64_t skewed_samples; /* refused: beyond the clock-skew bound */
+    uint64_t skewed_events;  /* or not a representable time          */
+    uint64_t skewed_markers; /* JOB_END latest times refused         */
+    uint64_t scan_cap_hits;  /* advances cut short by the scan cap   */
 } tw_job_stats;
 
 typedef struct tw_job tw_job;
@@ -111,9 +111,9 @@ typedef struct tw_job tw_job;
 /* Called after every scan with the rules' new results. */
 typedef void (*tw_job_scan_fn)(void *ud, tw_job *job, const tw_scan *scan);
 
-int tw_job_new(const char *job_id, const tw_job_config *cfg,
-               tw_registry *reg, const tw_rule_spec *specs, size_t nspecs,
-               tw_job **out, char *err, size_t errlen);
+int tw_job_new(const char *job_id, const tw_job_config *cfg, tw_registry *reg,
+               const tw_rule_spec *specs, size_t nspecs, tw_job **out,
+               char *err, size_t errlen);
 void tw_job_free(tw_job *j);
 
 void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud);

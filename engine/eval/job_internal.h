@@ -64,7 +64,7 @@ struct tw_job {
     tw_strmap series_ids; /* key -> series id */
     tw_series *series;
     size_t nseries, series_cap;
-    tw_strmap node_ids;   /* system node -> index */
+    tw_strmap node_ids; /* system node -> index */
     const char **nodes;
     size_t nnodes, nodes_cap;
     tw_strmap producer_ids;
@@ -77,15 +77,15 @@ struct tw_job {
     int first_fixed;
     int64_t first_candidate_us;
     int64_t latest_system_us, latest_framework_us;
-    uint64_t next_scan; /* index of the first scan not yet closed */
+    uint64_t next_scan;    /* index of the first scan not yet closed */
     int64_t next_start_us; /* continuous mode: start of the next scan */
     int64_t scan_limit_us; /* 0 = none, see tw_job_set_scan_limit */
     int started;           /* a scan has closed (F frozen) */
     int finished;
     int end_marker;
-    int64_t newest_us;     /* max producer newest_us; 0 = recompute
-                              (fresh or restored job), see job.c     */
-    int finish_begun;      /* tw_job_finish ran (maybe stopped): its */
+    int64_t newest_us;        /* max producer newest_us; 0 = recompute
+                                 (fresh or restored job), see job.c     */
+    int finish_begun;         /* tw_job_finish ran (maybe stopped): its */
     int64_t finish_latest_us; /* L, skew-checked once                 */
 
     /* buffered input */

@@ -58,8 +58,7 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
     }
     tw_json_object_end(j);
     for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
-        tw_results_rule(j, scratch, tw_rule_child(rule, i),
-                        tw_rule_name(rule));
+        tw_results_rule(j, scratch, tw_rule_child(rule, i), tw_rule_name(rule));
 }
 
 void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule)

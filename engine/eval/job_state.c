@@ -137,7 +137,8 @@ static int unseal(const char *part, const void *data, size_t len,
         snprintf(err, errlen,
                  "checkpoint part '%s': %s (payload of %llu bytes announced, "
                  "%zu present)",
-                 part, want > len - HEADER_BYTES ? "truncated" : "trailing bytes",
+                 part,
+                 want > len - HEADER_BYTES ? "truncated" : "trailing bytes",
                  (unsigned long long)want, len - HEADER_BYTES);
         return TW_ERR;
     }
@@ -152,7 +153,8 @@ static int unseal(const char *part, const void *data, size_t len,
     return TW_OK;
 }
 
-/* ---- save ------------------------------------------------------------------ */
+/* ---- save ------------------------------------------------------------------
+ */
 
 /* The (node, seq) window: 4096 bits, bit i = "max_seq - i was seen". In
  * order streams it is one run of ones, so runs are usually a few bytes. */
@@ -375,8 +377,8 @@ int tw_job_save(tw_job *j, int only_dirty, tw_job_part_fn emit, void *ud,
         else
             snprintf(part, sizeof(part), "rule.%zu", i - 1);
         tw_buf_clear(j->ckpt);
-        if ((i == 0 ? build_core(j, j->ckpt)
-                    : build_rule(j, i - 1, j->ckpt)) != TW_OK) {
+        if ((i == 0 ? build_core(j, j->ckpt) : build_rule(j, i - 1, j->ckpt)) !=
+            TW_OK) {
             snprintf(err, errlen,
                      "job %s: checkpoint part '%s'%s%s: cannot save (out of "
                      "memory or the rule failed)",
@@ -408,7 +410,8 @@ int tw_job_save(tw_job *j, int only_dirty, tw_job_part_fn emit, void *ud,
     return rc;
 }
 
-/* ---- restore: core --------------------------------------------------------- */
+/* ---- restore: core ---------------------------------------------------------
+ */
 
 /* NUL-terminated copies of strings read from a blob, for the lookups. */
 typedef struct scratch {
@@ -461,7 +464,7 @@ typedef struct core_pass {
     tw_ckr r;
     int apply;
     int oom;
-    const char *bad; /* a semantic problem (the reader keeps syntax ones) */
+    const char *bad;  /* a semantic problem (the reader keeps syntax ones) */
     unsigned version; /* of the blob */
     char detail[256];
     size_t nnodes, nseries; /* as read from the blob */
@@ -540,7 +543,8 @@ static void get_chunk(core_pass *cp)
         b->file_ts_us = file_ts;
         b->file_path = arena_str(&b->arena, path, npath, &cp->oom);
         if (nsamples > 0) {
-            b->samples = tw_arena_alloc(&b->arena, nsamples * sizeof(tw_sample));
+            b->samples =
+                tw_arena_alloc(&b->arena, nsamples * sizeof(tw_sample));
             if (b->samples == NULL)
                 cp->oom = 1;
         }
@@ -608,9 +612,9 @@ static void get_chunk(core_pass *cp)
         if (b != NULL) {
             e.name = arena_str(&b->arena, name, nname, &cp->oom);
             e.phase = arena_str(&b->arena, phase, nphase, &cp->oom);
-            e.node = node_kind == 1 ? b->node
-                                    : arena_str(&b->arena, enode, nenode,
-                                                &cp->oom);
+            e.node = node_kind == 1
+                         ? b->node
+                         : arena_str(&b->arena, enode, nenode, &cp->oom);
             if (nargs1 > 0) {
                 args = tw_arena_alloc(&b->arena,
                                       (e.nargs ? e.nargs : 1) * sizeof(tw_arg));
@@ -647,8 +651,8 @@ static void get_chunk(core_pass *cp)
     if (cp->apply) {
         b->nsamples = nsamples;
         c.batch = b;
-        c.order_name = order_key == 1 ? b->file_path
-                                      : (b->node != NULL ? b->node : "");
+        c.order_name =
+            order_key == 1 ? b->file_path : (b->node != NULL ? b->node : "");
         size_t need = j->nchunks + 1;
         if (need > j->chunks_cap) {
             size_t cap = j->chunks_cap ? 2 * j->chunks_cap : 16;
@@ -679,9 +683,9 @@ static void get_series(core_pass *cp)
     size_t n = tw_ckr_count(r, 4);
     if (cp->check != NULL)
         for (int m = 0; m < TW_METRIC_COUNT; m++)
-            if (tw_windows_request(cp->check, (tw_metric)m,
-                                   tw_windows_requested(j->windows,
-                                                        (tw_metric)m)) != TW_OK)
+            if (tw_windows_request(
+                    cp->check, (tw_metric)m,
+                    tw_windows_requested(j->windows, (tw_metric)m)) != TW_OK)
                 cp->oom = 1;
     for (size_t i = 0; i < n && !core_failed(cp); i++) {
         uint64_t node = tw_ckr_uv(r);
@@ -739,11 +743,11 @@ static void get_producers(core_pass *cp)
         }
         producer *p = NULL;
         if (cp->apply) {
-            const char *kind = scratch_put(&cp->sc, 0, key,
-                                           (size_t)(colon - key), &cp->oom);
-            const char *node = scratch_put(&cp->sc, 1, colon + 1,
-                                           nkey - (size_t)(colon - key) - 1,
-                                           &cp->oom);
+            const char *kind =
+                scratch_put(&cp->sc, 0, key, (size_t)(colon - key), &cp->oom);
+            const char *node =
+                scratch_put(&cp->sc, 1, colon + 1,
+                            nkey - (size_t)(colon - key) - 1, &cp->oom);
             if (cp->oom ||
                 (p = tw_job_producer_get_(cp->j, kind, node)) == NULL) {
                 cp->oom = 1;
@@ -820,8 +824,8 @@ static void core_pass_run(core_pass *cp)
         return;
     if (id == NULL || nid != strlen(j->id) || memcmp(id, j->id, nid) != 0) {
         snprintf(cp->detail, sizeof(cp->detail),
-                 "it is the checkpoint of job '%.*s'", id ? (int)(nid > 100 ? 100 : nid) : 6,
-                 id ? id : "(none)");
+                 "it is the checkpoint of job '%.*s'",
+                 id ? (int)(nid > 100 ? 100 : nid) : 6, id ? id : "(none)");
         cp->bad = cp->detail;
         return;
     }
@@ -840,7 +844,8 @@ static void core_pass_run(core_pass *cp)
     else if (cfg.semantics != j->cfg.semantics)
         what = "semantics", have = cfg.semantics, want = j->cfg.semantics;
     else if (nrules != j->nrules)
-        what = "rule count", have = (long long)nrules, want = (long long)j->nrules;
+        what = "rule count", have = (long long)nrules,
+        want = (long long)j->nrules;
     if (what != NULL) {
         snprintf(cp->detail, sizeof(cp->detail),
                  "configuration differs: %s is %lld in the checkpoint, %lld "
@@ -851,8 +856,7 @@ static void core_pass_run(core_pass *cp)
     }
 
     int64_t first = tw_ckr_iv(r), cand = tw_ckr_iv(r), lsys = tw_ckr_iv(r),
-            lfw = tw_ckr_iv(r), next_start = tw_ckr_iv(r),
-            limit = tw_ckr_iv(r);
+            lfw = tw_ckr_iv(r), next_start = tw_ckr_iv(r), limit = tw_ckr_iv(r);
     uint64_t next_scan = tw_ckr_uv(r);
     uint8_t flags = tw_ckr_u8(r);
     tw_job_stats st;
@@ -898,7 +902,8 @@ static void core_pass_run(core_pass *cp)
         get_chunk(cp);
     if (core_failed(cp))
         return;
-    if (cp->version >= 2 && tw_job_loss_restore(&j->loss, r, cp->apply) != TW_OK)
+    if (cp->version >= 2 &&
+        tw_job_loss_restore(&j->loss, r, cp->apply) != TW_OK)
         cp->oom = 1;
     if (core_failed(cp))
         return;
@@ -973,7 +978,8 @@ static int restore_core(tw_job *j, const void *data, size_t len, char *err,
     return rc;
 }
 
-/* ---- restore: rules -------------------------------------------------------- */
+/* ---- restore: rules --------------------------------------------------------
+ */
 
 static int restore_rule(tw_job *j, const char *part, size_t idx,
                         const void *data, size_t len, char *err, size_t errlen)
@@ -1014,7 +1020,8 @@ static int restore_rule(tw_job *j, const char *part, size_t idx,
                  "checkpoint part '%s': it holds rule '%.*s' (%.*s), the job's "
                  "rule %zu is '%s' (%s)",
                  part, name ? (int)(nname > 100 ? 100 : nname) : 0,
-                 name ? name : "", plugin ? (int)(nplugin > 100 ? 100 : nplugin) : 0,
+                 name ? name : "",
+                 plugin ? (int)(nplugin > 100 ? 100 : nplugin) : 0,
                  plugin ? plugin : "", idx, want, wplugin);
         return TW_ERR;
     }

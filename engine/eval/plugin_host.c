@@ -32,11 +32,11 @@ struct tw_plugin {
 };
 
 struct tw_registry {
-    tw_plugin *plugins;   /* every loaded object, newest first */
-    char **dirs;          /* user-added search dirs, in order */
+    tw_plugin *plugins; /* every loaded object, newest first */
+    char **dirs;        /* user-added search dirs, in order */
     size_t ndirs;
-    int indexed;          /* built-in dirs scanned */
-    char **names;         /* sorted built-in rule names */
+    int indexed;             /* built-in dirs scanned */
+    char **names;            /* sorted built-in rule names */
     const tw_plugin **named; /* parallel to names */
     size_t nnames;
 };
@@ -329,8 +329,8 @@ int tw_registry_find(tw_registry *r, const char *rule_name,
             return TW_OK;
         }
     }
-    size_t o = (size_t)snprintf(err, errlen,
-                                "unknown rule '%s' (built-in rules:", rule_name);
+    size_t o = (size_t)snprintf(
+        err, errlen, "unknown rule '%s' (built-in rules:", rule_name);
     for (size_t i = 0; i < r->nnames && o < errlen; i++)
         o += (size_t)snprintf(err + o, errlen - o, " %s", r->names[i]);
     if (r->nnames == 0 && o < errlen)
@@ -358,7 +358,8 @@ const char *tw_plugin_path(const tw_plugin *p)
     return p->path;
 }
 
-/* ---- host services -------------------------------------------------------- */
+/* ---- host services --------------------------------------------------------
+ */
 
 struct tw_host_ctx {
     tw_host host; /* first: plugins get &ctx->host */
@@ -368,7 +369,7 @@ struct tw_host_ctx {
     tw_rule *creating; /* the rule whose create() is running, if any */
     char **nodes;      /* copies of the job's system node ids (findings) */
     size_t nnodes;
-    int64_t first_us;  /* the job's first timestamp, from the scans */
+    int64_t first_us; /* the job's first timestamp, from the scans */
 };
 
 /* Copies the node ids a scan shows that the ctx has not seen yet. */
@@ -561,7 +562,8 @@ const tw_host *tw_host_ctx_host(tw_host_ctx *h)
     return &h->host;
 }
 
-/* ---- parameters ------------------------------------------------------------ */
+/* ---- parameters ------------------------------------------------------------
+ */
 
 static const char *type_name(tw_param_type t)
 {
@@ -608,8 +610,7 @@ static int parse_param(const tw_param_spec *spec, const char *rule,
         if (errno != 0 || end == text || *end != '\0') {
             /* Accept integral floats ("70.0") for integer parameters. */
             double d = strtod(text, &end);
-            if (end == text || *end != '\0' || d != floor(d) ||
-                fabs(d) > 9e15)
+            if (end == text || *end != '\0' || d != floor(d) || fabs(d) > 9e15)
                 goto bad_type;
             x = (long long)d;
         }
@@ -628,7 +629,8 @@ static int parse_param(const tw_param_spec *spec, const char *rule,
         /* An integer literal stays an int in Python: str(50) is "50". */
         int integral = strspn(text, "+-0123456789") == strlen(text);
         if (integral)
-            snprintf(tmp, sizeof(tmp), "%lld", (long long)strtoll(text, NULL, 10));
+            snprintf(tmp, sizeof(tmp), "%lld",
+                     (long long)strtoll(text, NULL, 10));
         else
             tw_py_float_repr(d, tmp, sizeof(tmp));
         break;
@@ -674,7 +676,8 @@ bad_type:
     return TW_ERR;
 }
 
-/* ---- rule instances -------------------------------------------------------- */
+/* ---- rule instances --------------------------------------------------------
+ */
 
 struct tw_rule {
     const tw_plugin *plugin;
@@ -694,9 +697,9 @@ struct tw_rule {
     int64_t met_first_us; /* window start of the first scan whose condition
                              was met; 0 = none yet */
     int64_t met_last_us;  /* window end of the last such scan */
-    tw_rule *parent;    /* the rule that created this one, or NULL */
-    tw_rule **children; /* sub-rules, in creation order (not owned: the
-                           parent plugin destroys them) */
+    tw_rule *parent;      /* the rule that created this one, or NULL */
+    tw_rule **children;   /* sub-rules, in creation order (not owned: the
+                             parent plugin destroys them) */
     size_t nchildren;
 };
 
@@ -749,9 +752,9 @@ static void rule_free_params(tw_rule *r)
 }
 
 int tw_rule_create(const tw_plugin *p, const char *display_name,
-                   const char *const *keys, const char *const *values,
-                   size_t n, tw_semantics semantics, tw_host_ctx *host,
-                   tw_rule **out, char *err, size_t errlen)
+                   const char *const *keys, const char *const *values, size_t n,
+                   tw_semantics semantics, tw_host_ctx *host, tw_rule **out,
+                   char *err, size_t errlen)
 {
     const tw_rule_descriptor *d = p->desc;
     int rc;
@@ -764,8 +767,8 @@ int tw_rule_create(const tw_plugin *p, const char *display_name,
                 break;
         if (i == d->nparams) {
             size_t o = (size_t)snprintf(
-                err, errlen, "rule %s: unknown parameter '%s' (known:",
-                d->name, keys[k]);
+                err, errlen, "rule %s: unknown parameter '%s' (known:", d->name,
+                keys[k]);
             for (i = 0; i < d->nparams && o < errlen; i++)
                 o += (size_t)snprintf(err + o, errlen - o, " %s",
                                       d->params[i].name);
@@ -1083,11 +1086,10 @@ static void finding_generic(const tw_rule *r, tw_finding *f)
         size_t o = 0;
         for (size_t i = 0; i < r->desc->nparams && o < sizeof(f->parameters);
              i++)
-            o += (size_t)snprintf(f->parameters + o, sizeof(f->parameters) - o,
-                                  "%s%s %s", i > 0 ? ", " : "",
-                                  r->desc->params[i].name,
-                                  r->values[i].text != NULL ? r->values[i].text
-                                                            : "None");
+            o += (size_t)snprintf(
+                f->parameters + o, sizeof(f->parameters) - o, "%s%s %s",
+                i > 0 ? ", " : "", r->desc->params[i].name,
+                r->values[i].text != NULL ? r->values[i].text : "None");
     }
     if (f->nnames > TW_FINDING_MAX_NODES)
         f->nnames = TW_FINDING_MAX_NODES;
@@ -1178,8 +1180,8 @@ int tw_rule_roundtrip(tw_rule *r, char *err, size_t errlen)
     tw_rule *outer = r->host->creating;
     r->host->creating = r;
     char cerr[256] = "";
-    int crc = r->desc->create(tw_host_ctx_host(r->host), &r->params,
-                              &r->state, cerr, sizeof(cerr));
+    int crc = r->desc->create(tw_host_ctx_host(r->host), &r->params, &r->state,
+                              cerr, sizeof(cerr));
     r->host->creating = outer;
     if (crc != TW_OK) {
         r->state = NULL;
@@ -1203,7 +1205,8 @@ int tw_rule_roundtrip(tw_rule *r, char *err, size_t errlen)
     size_t n = tw_buf_len(before), m = tw_buf_len(after);
     if (n != m || memcmp(tw_buf_data(before), tw_buf_data(after), n) != 0) {
         size_t at = 0;
-        while (at < n && at < m && tw_buf_data(before)[at] == tw_buf_data(after)[at])
+        while (at < n && at < m &&
+               tw_buf_data(before)[at] == tw_buf_data(after)[at])
             at++;
         snprintf(err, errlen,
                  "rule %s: restored state saves differently (%zu bytes "

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trainwatch/plugin.h"
 #include "buf.h"
+#include "trainwatch/plugin.h"
 #include "windows.h"
 
 typedef struct tw_registry tw_registry;
@@ -87,9 +87,9 @@ const char *tw_rule_status_name(tw_rule_status s); /* "IssuesFound" */
  * plugin's create(). `display_name` (may be NULL = descriptor name) is how
  * the rule is reported. */
 int tw_rule_create(const tw_plugin *p, const char *display_name,
-                   const char *const *keys, const char *const *values,
-                   size_t n, tw_semantics semantics, tw_host_ctx *host,
-                   tw_rule **out, char *err, size_t errlen);
+                   const char *const *keys, const char *const *values, size_t n,
+                   tw_semantics semantics, tw_host_ctx *host, tw_rule **out,
+                   char *err, size_t errlen);
 void tw_rule_destroy(tw_rule *r);
 
 /* Runs one scan. A plugin error puts the rule in TW_STATUS_ERROR (the
@@ -112,7 +112,8 @@ const char *tw_rule_name(const tw_rule *r);
 const char *tw_rule_error(const tw_rule *r); /* "" when none */
 const tw_scan_result *tw_rule_last_result(const tw_rule *r);
 uint64_t tw_rule_scans(const tw_rule *r);
-uint64_t tw_rule_conditions_met(const tw_rule *r); /* scans that returned true */
+uint64_t
+tw_rule_conditions_met(const tw_rule *r); /* scans that returned true */
 tw_semantics tw_rule_semantics(const tw_rule *r);
 const tw_rule_descriptor *tw_rule_descriptor_of(const tw_rule *r);
 /* Sub-rules a composite rule (ProfilerReport) created through the host,

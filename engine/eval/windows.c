@@ -10,11 +10,11 @@
 #include "grow.h"
 
 typedef struct series_window {
-    double *ring;   /* cap values; NULL when no rule windows this metric */
+    double *ring; /* cap values; NULL when no rule windows this metric */
     uint32_t cap;
-    uint32_t head;  /* next write position */
-    uint32_t filled;/* valid values in the ring (<= cap) */
-    uint64_t count; /* values ever pushed */
+    uint32_t head;             /* next write position */
+    uint32_t filled;           /* valid values in the ring (<= cap) */
+    uint64_t count;            /* values ever pushed */
     double mean, m2, min, max; /* Welford */
     tw_metric metric;
 } series_window;
@@ -167,8 +167,7 @@ size_t tw_windows_read(const tw_windows *w, uint32_t series, double *out,
     return k;
 }
 
-int tw_windows_stats(const tw_windows *w, uint32_t series,
-                     tw_series_stats *out)
+int tw_windows_stats(const tw_windows *w, uint32_t series, tw_series_stats *out)
 {
     if (series >= w->nseries)
         return TW_ERR;
@@ -211,15 +210,16 @@ int tw_windows_save(const tw_windows *w, tw_buf *out)
         tw_ckw_f64(&c, s->max);
         tw_ckw_uv(&c, s->filled);
         for (uint32_t k = 0; k < s->filled; k++)
-            tw_ckw_f64(&c, s->ring[(s->head + s->cap - s->filled + k) % s->cap]);
+            tw_ckw_f64(&c,
+                       s->ring[(s->head + s->cap - s->filled + k) % s->cap]);
     }
     return c.failed ? TW_ERR : TW_OK;
 }
 
 /* One pass over the blob: checks everything when apply == 0, writes into
  * w when apply == 1 (only after a clean check pass, so it cannot fail). */
-static int windows_load(tw_windows *w, const void *data, size_t len,
-                        int apply, char *err, size_t errlen)
+static int windows_load(tw_windows *w, const void *data, size_t len, int apply,
+                        char *err, size_t errlen)
 {
     tw_ckr r;
     tw_ckr_init(&r, data, len);

@@ -87,17 +87,17 @@
 #include "batch.h"
 
 typedef enum tw_file_kind {
-    TW_FILE_SYSTEM = 0,  /* system/incremental/.../<epoch>.algo-N.json   */
-    TW_FILE_FRAMEWORK    /* framework/pevents/... or TF profiler traces  */
+    TW_FILE_SYSTEM = 0, /* system/incremental/.../<epoch>.algo-N.json   */
+    TW_FILE_FRAMEWORK   /* framework/pevents/... or TF profiler traces  */
 } tw_file_kind;
 
 typedef struct tw_agent_file {
-    char *path;         /* owned by the listing */
+    char *path; /* owned by the listing */
     tw_file_kind kind;
     tw_source source;   /* framework files only */
     int64_t file_ts_us; /* from the name (or the TF .metadata sibling) */
     int64_t feed_key_us;
-    char *node;         /* node id as the reference derives it */
+    char *node; /* node id as the reference derives it */
     /* TF profiler traces only: start_us of the .metadata sibling, injected
      * as the base time before the file's first event; has_metadata == 0
      * when no usable .metadata file was found (base_time_us is then 0). */
@@ -142,7 +142,7 @@ typedef struct tw_folder {
 typedef struct tw_reader_stats {
     uint64_t files;
     uint64_t bad_files;
-    uint64_t lines;     /* system lines / trace events looked at */
+    uint64_t lines; /* system lines / trace events looked at */
     uint64_t bad_lines;
     uint64_t samples;
     uint64_t events;

@@ -6,10 +6,10 @@
 
 #include "event_time.h"
 #include "grow.h"
+#include "hash.h"
 #include "reader_input.h"
 #include "reader_internal.h"
 #include "reader_json.h"
-#include "hash.h"
 
 /* Per-series lookup data kept beside the batch's dictionary. */
 typedef struct tw_sys_key {
@@ -191,8 +191,8 @@ static tw_sys_open *tw_sys_node(tw_sys_reader *r, const tw_json_str *node)
             }
         }
     }
-    if (tw_grow((void **)&r->open, &r->open_cap, r->nopen + 1,
-                sizeof(*r->open), 4) != TW_OK)
+    if (tw_grow((void **)&r->open, &r->open_cap, r->nopen + 1, sizeof(*r->open),
+                4) != TW_OK)
         return NULL;
     tw_sys_open *o = &r->open[r->nopen];
     memset(o, 0, sizeof(*o));

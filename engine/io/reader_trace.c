@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader_input.h"
 #include "grow.h"
+#include "hash.h"
+#include "reader_input.h"
 #include "reader_internal.h"
 #include "reader_json.h"
-#include "hash.h"
 
 /* ------------------------------------------------------------------------
  * Parser state per source type

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "hash.h"
+#include "log.h"
 
 /* ---- names -------------------------------------------------------------- */
 

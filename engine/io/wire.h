@@ -22,16 +22,16 @@ extern "C" {
 
 typedef enum tw_wire_status {
     TW_WIRE_OK = 0,
-    TW_WIRE_TOO_SHORT,        /* shorter than a FlatBuffer header          */
-    TW_WIRE_BAD_IDENTIFIER,   /* file_identifier is not "TWM1"             */
-    TW_WIRE_VERIFY_FAILED,    /* the FlatBuffers verifier rejected it      */
-    TW_WIRE_MISSING_FIELD,    /* a required field is absent                */
-    TW_WIRE_BAD_REFERENCE,    /* a sample names a series that is not there */
+    TW_WIRE_TOO_SHORT,           /* shorter than a FlatBuffer header          */
+    TW_WIRE_BAD_IDENTIFIER,      /* file_identifier is not "TWM1"             */
+    TW_WIRE_VERIFY_FAILED,       /* the FlatBuffers verifier rejected it      */
+    TW_WIRE_MISSING_FIELD,       /* a required field is absent                */
+    TW_WIRE_BAD_REFERENCE,       /* a sample names a series that is not there */
     TW_WIRE_UNSUPPORTED_VERSION, /* version 0 (no writer emits it)          */
     TW_WIRE_NO_MEMORY,
-    TW_WIRE_BAD_VALUE,        /* an enum value this reader does not know,
-                                 or fields that contradict each other      */
-    TW_WIRE_ID_TOO_LONG       /* a job or node id over TW_WIRE_ID_MAX bytes */
+    TW_WIRE_BAD_VALUE,  /* an enum value this reader does not know,
+                           or fields that contradict each other      */
+    TW_WIRE_ID_TOO_LONG /* a job or node id over TW_WIRE_ID_MAX bytes */
 } tw_wire_status;
 
 /* Longest job or node id decoding accepts, in bytes: ids name files, keys

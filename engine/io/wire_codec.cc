@@ -981,10 +981,9 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
         auto config = b->markers[i].profiler_config == nullptr
                           ? fb::Offset<fb::String>()
                           : s(b->markers[i].profiler_config);
-        markers.push_back(
-            tww::CreateMarker(fbb, kind, b->markers[i].time_us,
-                              b->markers[i].sampling_interval_ms,
-                              b->markers[i].latest_us, config));
+        markers.push_back(tww::CreateMarker(fbb, kind, b->markers[i].time_us,
+                                            b->markers[i].sampling_interval_ms,
+                                            b->markers[i].latest_us, config));
     }
 
     /* Empty vectors are left out: readers treat absent as empty. */

@@ -326,8 +326,7 @@ static size_t tw_alert_nparams(tw_rule *rule)
  * that does not fit either. */
 static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                         const char *parent, const tw_alert_event *ev,
-                        const char *id,
-                        const tw_alert_facts *facts)
+                        const char *id, const tw_alert_facts *facts)
 {
     tw_alert_cut cut = {.nodes = t->nnodes,
                         .report_len = tw_json_len(t->scratch),

@@ -63,8 +63,8 @@ typedef struct strlist {
 static int strlist_add(void *ud, const char *s, size_t len)
 {
     strlist *l = ud;
-    if (tw_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v),
-                16) != TW_OK) {
+    if (tw_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v), 16) !=
+        TW_OK) {
         return TW_ERR;
     }
     if ((l->v[l->n] = strndup(s, len)) == NULL)
@@ -150,9 +150,8 @@ static int queue_finished(tw_store *s, const char *jobs_key, const char *job,
 }
 
 /* A partition's job-set and offset keys (KEY_MAX bytes each). */
-static int partition_keys(const char *topic, int32_t partition,
-                          char *jobs_key, char *offset_key, char *err,
-                          size_t errlen)
+static int partition_keys(const char *topic, int32_t partition, char *jobs_key,
+                          char *offset_key, char *err, size_t errlen)
 {
     if (tw_checkpoint_key_partition(jobs_key, KEY_MAX, topic, partition,
                                     "jobs") != TW_OK ||

@@ -20,8 +20,8 @@
 #include "json_writer.h"
 #include "log.h"
 #include "profiler_config.h"
-#include "results_file.h"
 #include "quarantine.h"
+#include "results_file.h"
 #include "strmap.h"
 #include "tw_assert.h"
 
@@ -274,8 +274,8 @@ static int tw_router_add_part(tw_router *r, int32_t partition,
 {
     if (tw_router_part(r, partition) != NULL)
         return TW_OK;
-    if (tw_grow((void **)&r->parts, &r->parts_cap, r->nparts + 1, sizeof(*r->parts),
-                8) != TW_OK) {
+    if (tw_grow((void **)&r->parts, &r->parts_cap, r->nparts + 1,
+                sizeof(*r->parts), 8) != TW_OK) {
         return TW_ERR;
     }
     tw_rpart *p = calloc(1, sizeof(*p));
@@ -379,8 +379,8 @@ static int tw_router_emit(void *ud, const char *job, const char *id,
     tw_rjob *j = ud;
     tw_router *r = j->router;
     /* claimed and sent by tw_router_flush_alerts, in this order */
-    if (tw_grow((void **)&r->outbox, &r->out_cap, r->nout + 1, sizeof(*r->outbox),
-                16) != TW_OK) {
+    if (tw_grow((void **)&r->outbox, &r->out_cap, r->nout + 1,
+                sizeof(*r->outbox), 16) != TW_OK) {
         return TW_ERR;
     }
     tw_outbox_alert *a = &r->outbox[r->nout];
@@ -1161,8 +1161,8 @@ static int tw_pending_put(void *ud, const char *part, const void *data,
         return TW_ERR;
     memcpy(copy, data, len);
     if (e == NULL) {
-        if (tw_grow((void **)&p->pend, &p->pend_cap, p->npend + 1, sizeof(*p->pend),
-                    16) != TW_OK) {
+        if (tw_grow((void **)&p->pend, &p->pend_cap, p->npend + 1,
+                    sizeof(*p->pend), 16) != TW_OK) {
             free(copy);
             return TW_ERR;
         }
@@ -1216,8 +1216,8 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
         tw_save_ctx c = {.p = p, .job = tw_job_id(j->job)};
         if (!j->origin_saved) {
             char origin[24];
-            int n = snprintf(origin, sizeof(origin), "%" PRId64,
-                             j->first_offset);
+            int n =
+                snprintf(origin, sizeof(origin), "%" PRId64, j->first_offset);
             if (tw_pending_put(&c, "origin", origin, (size_t)n) != TW_OK) {
                 snprintf(err, errlen, "job %s: out of memory", c.job);
                 return TW_ERR;

@@ -79,12 +79,12 @@ typedef struct tw_router_config {
     tw_registry *reg;
     const tw_rule_spec *rules;
     size_t nrules;
-    int64_t job_idle_us;     /* wall time without a message: finalize */
-    const char *results_dir; /* NULL = no results files */
-    tw_store *store;         /* borrowed; NULL = a private volatile one */
-    const char *topic;       /* the metrics topic: checkpoint keys */
+    int64_t job_idle_us;          /* wall time without a message: finalize */
+    const char *results_dir;      /* NULL = no results files */
+    tw_store *store;              /* borrowed; NULL = a private volatile one */
+    const char *topic;            /* the metrics topic: checkpoint keys */
     tw_on_data_loss on_data_loss; /* a job whose beginning was lost */
-    size_t max_alert_bytes;  /* 0 = none (tw_alert_tracker_set_max_bytes) */
+    size_t max_alert_bytes; /* 0 = none (tw_alert_tracker_set_max_bytes) */
 } tw_router_config;
 
 typedef struct tw_router_stats {
@@ -121,12 +121,12 @@ typedef struct tw_router_stats {
     uint64_t results_pending;  /* held in memory, not on disk yet      */
     uint64_t checkpoints_held; /* not written: a finished job's results
                                   were still held (see checkpoint)     */
-    uint64_t skewed;         /* samples, events, JOB_END times refused as
-                                beyond the clock-skew bound (job.h)     */
-    uint64_t skewed_batches; /* batches that had any (dead-letter copies) */
-    uint64_t scan_cap_hits;  /* advances cut short by the scan cap      */
-    uint64_t alerts_truncated;     /* cut to max_alert_bytes               */
-    uint64_t jobs_quarantined;     /* tw_router_quarantine                 */
+    uint64_t skewed;           /* samples, events, JOB_END times refused as
+                                  beyond the clock-skew bound (job.h)     */
+    uint64_t skewed_batches;   /* batches that had any (dead-letter copies) */
+    uint64_t scan_cap_hits;    /* advances cut short by the scan cap      */
+    uint64_t alerts_truncated; /* cut to max_alert_bytes               */
+    uint64_t jobs_quarantined; /* tw_router_quarantine                 */
     uint64_t messages_quarantined; /* tw_router_quarantine                 */
 } tw_router_stats;
 

@@ -176,9 +176,8 @@ int tw_producer_send(tw_producer *p, const char *topic, const char *key,
                      const tw_kafka_header *headers, size_t nheaders, char *err,
                      size_t errlen)
 {
-    return tw_producer_send_keyed(p, topic, key,
-                                  key != NULL ? strlen(key) : 0, value, len,
-                                  headers, nheaders, err, errlen);
+    return tw_producer_send_keyed(p, topic, key, key != NULL ? strlen(key) : 0,
+                                  value, len, headers, nheaders, err, errlen);
 }
 
 int tw_producer_send_keyed(tw_producer *p, const char *topic, const void *key,
@@ -231,8 +230,8 @@ int tw_producer_send_keyed(tw_producer *p, const char *topic, const void *key,
     }
 }
 
-int tw_producer_prepare_topic(tw_producer *p, const char *topic,
-                              int timeout_ms, char *err, size_t errlen)
+int tw_producer_prepare_topic(tw_producer *p, const char *topic, int timeout_ms,
+                              char *err, size_t errlen)
 {
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(p->rk, topic, NULL);
     if (rkt == NULL) {
@@ -319,9 +318,8 @@ static size_t tw_producer_conf_max_message(const rd_kafka_conf_t *conf)
 {
     char buf[32];
     size_t n = sizeof(buf);
-    if (conf == NULL ||
-        rd_kafka_conf_get(conf, "message.max.bytes", buf, &n) !=
-            RD_KAFKA_CONF_OK)
+    if (conf == NULL || rd_kafka_conf_get(conf, "message.max.bytes", buf, &n) !=
+                            RD_KAFKA_CONF_OK)
         return TW_PRODUCER_DEFAULT_MAX_MESSAGE;
     char *end;
     unsigned long long v = strtoull(buf, &end, 10);

@@ -57,8 +57,8 @@ int tw_producer_new(const char *bootstrap, const char *const *props,
  * round trip (and a cluster that auto-creates topics creates it now).
  * Returns 0 when the topic exists, or -1 with a sentence in err (unknown
  * topic, cluster unreachable); sending still works once it appears. */
-int tw_producer_prepare_topic(tw_producer *p, const char *topic,
-                              int timeout_ms, char *err, size_t errlen);
+int tw_producer_prepare_topic(tw_producer *p, const char *topic, int timeout_ms,
+                              char *err, size_t errlen);
 
 /* Queues one message; key may be NULL; headers may be NULL when nheaders
  * is 0. Waits (serving delivery reports) while librdkafka's queue is full,

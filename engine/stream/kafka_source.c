@@ -50,7 +50,8 @@ static int tw_source_cooperative(rd_kafka_t *rk)
     return p != NULL && strcmp(p, "COOPERATIVE") == 0;
 }
 
-static void tw_source_assign(tw_kafka_source *s, rd_kafka_topic_partition_list_t *pl)
+static void tw_source_assign(tw_kafka_source *s,
+                             rd_kafka_topic_partition_list_t *pl)
 {
     size_t n = (size_t)pl->cnt;
     tw_source_assigned *a = calloc(n ? n : 1, sizeof(*a));
@@ -119,7 +120,8 @@ static void tw_source_assign(tw_kafka_source *s, rd_kafka_topic_partition_list_t
     }
 }
 
-static void tw_source_revoke(tw_kafka_source *s, rd_kafka_topic_partition_list_t *pl)
+static void tw_source_revoke(tw_kafka_source *s,
+                             rd_kafka_topic_partition_list_t *pl)
 {
     size_t n = (size_t)pl->cnt;
     int32_t *parts = calloc(n ? n : 1, sizeof(*parts));
@@ -194,8 +196,8 @@ int tw_source_new(const tw_source_config *cfg, const tw_source_handler *h,
         tw_source_set(conf, "client.id",
                       cfg->client_id != NULL ? cfg->client_id : "trainwatch",
                       NULL, err, errlen) != 0 ||
-        tw_source_set(conf, "enable.auto.commit", "false", NULL, err,
-                      errlen) != 0 ||
+        tw_source_set(conf, "enable.auto.commit", "false", NULL, err, errlen) !=
+            0 ||
         tw_source_set(conf, "enable.auto.offset.store", "false", NULL, err,
                       errlen) != 0 ||
         tw_source_set(conf, "auto.offset.reset", "earliest", NULL, err,
@@ -279,8 +281,8 @@ void tw_source_release(tw_kafka_source *s, tw_source_msg *msg)
     msg->opaque_ = NULL;
 }
 
-int tw_source_commit(tw_kafka_source *s, const tw_source_commit_entry *e, size_t n,
-                     char *err, size_t errlen)
+int tw_source_commit(tw_kafka_source *s, const tw_source_commit_entry *e,
+                     size_t n, char *err, size_t errlen)
 {
     if (n == 0)
         return 0;
@@ -345,8 +347,7 @@ int tw_source_seek(tw_kafka_source *s, int32_t partition, int64_t offset,
                    char *err, size_t errlen)
 {
     rd_kafka_topic_partition_list_t *pl = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(pl, s->topic, partition)->offset =
-        offset;
+    rd_kafka_topic_partition_list_add(pl, s->topic, partition)->offset = offset;
     rd_kafka_error_t *e = rd_kafka_seek_partitions(s->rk, pl, 10000);
     rd_kafka_resp_err_t pe = pl->elems[0].err;
     rd_kafka_topic_partition_list_destroy(pl);

@@ -61,7 +61,8 @@ typedef struct tw_source_assigned {
 typedef struct tw_source_handler {
     void (*assign)(void *ud, tw_kafka_source *s, tw_source_assigned *parts,
                    size_t n);
-    void (*revoke)(void *ud, tw_kafka_source *s, const int32_t *parts, size_t n);
+    void (*revoke)(void *ud, tw_kafka_source *s, const int32_t *parts,
+                   size_t n);
     void *ud;
 } tw_source_handler;
 
@@ -95,8 +96,8 @@ typedef struct tw_source_commit_entry {
 } tw_source_commit_entry;
 
 /* Commits synchronously. 0, or -1 with err (e.g. not a member any more). */
-int tw_source_commit(tw_kafka_source *s, const tw_source_commit_entry *e, size_t n,
-                     char *err, size_t errlen);
+int tw_source_commit(tw_kafka_source *s, const tw_source_commit_entry *e,
+                     size_t n, char *err, size_t errlen);
 
 /* Backpressure: pause (1) or resume (0) fetching every partition assigned
  * now; partitions assigned while paused start paused. Callbacks (rebalance)

@@ -38,8 +38,7 @@ static tw_failure *tw_quarantine_find(const tw_quarantine *q, int32_t partition,
 static int tw_quarantine_add(tw_quarantine *q, int32_t partition,
                              int64_t offset, unsigned attempts)
 {
-    if (tw_grow((void **)&q->f, &q->cap, q->n + 1, sizeof(*q->f),
-                8) != TW_OK) {
+    if (tw_grow((void **)&q->f, &q->cap, q->n + 1, sizeof(*q->f), 8) != TW_OK) {
         return TW_ERR;
     }
     q->f[q->n++] = (tw_failure){partition, offset, attempts};

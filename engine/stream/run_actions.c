@@ -96,8 +96,8 @@ static int tw_ra_open_ledger(tw_run_actions *ra, const tw_config *cfg,
 }
 
 int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
-                       const char *results_dir, tw_run_actions **out,
-                       char *err, size_t errlen)
+                       const char *results_dir, tw_run_actions **out, char *err,
+                       size_t errlen)
 {
     *out = NULL;
     size_t total = 0;
@@ -120,8 +120,7 @@ int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
         if (ra->top[i].name == NULL || tw_ra_add_sub(ra, rule, i) != TW_OK)
             goto oom;
     }
-    if (results_dir != NULL &&
-        (ra->results_dir = strdup(results_dir)) == NULL)
+    if (results_dir != NULL && (ra->results_dir = strdup(results_dir)) == NULL)
         goto oom;
     if (tw_ra_open_ledger(ra, cfg, err, errlen) != TW_OK)
         goto fail;
@@ -202,8 +201,7 @@ static char *tw_ra_mail_text(const tw_alert_facts *a)
 }
 
 void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
-                          const char *json, size_t len,
-                          const tw_alert_facts *a)
+                          const char *json, size_t len, const tw_alert_facts *a)
 {
     /* Findings, and status changes to IssuesFound (a rule can reach it
      * without a finding, e.g. at its final scan), fire the rule's
@@ -252,8 +250,7 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
     }
     if (ra->results_dir != NULL) {
         tw_results_file_name(job, fname);
-        snprintf(report, sizeof(report), "%s/%s.json", ra->results_dir,
-                 fname);
+        snprintf(report, sizeof(report), "%s/%s.json", ra->results_dir, fname);
     }
     /* the webhook body: the alert exactly as published */
     char *body = strndup(json, len);

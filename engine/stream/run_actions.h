@@ -45,8 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "alert.h"
+#include "config.h"
 #include "job.h"
 
 typedef struct tw_run_actions tw_run_actions;
@@ -56,8 +56,8 @@ typedef struct tw_run_actions tw_run_actions;
  * cfg's rules (its rule names map alerts to configured rules). *out stays
  * NULL when no rule has actions (nothing to start). */
 int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
-                       const char *results_dir, tw_run_actions **out,
-                       char *err, size_t errlen);
+                       const char *results_dir, tw_run_actions **out, char *err,
+                       size_t errlen);
 
 /* One alert published by the router (its arguments as the router gives
  * them). Fires the configured actions on a finding or a status change to

@@ -32,8 +32,8 @@
 #include "ckpt_codec.h"
 #include "clock.h"
 #include "config_schema.h"
-#include "log.h"
 #include "hash.h"
+#include "log.h"
 
 enum { ENT_STR = 1, ENT_SET, ENT_MEMBER };
 
@@ -173,7 +173,8 @@ static mentry *key_find(memstore *m, const char *key, mentry ***pp)
     size_t klen = strlen(key);
     mentry **p;
     mentry *e = table_find(&m->keys, key, klen, hash_bytes(key, klen), &p);
-    if (e != NULL && e->expire_ms != 0 && e->expire_ms <= (tw_wall_us() / 1000)) {
+    if (e != NULL && e->expire_ms != 0 &&
+        e->expire_ms <= (tw_wall_us() / 1000)) {
         table_unlink(&m->keys, p);
         m->dirty = 1;
         return NULL;
@@ -238,8 +239,8 @@ static int encode_snapshot(memstore *m, tw_ckw *w)
         }
     }
     uint32_t crc = w->failed ? 0
-                              : (uint32_t)crc32(0L, tw_buf_data(w->b),
-                                                (uInt)tw_buf_len(w->b));
+                             : (uint32_t)crc32(0L, tw_buf_data(w->b),
+                                               (uInt)tw_buf_len(w->b));
     tw_ckw_bytes(w, "E", 1);
     wb_u64(w, records);
     wb_u32(w, crc);
@@ -797,8 +798,8 @@ static int mem_durable(const void *impl)
 }
 
 static const tw_store_vtable memory_vtable = {
-    "memory", mem_close, mem_ping,  mem_retry_in_ms, mem_commit,
-    mem_get,  mem_smembers, mem_ttl, mem_claim,      mem_durable};
+    "memory", mem_close,    mem_ping, mem_retry_in_ms, mem_commit,
+    mem_get,  mem_smembers, mem_ttl,  mem_claim,       mem_durable};
 
 int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
                          void **impl, char *err, size_t errlen)

@@ -125,8 +125,8 @@ static int txn_push(tw_store *s, tw_store_op_kind kind, const char *key,
 {
     if (s->txn_failed)
         return TW_ERR;
-    if (tw_grow((void **)&s->ops, &s->capops, s->nops + 1,
-                sizeof(*s->ops), 64) != TW_OK)
+    if (tw_grow((void **)&s->ops, &s->capops, s->nops + 1, sizeof(*s->ops),
+                64) != TW_OK)
         goto oom;
     tw_store_op *op = &s->ops[s->nops];
     memset(op, 0, sizeof(*op));

@@ -197,8 +197,7 @@ static int tw_replay_flush_held(tw_replay *r)
 }
 
 /* Publishes buf now, or holds it for --reorder; takes buf. */
-static int tw_replay_emit(tw_replay *r, uint8_t *buf, size_t len,
-                          int is_marker)
+static int tw_replay_emit(tw_replay *r, uint8_t *buf, size_t len, int is_marker)
 {
     if (!is_marker && r->drop_every > 0 &&
         ++r->data_emitted % r->drop_every == 0) {
@@ -720,8 +719,8 @@ static int64_t tw_replay_first_ts(const tw_folder *f)
 static int64_t tw_replay_latest_ts(const tw_folder *f)
 {
     int64_t t = f->latest_system_ts_us;
-    if (t == 0 || (f->latest_framework_ts_us != 0 &&
-                   f->latest_framework_ts_us < t))
+    if (t == 0 ||
+        (f->latest_framework_ts_us != 0 && f->latest_framework_ts_us < t))
         t = f->latest_framework_ts_us;
     return t;
 }
@@ -782,15 +781,14 @@ static void tw_replay_rmtmp(tw_replay *r)
     r->tmpdir = NULL;
 }
 
-int tw_replay_open(tw_replay *r, const char *brokers,
-                   const char *const *props, size_t nprops, const char *group,
-                   uint64_t max_lag, char *err, size_t errlen)
+int tw_replay_open(tw_replay *r, const char *brokers, const char *const *props,
+                   size_t nprops, const char *group, uint64_t max_lag,
+                   char *err, size_t errlen)
 {
     tw_strmap_init(&r->seq_index);
     tw_strmap_init(&r->file_index);
     r->start_mono_us = tw_mono_us();
-    if (tw_producer_new(brokers, props, nprops, &r->producer, err, errlen) !=
-        0)
+    if (tw_producer_new(brokers, props, nprops, &r->producer, err, errlen) != 0)
         return -1;
     r->trace = tw_trace_state_new();
     if (r->reorder > 1)

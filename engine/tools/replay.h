@@ -126,7 +126,7 @@ typedef struct tw_replay {
     double first_event_s; /* TW_RATE_SPEED: event time of the first batch */
     int have_first_event;
 
-    int64_t first_ts_us; /* of the listing, for JOB_START */
+    int64_t first_ts_us;  /* of the listing, for JOB_START */
     int64_t latest_ts_us; /* L of the last listing, for JOB_END */
     int64_t newest_event_us;
     int start_sent;
@@ -154,7 +154,7 @@ typedef struct tw_replay {
     struct tw_replay_held {
         uint8_t *buf;
         size_t len;
-    } *held;
+    } * held;
     size_t nheld;
     uint64_t published, duplicates;
     /* --drop-every / --key: losses and mis-keyed producers, for the
@@ -180,9 +180,9 @@ typedef struct tw_replay {
  * consumer group (max_lag bytes unread at most). props: librdkafka
  * "key=value" strings, the first one reserved for the caller's own use
  * (nprops includes it). 0, or -1 with err. */
-int tw_replay_open(tw_replay *r, const char *brokers,
-                   const char *const *props, size_t nprops, const char *group,
-                   uint64_t max_lag, char *err, size_t errlen);
+int tw_replay_open(tw_replay *r, const char *brokers, const char *const *props,
+                   size_t nprops, const char *group, uint64_t max_lag,
+                   char *err, size_t errlen);
 /* Publishes the folder (following it with r->follow), JOB_START first and
  * JOB_END last, and waits for delivery. 0, or -1 (logged). A signal stops
  * it with r->interrupted set (0 when everything sent was delivered). */

@@ -192,8 +192,8 @@ static tw_flow_part *tw_flow_part_get(tw_replay_flow *f, int32_t id)
         f->parts = np;
         f->capparts = cap;
     }
-    f->parts[f->nparts] = (tw_flow_part){
-        .id = id, .read_to = -1, .read_since_us = tw_mono_us()};
+    f->parts[f->nparts] =
+        (tw_flow_part){.id = id, .read_to = -1, .read_since_us = tw_mono_us()};
     return &f->parts[f->nparts++];
 }
 

@@ -61,8 +61,8 @@ static int create(const tw_host *host, const tw_params *p, void **state,
     return TW_OK;
 }
 
-static int scan(void *state, const tw_scan *s, tw_scan_result *out,
-                char *err, size_t errlen)
+static int scan(void *state, const tw_scan *s, tw_scan_result *out, char *err,
+                size_t errlen)
 {
     ceiling_rule *r = state;
     if (s->nseries > r->nstreak) {
@@ -221,8 +221,10 @@ static int restore(void *state, const void *data, size_t len, char *err,
     if (w.version != CEILING_CKPT_VERSION ||
         w.nstreak != (len - sizeof(w)) / sizeof(int64_t) ||
         (len - sizeof(w)) % sizeof(int64_t) != 0) {
-        snprintf(err, errlen, "checkpoint is not version %u or has a bad "
-                              "series count", CEILING_CKPT_VERSION);
+        snprintf(err, errlen,
+                 "checkpoint is not version %u or has a bad "
+                 "series count",
+                 CEILING_CKPT_VERSION);
         return TW_ERR;
     }
     int64_t *streak = NULL;

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "dmap.h"
-#include "trainwatch/finding.h"
 #include "fwagg.h"
 #include "ser.h"
+#include "trainwatch/finding.h"
 
 #define BNECK_MAX_DATAPOINTS 1000000u
 #define BNECK_SNAPSHOT_S 0.02
@@ -34,7 +34,7 @@ typedef struct bneck {
     double anchor;
     uint64_t datapoints;
     uint64_t low_gpu;
-    uint64_t nb;          /* len(bottlenecks) since the last reset        */
+    uint64_t nb; /* len(bottlenecks) since the last reset        */
     int64_t triggered;
     uint64_t low_gpu_reported; /* Details["low_gpu_utilization"]          */
 
@@ -43,15 +43,15 @@ typedef struct bneck {
      * s >= total - ring_cap. Reference: ring_cap grows without bound. */
     bneck_entry *ring;
     size_t ring_cap;
-    size_t ring_max;      /* fixed: max_report_entries; reference: 0 */
-    uint64_t total;       /* entries ever inserted since the last reset */
+    size_t ring_max; /* fixed: max_report_entries; reference: 0 */
+    uint64_t total;  /* entries ever inserted since the last reset */
 
-    tw_dmap index;        /* anchor -> seq (reference: all; fixed: recent) */
-    double *prev_anchor;  /* fixed: the previous scan's bottleneck anchors */
+    tw_dmap index;       /* anchor -> seq (reference: all; fixed: recent) */
+    double *prev_anchor; /* fixed: the previous scan's bottleneck anchors */
     uint64_t *prev_seq;
     size_t nprev, capprev;
 
-    tw_dmap g, c;         /* scan-local: anchor -> low GPU / high counts    */
+    tw_dmap g, c; /* scan-local: anchor -> low GPU / high counts    */
 
     /* For the finding (never for decisions): samples that made a
      * bottleneck snapshot, per node (index into tw_scan.nodes), and the
@@ -81,8 +81,7 @@ void tw_bneck_destroy(void *state)
 }
 
 int tw_bneck_create(const tw_bneck_kind *kind, const tw_host *host,
-                    const tw_params *p, void **state, char *err,
-                    size_t errlen)
+                    const tw_params *p, void **state, char *err, size_t errlen)
 {
     if (p->nvalues != TW_BNECK_P_COUNT) {
         snprintf(err, errlen, "%s: expected %d parameters", kind->rule_name,
@@ -206,8 +205,7 @@ static int note_nodes(bneck *b, const tw_scan *sc, double anchor)
         uint64_t *n = realloc(b->node_hits, sc->nnodes * sizeof(*n));
         if (n == NULL)
             return TW_ERR;
-        memset(n + b->nnode_hits, 0,
-               (sc->nnodes - b->nnode_hits) * sizeof(*n));
+        memset(n + b->nnode_hits, 0, (sc->nnodes - b->nnode_hits) * sizeof(*n));
         b->node_hits = n;
         b->nnode_hits = sc->nnodes;
     }
@@ -218,8 +216,8 @@ static int note_nodes(bneck *b, const tw_scan *sc, double anchor)
         if (s->series >= sc->nseries)
             continue;
         const tw_series *se = &sc->series[s->series];
-        int low = se->metric == TW_METRIC_GPU_UTIL &&
-                  s->value < b->gpu_threshold;
+        int low =
+            se->metric == TW_METRIC_GPU_UTIL && s->value < b->gpu_threshold;
         int high = !low && se->metric == b->kind->high_metric &&
                    s->value > b->high_threshold;
         if ((!low && !high) || tw_dmap_get(&b->index, anchor) == NULL)
@@ -249,8 +247,8 @@ int tw_bneck_scan(void *state, const tw_scan *sc, tw_scan_result *out,
     if (fixed(b)) {
         tw_dmap_clear(&b->index);
         for (size_t i = 0; i < b->nprev; i++) {
-            uint64_t *v = tw_dmap_put(&b->index, b->prev_anchor[i],
-                                      b->prev_seq[i], NULL);
+            uint64_t *v =
+                tw_dmap_put(&b->index, b->prev_anchor[i], b->prev_seq[i], NULL);
             if (v == NULL)
                 goto oom;
             *v = b->prev_seq[i];
@@ -407,7 +405,8 @@ int tw_bneck_report(void *state, tw_json *j)
     h->json_int(j, (int64_t)b->datapoints);
     h->json_key(j, "RuleParameters");
     char buf[512];
-    snprintf(buf, sizeof(buf), "threshold:%s\n%s:%s\ngpu_threshold:%s\npatience:%s",
+    snprintf(buf, sizeof(buf),
+             "threshold:%s\n%s:%s\ngpu_threshold:%s\npatience:%s",
              b->param_text[TW_BNECK_P_THRESHOLD], b->kind->high_label,
              b->param_text[TW_BNECK_P_HIGH], b->param_text[TW_BNECK_P_GPU],
              b->param_text[TW_BNECK_P_PATIENCE]);
@@ -442,9 +441,8 @@ int tw_bneck_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
         f->first_us = (int64_t)(b->first_anchor * 1e6);
         f->last_us = (int64_t)(b->last_anchor * 1e6);
     }
-    double ratio = b->datapoints > 0
-                       ? (double)b->nb / (double)b->datapoints * 100.0
-                       : 0.0;
+    double ratio =
+        b->datapoints > 0 ? (double)b->nb / (double)b->datapoints * 100.0 : 0.0;
     f->value = ratio;
     f->limit = b->threshold;
     snprintf(f->unit, sizeof(f->unit), "%%");
@@ -453,16 +451,15 @@ int tw_bneck_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                          "I/O: training is held back by reading data."
                        : "The GPUs sat idle while CPU cores were saturated: "
                          "training is held back by work on the CPU.");
-    tw_finding_text(f->magnitude,
-                    "GPU below %s %% while a core's %s was above %s %% (up "
-                    "to %llu %%) in %.1f %% of %llu snapshots (%llu bottlenecks); the "
-                    "rule fires above %s %%",
-                    b->param_text[TW_BNECK_P_GPU], what,
-                    b->param_text[TW_BNECK_P_HIGH],
-                    (unsigned long long)b->high_peak_pct, ratio,
-                    (unsigned long long)b->datapoints,
-                    (unsigned long long)b->nb,
-                    b->param_text[TW_BNECK_P_THRESHOLD]);
+    tw_finding_text(
+        f->magnitude,
+        "GPU below %s %% while a core's %s was above %s %% (up "
+        "to %llu %%) in %.1f %% of %llu snapshots (%llu bottlenecks); the "
+        "rule fires above %s %%",
+        b->param_text[TW_BNECK_P_GPU], what, b->param_text[TW_BNECK_P_HIGH],
+        (unsigned long long)b->high_peak_pct, ratio,
+        (unsigned long long)b->datapoints, (unsigned long long)b->nb,
+        b->param_text[TW_BNECK_P_THRESHOLD]);
     tw_finding_text(
         f->recommendation, "%s",
         io ? "Feed the GPUs faster from storage: copy the data set to local "
@@ -557,8 +554,7 @@ int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
     uint64_t total = tw_deser_u64(&d);
     uint64_t first = tw_deser_u64(&d);
     if (first > total || (total - first) > d.left / 16 ||
-        (fixed(b) && total - first > b->ring_max) ||
-        (!fixed(b) && first != 0))
+        (fixed(b) && total - first > b->ring_max) || (!fixed(b) && first != 0))
         tw_deser_fail(&d);
     free(b->ring);
     b->ring = NULL;

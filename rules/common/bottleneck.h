@@ -67,19 +67,34 @@ enum {
  * describe the rule's own threshold ("cpu_threshold", "90", ...). It may be
  * -1 (every sample is high): RULES.md §6.3's TRIGGER_ALL preset passes
  * io_threshold=-1. */
-#define TW_BNECK_PARAMS_INIT(high_name, high_default, high_help)             \
-    {                                                                        \
-        {"threshold", TW_PARAM_DOUBLE, "50", 0, 100,                         \
-         "% of snapshots that must be bottlenecks for the rule to fire"},    \
-            {"gpu_threshold", TW_PARAM_DOUBLE, "10", 0, 100,                 \
-             "% - a GPU utilisation sample below this is low"},              \
-            {high_name, TW_PARAM_DOUBLE, high_default, -1, 100, high_help},  \
-            {"patience", TW_PARAM_INT, "1000", 0, 1e15,                      \
-             "evaluate only when more than this many snapshots were seen"},  \
-            {"max_report_entries", TW_PARAM_INT,                             \
-             TW_BNECK_DEFAULT_MAX_REPORT, 1, 1000000,                        \
-             "fixed semantics: newest bottleneck entries kept in the "       \
-             "report (reference keeps all)"},                                \
+#define TW_BNECK_PARAMS_INIT(high_name, high_default, high_help)               \
+    {                                                                          \
+        {"threshold",                                                          \
+         TW_PARAM_DOUBLE,                                                      \
+         "50",                                                                 \
+         0,                                                                    \
+         100,                                                                  \
+         "% of snapshots that must be bottlenecks for the rule to fire"},      \
+            {"gpu_threshold",                                                  \
+             TW_PARAM_DOUBLE,                                                  \
+             "10",                                                             \
+             0,                                                                \
+             100,                                                              \
+             "% - a GPU utilisation sample below this is low"},                \
+            {high_name, TW_PARAM_DOUBLE, high_default, -1, 100, high_help},    \
+            {"patience",                                                       \
+             TW_PARAM_INT,                                                     \
+             "1000",                                                           \
+             0,                                                                \
+             1e15,                                                             \
+             "evaluate only when more than this many snapshots were seen"},    \
+            {"max_report_entries",                                             \
+             TW_PARAM_INT,                                                     \
+             TW_BNECK_DEFAULT_MAX_REPORT,                                      \
+             1,                                                                \
+             1000000,                                                          \
+             "fixed semantics: newest bottleneck entries kept in the "         \
+             "report (reference keeps all)"},                                  \
     }
 
 typedef struct tw_bneck_kind {
@@ -91,8 +106,7 @@ typedef struct tw_bneck_kind {
 /* The callbacks of tw_rule_descriptor, for either rule. `kind` must
  * outlive the instance (a static const in the rule file). */
 int tw_bneck_create(const tw_bneck_kind *kind, const tw_host *host,
-                    const tw_params *p, void **state, char *err,
-                    size_t errlen);
+                    const tw_params *p, void **state, char *err, size_t errlen);
 int tw_bneck_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                   char *err, size_t errlen);
 int tw_bneck_report(void *state, tw_json *j);

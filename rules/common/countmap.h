@@ -48,15 +48,15 @@
 #define TW_COUNTMAP_DEFAULT_CAP 10001u
 
 typedef struct tw_countmap {
-    tw_dmap map;      /* key -> count                                     */
-    uint64_t n;       /* values added (NaNs excluded)                     */
+    tw_dmap map; /* key -> count                                     */
+    uint64_t n;  /* values added (NaNs excluded)                     */
     uint64_t nnan;
-    double min, max;  /* exact, even after coarsening                     */
-    size_t max_keys;  /* 0 = no cap                                       */
-    double quantum;   /* 0 = exact keys; else keys are multiples of it    */
+    double min, max; /* exact, even after coarsening                     */
+    size_t max_keys; /* 0 = no cap                                       */
+    double quantum;  /* 0 = exact keys; else keys are multiples of it    */
     /* lazily rebuilt sorted view */
     double *skeys;
-    uint64_t *cum;    /* cum[i] = number of values <= skeys[i]            */
+    uint64_t *cum; /* cum[i] = number of values <= skeys[i]            */
     size_t scap;
     size_t sn;
     int keys_dirty;   /* a key was added since the view was built         */

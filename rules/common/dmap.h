@@ -27,8 +27,8 @@ typedef struct tw_dmap {
     tw_dmap_entry *ent; /* n used, cap allocated; insertion order */
     size_t n;
     size_t cap;
-    uint32_t *slots;    /* entry index + 1; 0 = empty                  */
-    size_t nslots;      /* power of two (or 0)                          */
+    uint32_t *slots; /* entry index + 1; 0 = empty                  */
+    size_t nslots;   /* power of two (or 0)                          */
 } tw_dmap;
 
 void tw_dmap_init(tw_dmap *m);

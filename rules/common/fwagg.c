@@ -334,17 +334,17 @@ static void write_ratio(const tw_fwagg *a, const tw_host *h, tw_json *j)
                 /* totals: GPU phases then CPU phases (the swap quirk) */
                 size = i < gpu->n ? &gpu->ent[i] : &cpu->ent[i - gpu->n];
             h->json_key(j, label->key);
-            h->json_double(j, share(size->sub != NULL ? tw_smap_sum(size->sub)
-                                                      : 0,
-                                    total));
+            h->json_double(
+                j,
+                share(size->sub != NULL ? tw_smap_sum(size->sub) : 0, total));
         }
     }
     h->json_object_end(j);
 }
 
 /* filter_events(ops, 2): shares (want_times = 0) or raw totals (1). */
-static int write_filtered(const tw_smap *ops, int want_times,
-                          const tw_host *h, tw_json *j)
+static int write_filtered(const tw_smap *ops, int want_times, const tw_host *h,
+                          tw_json *j)
 {
     tw_smap merged;
     tw_smap_init(&merged);
@@ -471,8 +471,8 @@ int tw_fwagg_write_key(const tw_fwagg *a, unsigned id, const tw_host *h,
 }
 
 void tw_fwagg_write_details(const tw_fwagg *a, const tw_keyorder *ko,
-                            const tw_host *h, tw_json *j,
-                            tw_details_own_fn own, void *ctx)
+                            const tw_host *h, tw_json *j, tw_details_own_fn own,
+                            void *ctx)
 {
     for (unsigned i = 0; i < ko->n; i++) {
         unsigned id = ko->id[i];

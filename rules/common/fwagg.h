@@ -98,8 +98,8 @@ enum {
 
 typedef struct tw_fwagg {
     tw_semantics semantics;
-    tw_smap cpu_ops;  /* phase -> name -> µs */
-    tw_smap gpu_ops;  /* phase -> name -> µs */
+    tw_smap cpu_ops; /* phase -> name -> µs */
+    tw_smap gpu_ops; /* phase -> name -> µs */
     tw_smap step_phases;
     tw_smap forward;
     tw_smap backward;
@@ -134,8 +134,8 @@ int tw_fwagg_write_key(const tw_fwagg *a, unsigned id, const tw_host *h,
  * own ids through `own(ctx, id, j)`, which writes key and value. */
 typedef void (*tw_details_own_fn)(void *ctx, unsigned id, tw_json *j);
 void tw_fwagg_write_details(const tw_fwagg *a, const tw_keyorder *ko,
-                            const tw_host *h, tw_json *j,
-                            tw_details_own_fn own, void *ctx);
+                            const tw_host *h, tw_json *j, tw_details_own_fn own,
+                            void *ctx);
 
 size_t tw_fwagg_memory(const tw_fwagg *a);
 void tw_fwagg_save(const tw_fwagg *a, tw_ser *s);

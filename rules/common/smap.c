@@ -133,8 +133,8 @@ int64_t tw_smap_sum(const tw_smap *m)
 
 size_t tw_smap_memory(const tw_smap *m)
 {
-    size_t b = m->cap * sizeof(*m->ent) + m->nslots * sizeof(*m->slots) +
-               m->keybytes;
+    size_t b =
+        m->cap * sizeof(*m->ent) + m->nslots * sizeof(*m->slots) + m->keybytes;
     for (size_t i = 0; i < m->n; i++)
         if (m->ent[i].sub != NULL)
             b += sizeof(tw_smap) + tw_smap_memory(m->ent[i].sub);

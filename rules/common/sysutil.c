@@ -163,7 +163,7 @@ int tw_namemap_add(tw_namemap *m, const char *key, uint32_t *idx, int *added)
         strmap_rehash(m, m->nslots ? m->nslots * 2 : 16) != TW_OK)
         return TW_ERR;
     if (tw_sys_grow((void **)&m->keys, sizeof(char *), &m->keys_cap,
-                m->count + 1) != TW_OK)
+                    m->count + 1) != TW_OK)
         return TW_ERR;
     char *copy = NULL;
     if (key != NULL) {

@@ -53,11 +53,11 @@ int tw_dring_load(tw_dring *r, tw_deser *d);
  * which rules cannot use: rules build against plugin.h only) ---------- */
 
 typedef struct tw_namemap {
-    char **keys;      /* insertion order; NULL entry = the None key */
+    char **keys; /* insertion order; NULL entry = the None key */
     uint32_t count;
     uint32_t keys_cap;
-    uint32_t *slots;  /* open addressing: index + 1, 0 = empty */
-    uint32_t nslots;  /* power of two */
+    uint32_t *slots; /* open addressing: index + 1, 0 = empty */
+    uint32_t nslots; /* power of two */
 } tw_namemap;
 
 void tw_namemap_init(tw_namemap *m);
@@ -73,13 +73,13 @@ int tw_namemap_load(tw_namemap *m, tw_deser *d); /* into an empty map */
 /* ---- (node, name) series table ------------------------------------ */
 
 typedef struct tw_seriestab {
-    tw_namemap keys;     /* "<node>\x1f<name>" (or "<node>\x1e" for a None
-                           name) -> dense id, first-seen order           */
-    tw_namemap nodes;    /* node ids, first-seen order within this table */
-    uint32_t *node_of;  /* dense id -> index in `nodes`                 */
+    tw_namemap keys;   /* "<node>\x1f<name>" (or "<node>\x1e" for a None
+                         name) -> dense id, first-seen order           */
+    tw_namemap nodes;  /* node ids, first-seen order within this table */
+    uint32_t *node_of; /* dense id -> index in `nodes`                 */
     uint32_t node_cap;
-    uint32_t *cache;    /* host series id -> dense id + 1; 0 = unknown,
-                           UINT32_MAX = not in this table               */
+    uint32_t *cache; /* host series id -> dense id + 1; 0 = unknown,
+                        UINT32_MAX = not in this table               */
     uint32_t cache_cap;
 } tw_seriestab;
 

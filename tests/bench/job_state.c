@@ -143,8 +143,7 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-static int report(const bench *be, tw_job *j, const char *label,
-                  tw_batch *next)
+static int report(const bench *be, tw_job *j, const char *label, tw_batch *next)
 {
     char err[1024];
     parts p;
@@ -261,8 +260,9 @@ int main(int argc, char **argv)
             reps = atoi(optarg);
             break;
         default:
-            fprintf(stderr, "usage: bench_job_state [--preset NAME] [--nodes N] "
-                            "[--duration S] [--seed N] [--reps N]\n");
+            fprintf(stderr,
+                    "usage: bench_job_state [--preset NAME] [--nodes N] "
+                    "[--duration S] [--seed N] [--reps N]\n");
             return 2;
         }
     }

@@ -89,8 +89,10 @@ static tw_batch *make_batch(const bench_opts *o, unsigned node, uint64_t seq,
                 v = s % 2 == 0 ? (bottleneck ? uniform(0, 8) : uniform(60, 100))
                                : uniform(30, 40);
             else
-                v = bottleneck && s % 4 == 0 ? uniform(91, 100) : uniform(5, 60);
-            v = (double)(int64_t)(v * 100) / 100; /* two decimals, like the agent */
+                v = bottleneck && s % 4 == 0 ? uniform(91, 100)
+                                             : uniform(5, 60);
+            v = (double)(int64_t)(v * 100) /
+                100; /* two decimals, like the agent */
             b->samples[k].ts = t + (s < (size_t)o->gpus * 2 ? 0.001 : 0.004);
             b->samples[k].value = v;
             b->samples[k].series = (uint32_t)s;
@@ -112,8 +114,9 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    bench_opts o = {10000000ull, 16, 8, 32, 10,
-                    "LowGPUUtilization,CPUBottleneck", TW_SEMANTICS_FIXED};
+    bench_opts o = {
+        10000000ull,       16, 8, 32, 10, "LowGPUUtilization,CPUBottleneck",
+        TW_SEMANTICS_FIXED};
     static const struct option opts[] = {
         {"samples", required_argument, NULL, 'n'},
         {"nodes", required_argument, NULL, 'N'},

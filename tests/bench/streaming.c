@@ -38,9 +38,9 @@
  * The broker runs inside this process (kafka_broker.h).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,8 +110,9 @@ static void check_alive(pid_t pid, const char *log)
 {
     int st;
     if (waitpid(pid, &st, WNOHANG) == pid) {
-        fprintf(stderr, "bench_streaming: trainwatch run exited early; see "
-                        "%s\n",
+        fprintf(stderr,
+                "bench_streaming: trainwatch run exited early; see "
+                "%s\n",
                 log);
         exit(1);
     }
@@ -208,7 +209,8 @@ static rd_kafka_t *consumer(const char *bootstrap)
 
 static void assign_all(rd_kafka_t *rk, const char *topic, int parts)
 {
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(parts);
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new(parts);
     for (int p = 0; p < parts; p++)
         rd_kafka_topic_partition_list_add(l, topic, p)->offset =
             RD_KAFKA_OFFSET_BEGINNING;
@@ -276,9 +278,8 @@ int main(int argc, char **argv)
     static char state_yaml[8192];
     if (state_file != NULL) {
         FILE *sf = fopen(state_file, "r");
-        size_t n = sf != NULL ? fread(state_yaml, 1, sizeof(state_yaml) - 1,
-                                      sf)
-                              : 0;
+        size_t n =
+            sf != NULL ? fread(state_yaml, 1, sizeof(state_yaml) - 1, sf) : 0;
         if (sf == NULL || ferror(sf) || !feof(sf))
             die("--state: cannot read the file (at most 8 KiB)");
         fclose(sf);
@@ -293,7 +294,9 @@ int main(int argc, char **argv)
                                 {"bench.live", 4},
                                 {"bench.live.alerts", 4},
                                 {"trainwatch.deadletter", 1}};
-    tw_broker_opts bo = {.brokers = 1, .port = 0, .topics = topics,
+    tw_broker_opts bo = {.brokers = 1,
+                         .port = 0,
+                         .topics = topics,
                          .ntopics = sizeof(topics) / sizeof(topics[0])};
     tw_broker *broker;
     char err[512];
@@ -301,15 +304,16 @@ int main(int argc, char **argv)
         die(err);
     const char *bs = tw_broker_bootstrap(broker);
 
-    /* ---- 1. throughput ---------------------------------------------------- */
+    /* ---- 1. throughput ----------------------------------------------------
+     */
     static char idbuf[MAX_JOBS][32];
     const char *ids[MAX_JOBS];
     int taken[MAX_JOBS] = {0}, found = 0;
     for (int k = 0; found < njobs && k < 100000; k++) {
         char id[32];
         snprintf(id, sizeof(id), "bench-%d", k);
-        int p = (int)(crc32(0, (const Bytef *)id, (uInt)strlen(id)) %
-                      (uLong)njobs);
+        int p =
+            (int)(crc32(0, (const Bytef *)id, (uInt)strlen(id)) % (uLong)njobs);
         if (taken[p])
             continue;
         taken[p] = 1;
@@ -416,7 +420,8 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
 
-    /* ---- 2. alert latency -------------------------------------------------- */
+    /* ---- 2. alert latency --------------------------------------------------
+     */
     sh("'%s' synth %s/cpu --preset cpu_bottleneck --nodes 2 --duration 10m "
        ">/dev/null 2>&1",
        tw, work);

@@ -19,7 +19,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +36,8 @@
 static void test_helpers(void **st)
 {
     (void)st;
-    const double bad[] = {NAN, INFINITY, -INFINITY, 1e300, -1e300, 9.3e9,
-                          -9.3e9};
+    const double bad[] = {NAN,    INFINITY, -INFINITY, 1e300,
+                          -1e300, 9.3e9,    -9.3e9};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t v = 42;
         assert_false(tw_time_s_to_ns(bad[i], &v));
@@ -60,12 +62,11 @@ static void test_helpers(void **st)
 /* 2 nodes, one sample a second for 5 minutes from T0, plus the bad times
  * in the middle of node a's batch. */
 #define T0 1700000000.0
-static const double bad_ts[] = {NAN, INFINITY, -INFINITY, 1e300, -1e300,
-                                 9.3e9};
+static const double bad_ts[] = {NAN, INFINITY, -INFINITY, 1e300, -1e300, 9.3e9};
 #define NBAD (sizeof(bad_ts) / sizeof(bad_ts[0]))
 
-static tw_batch *batch_of(const char *node, uint64_t seq, double from,
-                          size_t n, int with_bad)
+static tw_batch *batch_of(const char *node, uint64_t seq, double from, size_t n,
+                          int with_bad)
 {
     tw_batch *b = tw_batch_new();
     assert_non_null(b);
@@ -107,8 +108,8 @@ static tw_batch *via_wire(tw_batch *b)
     return out;
 }
 
-static void run_job(int external, int wire, uint64_t *samples,
-                    uint64_t *skewed, uint64_t *scans)
+static void run_job(int external, int wire, uint64_t *samples, uint64_t *skewed,
+                    uint64_t *scans)
 {
     tw_registry *reg = tw_registry_new();
     assert_non_null(reg);

@@ -24,7 +24,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +38,8 @@
 
 /* One batch: `n` samples one second apart from `from`, plus `extra` (if
  * not 0) after the first. */
-static tw_batch *batch_of(const char *node, uint64_t seq, double from,
-                          size_t n, double extra)
+static tw_batch *batch_of(const char *node, uint64_t seq, double from, size_t n,
+                          double extra)
 {
     tw_batch *b = tw_batch_new();
     assert_non_null(b);
@@ -82,9 +84,9 @@ static void open_job(job_fixture *f, const tw_job_config *cfg)
     f->reg = tw_registry_new();
     assert_non_null(f->reg);
     char err[256];
-    assert_int_equal(tw_job_new("j", cfg, f->reg, NULL, 0, &f->job, err,
-                                sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_job_new("j", cfg, f->reg, NULL, 0, &f->job, err, sizeof(err)),
+        TW_OK);
 }
 
 static void close_job(job_fixture *f, tw_job_stats *st)
@@ -139,9 +141,9 @@ static void test_real_jump_accepted(void **state)
     open_job(&f, &cfg);
     uint64_t seq = 1;
     for (int m = 0; m < 10; m++)
-        assert_int_equal(tw_job_ingest(f.job, batch_of("a", seq++,
-                                                       T0 + 60.0 * m, 60, 0)),
-                         TW_OK);
+        assert_int_equal(
+            tw_job_ingest(f.job, batch_of("a", seq++, T0 + 60.0 * m, 60, 0)),
+            TW_OK);
     tw_job_stats st;
     tw_job_get_stats(f.job, &st);
     uint64_t scans_before = st.scans;
@@ -158,7 +160,6 @@ static void test_real_jump_accepted(void **state)
     close_job(&f, &st);
     assert_int_equal(st.late_samples, 0);
 }
-
 
 /* One node: a minute of data, then one batch 30 minutes later, then
  * JOB_END with latest time `latest`; `arm` (if any) stops the finish at

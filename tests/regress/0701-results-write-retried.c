@@ -11,8 +11,8 @@
  * the failure is counted (results_failures) and the results held
  * (results_pending); one WARN names the job however often the write fails;
  * once the folder is writable again the next tw_router_expire after the
- * backoff writes the file (results_retries counted, nothing pending). Tests run as root, which
- * ignores permission bits, so "read-only" is not used. */
+ * backoff writes the file (results_retries counted, nothing pending). Tests run
+ * as root, which ignores permission bits, so "read-only" is not used. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

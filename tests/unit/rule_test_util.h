@@ -51,11 +51,11 @@ static inline int rt_bits_eq(double a, double b)
     return memcmp(&a, &b, sizeof(a)) == 0;
 }
 
-#define rt_assert_bits(got, want)                                            \
-    do {                                                                     \
-        double rt_g_ = (got), rt_w_ = (want);                                \
-        if (!rt_bits_eq(rt_g_, rt_w_))                                       \
-            fail_msg("%s = %.17g, want %.17g", #got, rt_g_, rt_w_);         \
+#define rt_assert_bits(got, want)                                              \
+    do {                                                                       \
+        double rt_g_ = (got), rt_w_ = (want);                                  \
+        if (!rt_bits_eq(rt_g_, rt_w_))                                         \
+            fail_msg("%s = %.17g, want %.17g", #got, rt_g_, rt_w_);            \
     } while (0)
 
 /* ---- a job's series table and nodes ------------------------------------ */
@@ -164,10 +164,10 @@ static inline tw_fw_event rt_event(const char *name, const char *phase,
 
 /* Scan k over [start_us, end_us] with the job's series/nodes so far. The
  * rule clock is start_us; F is taken as start_us - k * (end - start). */
-static inline tw_scan rt_job_scan(const rt_job *j, uint64_t k,
-                                  int64_t start_us, int64_t end_us,
-                                  const tw_sample *samples, size_t nsamples,
-                                  const tw_fw_event *events, size_t nevents)
+static inline tw_scan rt_job_scan(const rt_job *j, uint64_t k, int64_t start_us,
+                                  int64_t end_us, const tw_sample *samples,
+                                  size_t nsamples, const tw_fw_event *events,
+                                  size_t nevents)
 {
     tw_scan s;
     memset(&s, 0, sizeof(s));
@@ -311,7 +311,8 @@ static inline json_t *rt_jget(json_t *obj, ...)
 }
 
 /* Number at a path (fails the test when missing or not a number). */
-#define rt_jnum(obj, ...) rt_jnum_(rt_jget((obj), __VA_ARGS__, NULL), #__VA_ARGS__)
+#define rt_jnum(obj, ...)                                                      \
+    rt_jnum_(rt_jget((obj), __VA_ARGS__, NULL), #__VA_ARGS__)
 static inline double rt_jnum_(json_t *v, const char *path)
 {
     if (v == NULL || !json_is_number(v))
@@ -326,7 +327,8 @@ static inline const char *rt_jkeys(json_t *obj, char *buf, size_t len)
     const char *k;
     json_t *v;
     size_t used = 0;
-    json_object_foreach(obj, k, v) {
+    json_object_foreach(obj, k, v)
+    {
         (void)v;
         int w = snprintf(buf + used, len - used, "%s%s", used ? "," : "", k);
         if (w < 0 || (size_t)w >= len - used)

@@ -382,13 +382,14 @@ static void test_run_actions_sms_from_finding(void **st)
     f.finding.nnames = 1;
     f.finding.ninvolved = 1;
     /* 2-byte characters so that a cut at 160 bytes would split one */
-    snprintf(f.finding.summary, sizeof(f.finding.summary),
-             "The GPUs idled while the cores were saturated: "
-             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
-             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
-             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
-             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
-             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9 end.");
+    snprintf(
+        f.finding.summary, sizeof(f.finding.summary),
+        "The GPUs idled while the cores were saturated: "
+        "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+        "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+        "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+        "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+        "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9 end.");
     tw_run_actions_alert(ra, "job-fnd", "alert-9", "{}", 2, &f);
     /* a status alert other than IssuesFound fires nothing */
     tw_alert_facts quiet = f;

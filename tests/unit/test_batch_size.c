@@ -19,8 +19,8 @@ static void bs_job_init(bs_job *b, const char *node)
     b->c0 = rt_job_series(&b->job, node, "cpu", "cpu0", "CPUUtilization");
     b->c1 = rt_job_series(&b->job, node, "cpu", "cpu1", "CPUUtilization");
     b->g0u = rt_job_series(&b->job, node, "gpu", "gpu0", "GPUUtilization");
-    b->g0m = rt_job_series(&b->job, node, "gpu", "gpu0",
-                           "GPUMemoryUtilization");
+    b->g0m =
+        rt_job_series(&b->job, node, "gpu", "gpu0", "GPUMemoryUtilization");
 }
 
 /* One sampling round at ts: both cores at cpu, gpu0 util and memory. */
@@ -80,12 +80,12 @@ static void test_worked_example_reference(void **state)
     assert_true(r->condition_met);
     json_t *rep = rt_report(e);
     char keys[128];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys,
-                                 sizeof(keys)),
-                        "algo-1,last_timestamp");
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL),
-                                 keys, sizeof(keys)),
-                        "cpu,gpu0,gpu0_memory");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "algo-1,last_timestamp");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL), keys, sizeof(keys)),
+        "cpu,gpu0,gpu0_memory");
     const double cpu[6] = {17.5, 25.0, 32.5, 38.5, 40.0, 10.0};
     const double gpu[6] = {5.75, 6.5, 7.25, 7.85, 8.0, 5.0};
     const double mem[6] = {57.5, 60.5, 61.25, 61.85, 62.0, 50.0};
@@ -93,10 +93,9 @@ static void test_worked_example_reference(void **state)
     check_box(rt_jget(rep, "Details", "algo-1", "gpu0", NULL), gpu);
     check_box(rt_jget(rep, "Details", "algo-1", "gpu0_memory", NULL), mem);
     assert_int_equal((int64_t)rt_jnum(rep, "Details", "last_timestamp"), 0);
-    assert_string_equal(
-        json_string_value(rt_jget(rep, "RuleParameters", NULL)),
-        "cpu_threshold_p95:70\ngpu_threshold_p95:70\n"
-        "gpu_memory_threshold_p95:70\npatience:2\nwindow:3");
+    assert_string_equal(json_string_value(rt_jget(rep, "RuleParameters", NULL)),
+                        "cpu_threshold_p95:70\ngpu_threshold_p95:70\n"
+                        "gpu_memory_threshold_p95:70\npatience:2\nwindow:3");
     json_decref(rep);
     rt_env_free(e);
 }
@@ -122,15 +121,17 @@ static void test_threshold_boundary(void **state)
         const char *key, *val;
         int64_t want;
     } cases[] = {
-        {"cpu_threshold_p95", "50", 0}, {"cpu_threshold_p95", "50.01", 1},
-        {"gpu_threshold_p95", "20", 0}, {"gpu_threshold_p95", "20.01", 1},
+        {"cpu_threshold_p95", "50", 0},
+        {"cpu_threshold_p95", "50.01", 1},
+        {"gpu_threshold_p95", "20", 0},
+        {"gpu_threshold_p95", "20.01", 1},
         {"gpu_memory_threshold_p95", "30", 0},
         {"gpu_memory_threshold_p95", "30.01", 1},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"patience", "0", "window", "2", cases[c].key,
-                            cases[c].val, NULL};
+        const char *kv[] = {"patience",   "0",          "window", "2",
+                            cases[c].key, cases[c].val, NULL};
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
         bs_job b;
         bs_job_init(&b, "algo-1");
@@ -158,8 +159,7 @@ static void test_patience_and_window_boundary(void **state)
         rt_env *e = rt_env_new();
         const char *kv[] = {"patience", cases[c].patience, "window",
                             cases[c].window, NULL};
-        assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv),
-                         TW_OK);
+        assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
         bs_job b;
         bs_job_init(&b, "algo-1");
         tw_sample s[12];
@@ -202,15 +202,15 @@ static void test_cores_union_divisor(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"patience", "0", "window", "1",
+    const char *kv[] = {"patience",          "0",   "window", "1",
                         "cpu_threshold_p95", "100", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     bs_job b;
     bs_job_init(&b, "algo-1");
-    uint32_t d0 = rt_job_series(&b.job, "algo-2", "cpu", "cpu0",
-                                "CPUUtilization");
-    uint32_t d2 = rt_job_series(&b.job, "algo-2", "cpu", "cpu2",
-                                "CPUUtilization");
+    uint32_t d0 =
+        rt_job_series(&b.job, "algo-2", "cpu", "cpu0", "CPUUtilization");
+    uint32_t d2 =
+        rt_job_series(&b.job, "algo-2", "cpu", "cpu2", "CPUUtilization");
     tw_sample s[16];
     size_t n = 0;
     for (int i = 0; i < 2; i++)
@@ -240,8 +240,8 @@ static void test_gpu_without_memory(void **state)
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         bs_job b;
         bs_job_init(&b, "algo-1");
-        uint32_t g1 = rt_job_series(&b.job, "algo-1", "gpu", "gpu1",
-                                    "GPUUtilization");
+        uint32_t g1 =
+            rt_job_series(&b.job, "algo-1", "gpu", "gpu1", "GPUUtilization");
         tw_sample s[16];
         size_t n = 0;
         for (int i = 0; i < 2; i++) {
@@ -268,8 +268,8 @@ static void test_cpu_only_job(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t c0 = rt_job_series(&job, "algo-1", "cpu", "cpu0",
-                                "CPUUtilization");
+    uint32_t c0 =
+        rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
     tw_sample s[3] = {rt_sample(1, 5, c0), rt_sample(2, 5, c0),
                       rt_sample(3, 5, c0)};
     const tw_scan_result *r = run_scan(e, &job, 0, s, 3);

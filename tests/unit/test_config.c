@@ -4,7 +4,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,24 +99,23 @@ static void expect_error(const char *text, const char *want_line,
 static void test_errors(void **st)
 {
     (void)st;
-    expect_error("rules:\n  - name: A\n    paramters: {x: 1}\n", ":3:",
-                 "unknown key 'paramters'");
-    expect_error("tick: soon\nrules:\n  - name: A\n", ":1:",
-                 "'soon' is not a duration");
-    expect_error("semantics: exact\nrules:\n  - name: A\n", ":1:",
-                 "'exact' is not 'fixed' or 'reference'");
+    expect_error("rules:\n  - name: A\n    paramters: {x: 1}\n",
+                 ":3:", "unknown key 'paramters'");
+    expect_error("tick: soon\nrules:\n  - name: A\n",
+                 ":1:", "'soon' is not a duration");
+    expect_error("semantics: exact\nrules:\n  - name: A\n",
+                 ":1:", "'exact' is not 'fixed' or 'reference'");
     expect_error("rules: []\n", ":1:", "'rules' is empty");
     expect_error("kafka: [a]\n", ":1:", "'kafka' must be a mapping");
-    expect_error("rules:\n  - name: A\n    actions: {type: email}\n", ":3:",
-                 "key 'actions' of rule 'A' must be a list");
-    expect_error("rules:\n  - parameters: {a: 1}\n", ":2:",
-                 "needs 'name'");
-    expect_error("rules:\n  - name: A\n    parameters: {a: [1, 2]}\n", ":3:",
-                 "parameter 'a' must be a plain value");
+    expect_error("rules:\n  - name: A\n    actions: {type: email}\n",
+                 ":3:", "key 'actions' of rule 'A' must be a list");
+    expect_error("rules:\n  - parameters: {a: 1}\n", ":2:", "needs 'name'");
+    expect_error("rules:\n  - name: A\n    parameters: {a: [1, 2]}\n",
+                 ":3:", "parameter 'a' must be a plain value");
     expect_error("rules: [\n", ":", "did not find expected node content");
     /* rule names key results, alert ids and action ledgers: unique */
-    expect_error("rules:\n  - name: A\n  - name: B\n  - name: A\n", ":4:",
-                 "rule name 'A' is already used by the rule on line 2");
+    expect_error("rules:\n  - name: A\n  - name: B\n  - name: A\n",
+                 ":4:", "rule name 'A' is already used by the rule on line 2");
     expect_error("rules:\n  - name: LowGPUUtilization\n"
                  "  - rule: LowGPUUtilization\n",
                  ":3:", "give one of them its own 'name'");
@@ -155,28 +156,28 @@ static void test_settings(void **st)
     assert_int_equal(c->nrules, 0);
     assert_int_equal(c->kafka.n, 3);
     assert_int_equal(c->kafka.line, 3);
-    const tw_setting *s = tw_settings_find(&c->kafka, "properties.sasl.mechanism");
+    const tw_setting *s =
+        tw_settings_find(&c->kafka, "properties.sasl.mechanism");
     assert_non_null(s);
     assert_string_equal(s->value, "PLAIN");
     assert_int_equal(s->line, 6);
     assert_null(tw_settings_find(&c->kafka, "group"));
     /* typed values through the schema (config_schema.h) */
-    assert_int_equal(tw_schema_check_settings(&c->state, TW_SECTION_STATE,
-                                              NULL, err, sizeof(err)),
+    assert_int_equal(tw_schema_check_settings(&c->state, TW_SECTION_STATE, NULL,
+                                              err, sizeof(err)),
                      TW_OK);
     assert_int_equal(tw_schema_int(&c->state, TW_SECTION_STATE, "redis.port"),
                      6390);
-    assert_int_equal(tw_schema_int(&c->state, TW_SECTION_STATE, "redis.db"),
-                     3);
+    assert_int_equal(tw_schema_int(&c->state, TW_SECTION_STATE, "redis.db"), 3);
     assert_int_equal(tw_schema_duration_us(&c->state, TW_SECTION_STATE,
                                            "checkpoint_interval"),
                      2000000);
-    assert_int_equal(tw_schema_check_settings(&c->kafka, TW_SECTION_KAFKA,
-                                              NULL, err, sizeof(err)),
+    assert_int_equal(tw_schema_check_settings(&c->kafka, TW_SECTION_KAFKA, NULL,
+                                              err, sizeof(err)),
                      TW_OK);
     /* a key of another section is unknown, named with file and line */
-    assert_int_equal(tw_schema_check_settings(&c->state, TW_SECTION_KAFKA,
-                                              NULL, err, sizeof(err)),
+    assert_int_equal(tw_schema_check_settings(&c->state, TW_SECTION_KAFKA, NULL,
+                                              err, sizeof(err)),
                      TW_ERR);
     assert_non_null(strstr(err, ":8: state: key 'store': unknown key"));
     tw_config_free(c);
@@ -195,8 +196,9 @@ static void test_settings(void **st)
     assert_string_equal(a->what, "rule 'CPUBottleneck' action 1");
     assert_string_equal(tw_settings_find(a, "to")->value,
                         "a@example.com,b@example.com");
-    assert_string_equal(tw_settings_find(&c->actions[0].items[1], "type")->value,
-                        "stop_training");
+    assert_string_equal(
+        tw_settings_find(&c->actions[0].items[1], "type")->value,
+        "stop_training");
     tw_config_free(c);
     unlink(p);
 }
@@ -275,12 +277,9 @@ static void test_parser_limits(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_yaml),
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_settings),
-        cmocka_unit_test(test_durations),
-        cmocka_unit_test(test_parser_limits),
+        cmocka_unit_test(test_yaml),      cmocka_unit_test(test_json),
+        cmocka_unit_test(test_errors),    cmocka_unit_test(test_settings),
+        cmocka_unit_test(test_durations), cmocka_unit_test(test_parser_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

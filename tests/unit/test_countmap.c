@@ -108,8 +108,8 @@ static void test_random_matches_numpy(void **st)
         for (size_t i = 0; i < n; i++) {
             /* utilisation-like values with ties, some with two decimals */
             uint64_t r = rng_next(&seed);
-            v[i] = (round % 2) ? (double)(r % 101)
-                               : (double)(r % 10001) / 100.0;
+            v[i] =
+                (round % 2) ? (double)(r % 101) : (double)(r % 10001) / 100.0;
             assert_int_equal(tw_countmap_add(&m, v[i]), TW_OK);
         }
         check_against_sorted(&m, v, n);

@@ -41,13 +41,13 @@ static void build_example(ex_job *x)
         x->s[n++] = rt_sample(r2[i] + 0.002, cv2[i], x->c20);
     }
     x->ns = n;
-    x->ev[0] = rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN",
-                        "algo-1-0", 100000000, 102000000,
-                        TW_SOURCE_PYTHONTIMELINE);
+    x->ev[0] =
+        rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1-0",
+                 100000000, 102000000, TW_SOURCE_PYTHONTIMELINE);
     x->ev[1] = rt_event("conv1", "cpu_functions", "algo-1-0", 100005000,
                         100055000, TW_SOURCE_MODEL_TIMELINE);
-    x->ev[2] = rt_event("kernelA", "gpu_functions-dev:0", "algo-1-0",
-                        100006000, 100156000, TW_SOURCE_MODEL_TIMELINE);
+    x->ev[2] = rt_event("kernelA", "gpu_functions-dev:0", "algo-1-0", 100006000,
+                        100156000, TW_SOURCE_MODEL_TIMELINE);
     x->ev[3] = rt_event("DataLoaderIter", "DataLoaderIter", "algo-1-0",
                         99000000, 100100000, TW_SOURCE_PYTHONTIMELINE);
 }
@@ -70,7 +70,8 @@ static void worked_example(tw_semantics sem, const char *ratio)
     build_example(&x);
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, sem, EX_KV), TW_OK);
-    tw_scan sc = rt_job_scan(&x.job, 0, 60000000, 120000000, x.s, x.ns, x.ev, 4);
+    tw_scan sc =
+        rt_job_scan(&x.job, 0, 60000000, 120000000, x.s, x.ns, x.ev, 4);
     const tw_scan_result *r = rt_run(e, &sc);
     assert_true(r->condition_met);
     assert_int_equal(r->rule_triggered, 1);
@@ -95,9 +96,8 @@ static void test_worked_example_fixed(void **st)
 {
     (void)st;
     /* labels paired with their own totals: 50 ms CPU vs 150 ms GPU */
-    worked_example(TW_SEMANTICS_FIXED,
-                   "\"ratio\": {\"cpu_functions\": 25.0, "
-                   "\"gpu_functions-dev:0\": 75.0}, ");
+    worked_example(TW_SEMANTICS_FIXED, "\"ratio\": {\"cpu_functions\": 25.0, "
+                                       "\"gpu_functions-dev:0\": 75.0}, ");
 }
 
 /* One-node helper: rounds of (gpu, cpu) at the given times. */
@@ -127,8 +127,10 @@ static void test_snapshot_window_20ms(void **st)
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t g = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-        uint32_t c = rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
+        uint32_t g =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t c =
+            rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
         /* anchor 10.0; 10.02 joins (|10.0 - 10.02| <= 0.02 in doubles);
          * 10.0400001 starts a new snapshot (anchor not moved by 10.02) */
         tw_sample s[] = {rt_sample(10.0, 1, g), rt_sample(10.02, 99, c),
@@ -139,7 +141,8 @@ static void test_snapshot_window_20ms(void **st)
         assert_int_equal(r->violations, 1);
         /* 0.0200001 s after an anchor: new snapshot */
         tw_sample s2[] = {rt_sample(70.0, 1, g), rt_sample(70.0200001, 99, c)};
-        tw_scan sc2 = rt_job_scan(&job, 1, SCAN_US, 2 * SCAN_US, s2, 2, NULL, 0);
+        tw_scan sc2 =
+            rt_job_scan(&job, 1, SCAN_US, 2 * SCAN_US, s2, 2, NULL, 0);
         r = rt_run(e, &sc2);
         assert_int_equal(r->datapoints, 4);
         assert_int_equal(r->violations, 1);
@@ -212,9 +215,11 @@ static void test_not_triggered_key_order_and_details(void **st)
     assert_string_equal(
         rt_report_text(e),
         "{\"RuleTriggered\": 0, \"Violations\": 1, \"Details\": "
-        "{\"low_gpu_utilization\": 1, \"bottlenecks\": {\"10.0\": {\"GPUs\": 1, "
+        "{\"low_gpu_utilization\": 1, \"bottlenecks\": {\"10.0\": {\"GPUs\": "
+        "1, "
         "\"CPUs\": 1}}}, \"Datapoints\": 3, \"RuleParameters\": "
-        "\"threshold:50\\ncpu_threshold:90\\ngpu_threshold:10\\npatience:1000\"}");
+        "\"threshold:50\\ncpu_threshold:90\\ngpu_threshold:10\\npatience:"
+        "1000\"}");
     rt_env_free(e);
 }
 
@@ -230,22 +235,27 @@ static void test_boundary_snapshot_counted_twice(void **st)
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t g = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-        uint32_t c = rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
-        uint32_t c1 = rt_job_series(&job, "algo-1", "cpu", "cpu1", "CPUUtilization");
+        uint32_t g =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t c =
+            rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
+        uint32_t c1 =
+            rt_job_series(&job, "algo-1", "cpu", "cpu1", "CPUUtilization");
         tw_sample s1[] = {rt_sample(59.0, 50, g), rt_sample(60.0, 1, g),
                           rt_sample(60.0, 99, c)};
         tw_scan sc1 = rt_job_scan(&job, 0, 0, SCAN_US, s1, 3, NULL, 0);
         rt_run(e, &sc1);
         tw_sample s2[] = {rt_sample(60.0, 1, g), rt_sample(60.0, 99, c),
                           rt_sample(60.0, 99, c1), rt_sample(61.0, 50, g)};
-        tw_scan sc2 = rt_job_scan(&job, 1, SCAN_US, 2 * SCAN_US, s2, 4, NULL, 0);
+        tw_scan sc2 =
+            rt_job_scan(&job, 1, SCAN_US, 2 * SCAN_US, s2, 4, NULL, 0);
         const tw_scan_result *r = rt_run(e, &sc2);
         assert_int_equal(r->violations, 1);
         assert_int_equal(r->datapoints, 3);
         json_t *rep = rt_report(e);
         rt_assert_bits(rt_jnum(rep, "Details", "low_gpu_utilization"), 2);
-        rt_assert_bits(rt_jnum(rep, "Details", "bottlenecks", "60.0", "CPUs"), 2);
+        rt_assert_bits(rt_jnum(rep, "Details", "bottlenecks", "60.0", "CPUs"),
+                       2);
         json_decref(rep);
         rt_env_free(e);
     }
@@ -262,10 +272,14 @@ static void test_cross_node_identical_anchor(void **st)
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-        uint32_t c1 = rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
-        uint32_t g2 = rt_job_series(&job, "algo-2", "gpu", "gpu0", "GPUUtilization");
-        uint32_t c2 = rt_job_series(&job, "algo-2", "cpu", "cpu0", "CPUUtilization");
+        uint32_t g1 =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t c1 =
+            rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
+        uint32_t g2 =
+            rt_job_series(&job, "algo-2", "gpu", "gpu0", "GPUUtilization");
+        uint32_t c2 =
+            rt_job_series(&job, "algo-2", "cpu", "cpu0", "CPUUtilization");
         tw_sample s[] = {rt_sample(10.0, 1, g1), rt_sample(10.0, 99, c1),
                          rt_sample(10.5, 1, g1), rt_sample(10.5, 99, c1),
                          rt_sample(10.0, 1, g2), rt_sample(10.0, 99, c2),
@@ -275,7 +289,8 @@ static void test_cross_node_identical_anchor(void **st)
         assert_int_equal(r->datapoints, 4);
         assert_int_equal(r->violations, 2);
         json_t *rep = rt_report(e);
-        rt_assert_bits(rt_jnum(rep, "Details", "bottlenecks", "10.0", "GPUs"), 2);
+        rt_assert_bits(rt_jnum(rep, "Details", "bottlenecks", "10.0", "GPUs"),
+                       2);
         rt_assert_bits(rt_jnum(rep, "Details", "low_gpu_utilization"), 2);
         json_decref(rep);
         rt_env_free(e);
@@ -334,8 +349,8 @@ static void test_reset_at_max_datapoints(void **st)
         s[2 * i] = rt_sample(t, 1, g);
         s[2 * i + 1] = rt_sample(t, 99, c);
     }
-    tw_scan sc = rt_job_scan(&job, 0, 0, 100000 * 1000000LL, s, 2 * rounds,
-                             NULL, 0);
+    tw_scan sc =
+        rt_job_scan(&job, 0, 0, 100000 * 1000000LL, s, 2 * rounds, NULL, 0);
     const tw_scan_result *r = rt_run(e, &sc);
     assert_int_equal(r->violations, 1000001);
     assert_int_equal(r->datapoints, 1000001);
@@ -367,13 +382,13 @@ static void test_save_restore_equivalence(void **st)
         assert_int_equal(rt_create(a, RULE, (tw_semantics)sem, kv), TW_OK);
         /* scan 0: the first 6 samples, scan 1: the rest (boundary at the
          * example's own times is irrelevant to the rule) */
-        tw_scan sc1 = rt_job_scan(&x.job, 0, 60000000, 120000000, x.s, 6,
-                                  x.ev, 4);
+        tw_scan sc1 =
+            rt_job_scan(&x.job, 0, 60000000, 120000000, x.s, 6, x.ev, 4);
         rt_run(a, &sc1);
         rt_env *b = rt_clone_via_checkpoint(a, RULE, (tw_semantics)sem, kv);
         for (int k = 0; k < 2; k++) {
-            tw_scan sc2 = rt_job_scan(&x.job, 1, 120000000, 180000000,
-                                      x.s + 6, x.ns - 6, x.ev, 4);
+            tw_scan sc2 = rt_job_scan(&x.job, 1, 120000000, 180000000, x.s + 6,
+                                      x.ns - 6, x.ev, 4);
             rt_run(k ? b : a, &sc2);
         }
         char *ta = strdup(rt_report_text(a));
@@ -383,8 +398,8 @@ static void test_save_restore_equivalence(void **st)
         free(ta);
         /* a third identical scan: replacement via the restored index */
         for (int k = 0; k < 2; k++) {
-            tw_scan sc3 = rt_job_scan(&x.job, 2, 180000000, 240000000,
-                                      x.s + 6, x.ns - 6, x.ev, 4);
+            tw_scan sc3 = rt_job_scan(&x.job, 2, 180000000, 240000000, x.s + 6,
+                                      x.ns - 6, x.ev, 4);
             rt_run(k ? b : a, &sc3);
         }
         ta = strdup(rt_report_text(a));

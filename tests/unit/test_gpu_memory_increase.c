@@ -34,8 +34,8 @@ static void test_worked_example_reference(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUMemoryUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUMemoryUtilization");
     const double v[] = {10, 10, 10, 10, 30, 30, 30};
     tw_sample s[7];
     fill(s, g0, 1.0, v, 7);
@@ -76,12 +76,11 @@ static void test_worked_example_reference(void **state)
     rt_assert_bits(rt_jnum(g, "lower"), 10.0);
     assert_int_equal((int64_t)rt_jnum(rep, "Details", "last_timestamp"),
                      2 * MIN_US);
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys,
-                                 sizeof(keys)),
-                        "algo-1,last_timestamp");
     assert_string_equal(
-        json_string_value(rt_jget(rep, "RuleParameters", NULL)),
-        "increase:5\npatience:4\nwindow:3");
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "algo-1,last_timestamp");
+    assert_string_equal(json_string_value(rt_jget(rep, "RuleParameters", NULL)),
+                        "increase:5\npatience:4\nwindow:3");
     json_decref(rep);
     /* report key order and number format */
     const char *text = rt_report_text(e);
@@ -103,8 +102,8 @@ static void test_worked_example_fixed_differs(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUMemoryUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUMemoryUtilization");
     const double v[] = {10, 10, 10, 10, 30, 30, 30};
     tw_sample s[7];
     fill(s, g0, 1.0, v, 7);
@@ -112,8 +111,7 @@ static void test_worked_example_fixed_differs(void **state)
     assert_int_equal(r->rule_triggered, 2);
     assert_int_equal(r->datapoints, 7);
     json_t *rep = rt_report(e);
-    rt_assert_bits(rt_jnum(rep, "Details", "algo-1", "gpu0", "increase"),
-                   20.0);
+    rt_assert_bits(rt_jnum(rep, "Details", "algo-1", "gpu0", "increase"), 20.0);
     json_decref(rep);
     rt_env_free(e);
 }
@@ -126,10 +124,9 @@ static void test_threshold_boundary(void **state)
     const char *incs[] = {"5", "4.999"};
     for (int i = 0; i < 2; i++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"increase", incs[i], "patience", "0", "window",
-                            "2", NULL};
-        assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv),
-                         TW_OK);
+        const char *kv[] = {"increase", incs[i], "patience", "0",
+                            "window",   "2",     NULL};
+        assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
         uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
@@ -152,12 +149,12 @@ static void test_patience_boundary(void **state)
         for (int i = 0; i < 2; i++) {
             rt_env *e = rt_env_new();
             const char *kv[] = {"increase", "4", "patience", pats[i],
-                                "window", "2", NULL};
-            assert_int_equal(rt_create(e, RULE,
-                                       sem ? TW_SEMANTICS_REFERENCE
-                                           : TW_SEMANTICS_FIXED,
-                                       kv),
-                             TW_OK);
+                                "window",   "2", NULL};
+            assert_int_equal(
+                rt_create(e, RULE,
+                          sem ? TW_SEMANTICS_REFERENCE : TW_SEMANTICS_FIXED,
+                          kv),
+                TW_OK);
             rt_job job;
             rt_job_init(&job);
             uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
@@ -179,10 +176,9 @@ static void test_small_window_reference_never(void **state)
     const double v[] = {0, 0, 50, 100, 100, 100};
     for (int w = 0; w <= 1; w++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"increase", "0", "patience", "0", "window",
-                            w ? "1" : "0", NULL};
-        assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv),
-                         TW_OK);
+        const char *kv[] = {"increase", "0",           "patience", "0",
+                            "window",   w ? "1" : "0", NULL};
+        assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
         uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
@@ -204,8 +200,8 @@ static void test_cpu_only_job(void **state)
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, NULL), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t c0 = rt_job_series(&job, "algo-1", "cpu", "cpu0",
-                                    "CPUUtilization");
+        uint32_t c0 =
+            rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
         tw_sample s[3] = {rt_sample(1, 10, c0), rt_sample(2, 90, c0),
                           rt_sample(3, 10, c0)};
         const tw_scan_result *r = run_k(e, &job, 0, s, 3, NULL, 0);
@@ -230,12 +226,12 @@ static void test_multiple_nodes_order(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t a0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUMemoryUtilization");
-    uint32_t a1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                "GPUMemoryUtilization");
-    uint32_t b0 = rt_job_series(&job, "algo-2", "gpu", "gpu0",
-                                "GPUMemoryUtilization");
+    uint32_t a0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUMemoryUtilization");
+    uint32_t a1 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUMemoryUtilization");
+    uint32_t b0 =
+        rt_job_series(&job, "algo-2", "gpu", "gpu0", "GPUMemoryUtilization");
     const double up[] = {10, 10, 10, 20};
     const double flat[] = {10, 10, 10, 10};
     tw_sample s[12];
@@ -253,12 +249,12 @@ static void test_multiple_nodes_order(void **state)
     assert_int_equal(r->datapoints, 7); /* last sample's series (algo-1 gpu0) */
     json_t *rep = rt_report(e);
     char keys[256];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys,
-                                 sizeof(keys)),
-                        "algo-1,last_timestamp,algo-2");
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL),
-                                 keys, sizeof(keys)),
-                        "gpu1,gpu0");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "algo-1,last_timestamp,algo-2");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL), keys, sizeof(keys)),
+        "gpu1,gpu0");
     assert_int_equal((int64_t)rt_jnum(rep, "Details", "last_timestamp"),
                      MIN_US);
     json_decref(rep);
@@ -271,15 +267,15 @@ static void test_first_allocation(void **state)
 {
     (void)state;
     const double v[] = {0, 0, 0, 0, 0, 50, 50, 50};
-    tw_fw_event step = rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN",
-                                "algo-1-0", 7500000, 7600000,
-                                TW_SOURCE_PYTHONTIMELINE);
+    tw_fw_event step =
+        rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1-0",
+                 7500000, 7600000, TW_SOURCE_PYTHONTIMELINE);
     tw_fw_event early = step;
     early.start_us = 0;
     early.end_us = 100000;
-    tw_fw_event other = rt_event("forward", "Forward-SubModuleInternal",
-                                 "algo-1-0", 1000000, 1100000,
-                                 TW_SOURCE_PYTHONTIMELINE);
+    tw_fw_event other =
+        rt_event("forward", "Forward-SubModuleInternal", "algo-1-0", 1000000,
+                 1100000, TW_SOURCE_PYTHONTIMELINE);
     struct {
         tw_semantics sem;
         const tw_fw_event *ev;
@@ -293,8 +289,8 @@ static void test_first_allocation(void **state)
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"increase", "5", "patience", "3", "window", "2",
-                            NULL};
+        const char *kv[] = {"increase", "5", "patience", "3",
+                            "window",   "2", NULL};
         assert_int_equal(rt_create(e, RULE, cases[c].sem, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
@@ -320,19 +316,19 @@ static void test_step_in_later_scan(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUMemoryUtilization");
-    tw_fw_event init = rt_event("DataLoaderIterInitialize", "DataLoaderIter",
-                                "algo-1-0", 1000000, 1100000,
-                                TW_SOURCE_PYTHONTIMELINE);
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUMemoryUtilization");
+    tw_fw_event init =
+        rt_event("DataLoaderIterInitialize", "DataLoaderIter", "algo-1-0",
+                 1000000, 1100000, TW_SOURCE_PYTHONTIMELINE);
     const double v1[] = {0, 0, 0, 0, 0, 50, 50, 50};
     tw_sample s[8];
     fill(s, g0, 1.0, v1, 8);
     const tw_scan_result *r = run_k(e, &job, 0, s, 8, &init, 1);
     assert_int_equal(r->rule_triggered, 0);
-    tw_fw_event step = rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN",
-                                "algo-1-0", 61000000, 61100000,
-                                TW_SOURCE_PYTHONTIMELINE);
+    tw_fw_event step =
+        rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1-0",
+                 61000000, 61100000, TW_SOURCE_PYTHONTIMELINE);
     const double v2[] = {80, 80};
     fill(s, g0, 62.0, v2, 2); /* n=9: cur 65, prev 50 -> 15; n=10: 30 */
     r = run_k(e, &job, 1, s, 2, &step, 1);
@@ -347,8 +343,8 @@ static void test_reset_at_one_million(void **state)
     (void)state;
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"increase", "5", "patience", "0", "window", "2",
-                            NULL};
+        const char *kv[] = {"increase", "5", "patience", "0",
+                            "window",   "2", NULL};
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
@@ -387,8 +383,8 @@ static void test_checkpoint_equivalence(void **state)
 {
     (void)state;
     for (int sem = 0; sem < 2; sem++) {
-        const char *kv[] = {"increase", "2", "patience", "3", "window", "3",
-                            NULL};
+        const char *kv[] = {"increase", "2", "patience", "3",
+                            "window",   "3", NULL};
         rt_env *a = rt_env_new();
         assert_int_equal(rt_create(a, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
@@ -397,9 +393,9 @@ static void test_checkpoint_equivalence(void **state)
                                     "GPUMemoryUtilization");
         uint32_t g1 = rt_job_series(&job, "algo-2", "gpu", "gpu1",
                                     "GPUMemoryUtilization");
-        tw_fw_event step = rt_event("Step:ModeKeys.TRAIN",
-                                    "Step:ModeKeys.TRAIN", "algo-1-0", 2000000,
-                                    2100000, TW_SOURCE_PYTHONTIMELINE);
+        tw_fw_event step =
+            rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1-0",
+                     2000000, 2100000, TW_SOURCE_PYTHONTIMELINE);
         tw_sample s1[16], s2[16];
         for (int i = 0; i < 16; i++) {
             s1[i] = rt_sample(1 + i, (i % 5) * 7.25 + i, i % 2 ? g0 : g1);

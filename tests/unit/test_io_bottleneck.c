@@ -25,13 +25,16 @@ static void test_io_wait_not_cpu(void **st)
     rt_job job;
     rt_job_init(&job);
     uint32_t g = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-    uint32_t cu = rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
-    uint32_t io0 = rt_job_series(&job, "algo-1", "cpu", "cpu0", "I/OWaitPercentage");
-    uint32_t io1 = rt_job_series(&job, "algo-1", "cpu", "cpu1", "I/OWaitPercentage");
+    uint32_t cu =
+        rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
+    uint32_t io0 =
+        rt_job_series(&job, "algo-1", "cpu", "cpu0", "I/OWaitPercentage");
+    uint32_t io1 =
+        rt_job_series(&job, "algo-1", "cpu", "cpu1", "I/OWaitPercentage");
     /* round 1: high CPU util only (ignored); round 2: two cores with high
      * I/O wait; round 3: I/O wait exactly 50 (not > 50) */
-    tw_sample s[] = {rt_sample(10.0, 1, g),  rt_sample(10.0, 99, cu),
-                     rt_sample(11.0, 1, g),  rt_sample(11.0, 60, io0),
+    tw_sample s[] = {rt_sample(10.0, 1, g),    rt_sample(10.0, 99, cu),
+                     rt_sample(11.0, 1, g),    rt_sample(11.0, 60, io0),
                      rt_sample(11.0, 70, io1), rt_sample(12.0, 1, g),
                      rt_sample(12.0, 50, io0)};
     const tw_scan_result *r = run(e, &job, 0, s, 7, NULL, 0);
@@ -41,7 +44,8 @@ static void test_io_wait_not_cpu(void **st)
     assert_string_equal(
         rt_report_text(e),
         "{\"RuleTriggered\": 0, \"Violations\": 1, \"Details\": "
-        "{\"low_gpu_utilization\": 3, \"bottlenecks\": {\"11.0\": {\"GPUs\": 1, "
+        "{\"low_gpu_utilization\": 3, \"bottlenecks\": {\"11.0\": {\"GPUs\": "
+        "1, "
         "\"CPUs\": 2}}}, \"Datapoints\": 3, \"RuleParameters\": "
         "\"threshold:50\\nio_threshold:50\\ngpu_threshold:10\\npatience:0\"}");
     rt_env_free(e);
@@ -52,14 +56,15 @@ static void test_io_wait_not_cpu(void **st)
 static void test_permissive_thresholds_fire(void **st)
 {
     (void)st;
-    const char *kv[] = {"gpu_threshold", "100", "io_threshold", "0",
-                        "patience", "0", NULL};
+    const char *kv[] = {
+        "gpu_threshold", "100", "io_threshold", "0", "patience", "0", NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
     uint32_t g = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-    uint32_t io = rt_job_series(&job, "algo-1", "cpu", "cpu0", "I/OWaitPercentage");
+    uint32_t io =
+        rt_job_series(&job, "algo-1", "cpu", "cpu0", "I/OWaitPercentage");
     tw_sample s[] = {rt_sample(10.0, 99, g), rt_sample(10.01, 0.5, io),
                      rt_sample(10.5, 99, g), rt_sample(10.51, 0.5, io)};
     const tw_scan_result *r = run(e, &job, 0, s, 4, NULL, 0);
@@ -70,9 +75,11 @@ static void test_permissive_thresholds_fire(void **st)
      * phase_time (empty) */
     json_t *rep = rt_report(e);
     char keys[256];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
-                        "bottlenecks,low_gpu_utilization,ratio,phase,phase_time");
-    assert_int_equal(json_object_size(rt_jget(rep, "Details", "ratio", NULL)), 0);
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "bottlenecks,low_gpu_utilization,ratio,phase,phase_time");
+    assert_int_equal(json_object_size(rt_jget(rep, "Details", "ratio", NULL)),
+                     0);
     json_decref(rep);
     rt_env_free(e);
 }
@@ -80,16 +87,17 @@ static void test_permissive_thresholds_fire(void **st)
 static void test_aggregation_keys(void **st)
 {
     (void)st;
-    const char *kv[] = {"gpu_threshold", "100", "io_threshold", "0",
-                        "patience", "0", NULL};
+    const char *kv[] = {
+        "gpu_threshold", "100", "io_threshold", "0", "patience", "0", NULL};
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t g = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-        uint32_t io = rt_job_series(&job, "algo-1", "cpu", "cpu0",
-                                    "I/OWaitPercentage");
+        uint32_t g =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t io =
+            rt_job_series(&job, "algo-1", "cpu", "cpu0", "I/OWaitPercentage");
         /* scan 0: instant 10.0 s; only GPU ops, a general phase and
          * Horovod events */
         tw_sample s1[] = {rt_sample(10.0, 1, g), rt_sample(10.0, 1, io)};
@@ -131,14 +139,14 @@ static void test_aggregation_keys(void **st)
             "bottlenecks,low_gpu_utilization,ratio,GPU,GPU_total,phase,"
             "phase_time,general,horovod,CPU,CPU_total,forward_backward");
         /* horovod: negotiate is 3000 / 163000 = 1.8 % <= 2 % -> dropped */
-        assert_string_equal(
-            rt_jkeys(rt_jget(rep, "Details", "horovod", NULL), keys, sizeof(keys)),
-            "allreduce");
+        assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "horovod", NULL),
+                                     keys, sizeof(keys)),
+                            "allreduce");
         rt_assert_bits(rt_jnum(rep, "Details", "horovod", "allreduce"), 100.0);
         /* general: TF device phases (":GPU") are excluded */
-        assert_string_equal(
-            rt_jkeys(rt_jget(rep, "Details", "general", NULL), keys, sizeof(keys)),
-            "DataIterator");
+        assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "general", NULL),
+                                     keys, sizeof(keys)),
+                            "DataIterator");
         /* CPU: relu = 1010 / 101011 < 2 % dropped; conv2d renormalised */
         assert_string_equal(
             rt_jkeys(rt_jget(rep, "Details", "CPU", NULL), keys, sizeof(keys)),
@@ -152,8 +160,9 @@ static void test_aggregation_keys(void **st)
                        2000000.0);
         rt_assert_bits(rt_jnum(rep, "Details", "GPU", "volta_gemm"), 50.0);
         /* forward 100100 vs backward 300100 */
-        rt_assert_bits(rt_jnum(rep, "Details", "forward_backward", "Forward pass"),
-                       100100.0 / 400200.0 * 100.0);
+        rt_assert_bits(
+            rt_jnum(rep, "Details", "forward_backward", "Forward pass"),
+            100100.0 / 400200.0 * 100.0);
         /* ratio: CPU phase 101011 µs, GPU phases 4 000 000 µs in two
          * phases; labels cpu_functions, gpu_functions-dev:0,
          * /device:GPU:0 Compute */
@@ -161,15 +170,15 @@ static void test_aggregation_keys(void **st)
         double cpu = 101011.0 / tot * 100.0, gpu = 2000000.0 / tot * 100.0;
         if (sem == TW_SEMANTICS_REFERENCE) {
             /* sizes GPU-first: label i gets the i-th of (gpu, gpu, cpu) */
-            rt_assert_bits(rt_jnum(rep, "Details", "ratio", "cpu_functions"), gpu);
-            rt_assert_bits(rt_jnum(rep, "Details", "ratio",
-                                   "/device:GPU:0 Compute"),
-                           cpu);
-        } else {
-            rt_assert_bits(rt_jnum(rep, "Details", "ratio", "cpu_functions"), cpu);
-            rt_assert_bits(rt_jnum(rep, "Details", "ratio",
-                                   "/device:GPU:0 Compute"),
+            rt_assert_bits(rt_jnum(rep, "Details", "ratio", "cpu_functions"),
                            gpu);
+            rt_assert_bits(
+                rt_jnum(rep, "Details", "ratio", "/device:GPU:0 Compute"), cpu);
+        } else {
+            rt_assert_bits(rt_jnum(rep, "Details", "ratio", "cpu_functions"),
+                           cpu);
+            rt_assert_bits(
+                rt_jnum(rep, "Details", "ratio", "/device:GPU:0 Compute"), gpu);
         }
         json_decref(rep);
         rt_env_free(e);
@@ -185,7 +194,8 @@ static void test_save_restore_equivalence(void **st)
     rt_job job;
     rt_job_init(&job);
     uint32_t g = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-    uint32_t io = rt_job_series(&job, "algo-1", "cpu", "cpu0", "I/OWaitPercentage");
+    uint32_t io =
+        rt_job_series(&job, "algo-1", "cpu", "cpu0", "I/OWaitPercentage");
     tw_fw_event ev[] = {rt_event("x", "Step:ModeKeys.TRAIN", "n", 0, 200000000,
                                  TW_SOURCE_PYTHONTIMELINE)};
     tw_sample s1[] = {rt_sample(10.0, 1, g), rt_sample(10.0, 9, io)};

@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,7 @@
 #include "job.h"
 #include "json_writer.h"
 
-#define S(x) ((int64_t)(x) * 1000000LL)
+#define S(x) ((int64_t)(x)*1000000LL)
 
 static char recorder_path[1024];
 
@@ -81,7 +83,8 @@ static void open_job(fixture *f, const tw_job_config *cfg)
     spec.source = recorder_path;
     spec.entry = "recorder_rule";
     char err[512];
-    int rc = tw_job_new("job", cfg, f->reg, &spec, 1, &f->job, err, sizeof(err));
+    int rc =
+        tw_job_new("job", cfg, f->reg, &spec, 1, &f->job, err, sizeof(err));
     if (rc != TW_OK)
         fail_msg("%s", err);
 }
@@ -175,14 +178,14 @@ static void test_late_and_duplicates(void **st)
     open_job(&f, &cfg);
     /* F derives from the first file (1000); scan 0 closes once the
      * watermark reaches 1060. */
-    assert_int_equal(tw_job_ingest(f.job, make_batch("algo-1", 1, S(1000), 1,
-                                                     (double[]){1000.5},
-                                                     (double[]){1})),
-                     TW_OK);
-    assert_int_equal(tw_job_ingest(f.job, make_batch("algo-1", 3, S(1060), 1,
-                                                     (double[]){1061.0},
-                                                     (double[]){3})),
-                     TW_OK);
+    assert_int_equal(
+        tw_job_ingest(f.job, make_batch("algo-1", 1, S(1000), 1,
+                                        (double[]){1000.5}, (double[]){1})),
+        TW_OK);
+    assert_int_equal(
+        tw_job_ingest(f.job, make_batch("algo-1", 3, S(1060), 1,
+                                        (double[]){1061.0}, (double[]){3})),
+        TW_OK);
     tw_job_stats s;
     tw_job_get_stats(f.job, &s);
     assert_int_equal(s.scans, 1);
@@ -192,10 +195,10 @@ static void test_late_and_duplicates(void **st)
                                                      (double[]){2, 4})),
                      TW_OK);
     /* seq 3 again: a redelivery */
-    assert_int_equal(tw_job_ingest(f.job, make_batch("algo-1", 3, S(1060), 1,
-                                                     (double[]){1061.0},
-                                                     (double[]){3})),
-                     TW_OK);
+    assert_int_equal(
+        tw_job_ingest(f.job, make_batch("algo-1", 3, S(1060), 1,
+                                        (double[]){1061.0}, (double[]){3})),
+        TW_OK);
     tw_job_get_stats(f.job, &s);
     assert_int_equal(s.late_samples, 1);
     assert_int_equal(s.duplicate_batches, 1);
@@ -268,10 +271,10 @@ static void test_end_markers_per_node(void **st)
         assert_int_equal(
             tw_job_ingest(f.job, make_marker("algo-2", 1, TW_MARKER_JOB_START)),
             TW_OK);
-        assert_int_equal(tw_job_ingest(f.job, make_batch("algo-1", 2, S(1000),
-                                                         1, (double[]){1000.5},
-                                                         (double[]){1})),
-                         TW_OK);
+        assert_int_equal(
+            tw_job_ingest(f.job, make_batch("algo-1", 2, S(1000), 1,
+                                            (double[]){1000.5}, (double[]){1})),
+            TW_OK);
         assert_int_equal(
             tw_job_ingest(f.job, make_marker("algo-1", 3, TW_MARKER_JOB_END)),
             TW_OK);
@@ -279,25 +282,23 @@ static void test_end_markers_per_node(void **st)
         if (restore_midway) {
             saved sv = {0};
             char err[256];
-            assert_int_equal(tw_job_save(f.job, 0, save_part, &sv, err,
-                                         sizeof(err)),
-                             TW_OK);
+            assert_int_equal(
+                tw_job_save(f.job, 0, save_part, &sv, err, sizeof(err)), TW_OK);
             close_job(&f);
             open_job(&f, &cfg);
             for (size_t i = 0; i < sv.n; i++) {
                 if (tw_job_restore_part(f.job, sv.p[i].part, sv.p[i].data,
-                                        sv.p[i].len, err,
-                                        sizeof(err)) != TW_OK)
+                                        sv.p[i].len, err, sizeof(err)) != TW_OK)
                     fail_msg("restore %s: %s", sv.p[i].part, err);
                 free(sv.p[i].data);
             }
             assert_false(tw_job_end_marker_seen(f.job));
         }
         /* algo-2's data after algo-1 ended still counts */
-        assert_int_equal(tw_job_ingest(f.job, make_batch("algo-2", 2, S(1000),
-                                                         1, (double[]){1001.5},
-                                                         (double[]){2})),
-                         TW_OK);
+        assert_int_equal(
+            tw_job_ingest(f.job, make_batch("algo-2", 2, S(1000), 1,
+                                            (double[]){1001.5}, (double[]){2})),
+            TW_OK);
         /* a repeated end of algo-1 does not end it either */
         assert_int_equal(
             tw_job_ingest(f.job, make_marker("algo-1", 3, TW_MARKER_JOB_END)),
@@ -319,10 +320,10 @@ static void test_end_markers_per_node(void **st)
     tw_job_config cfg;
     tw_job_config_default(&cfg);
     open_job(&f, &cfg);
-    assert_int_equal(tw_job_ingest(f.job, make_batch("algo-1", 1, S(1000), 1,
-                                                     (double[]){1000.5},
-                                                     (double[]){1})),
-                     TW_OK);
+    assert_int_equal(
+        tw_job_ingest(f.job, make_batch("algo-1", 1, S(1000), 1,
+                                        (double[]){1000.5}, (double[]){1})),
+        TW_OK);
     assert_false(tw_job_end_marker_seen(f.job));
     assert_int_equal(
         tw_job_ingest(f.job, make_marker("replay", 1, TW_MARKER_JOB_END)),
@@ -384,30 +385,32 @@ static void test_framework_events(void **st)
     cfg.external_watermark = 1;
     open_job(&f, &cfg);
     tw_job_set_first_timestamp(f.job, S(1000));
-    assert_int_equal(tw_job_ingest(f.job, make_batch("algo-1", 0, S(1000), 1,
-                                                     (double[]){1001.0},
-                                                     (double[]){1})),
-                     TW_OK);
+    assert_int_equal(
+        tw_job_ingest(f.job, make_batch("algo-1", 0, S(1000), 1,
+                                        (double[]){1001.0}, (double[]){1})),
+        TW_OK);
     /* Horovod file first in arrival, but pythontimeline sorts first. */
     const char *hn[] = {"allreduce"};
-    assert_int_equal(tw_job_ingest(f.job, make_events("algo-1-0", S(1050),
-                                                      TW_SOURCE_HOROVOD, 1, hn,
-                                                      (int64_t[]){S(1040)},
-                                                      (int64_t[]){S(1050)})),
-                     TW_OK);
+    assert_int_equal(
+        tw_job_ingest(f.job,
+                      make_events("algo-1-0", S(1050), TW_SOURCE_HOROVOD, 1, hn,
+                                  (int64_t[]){S(1040)}, (int64_t[]){S(1050)})),
+        TW_OK);
     const char *pn[] = {"step-long", "step-short"};
-    assert_int_equal(tw_job_ingest(f.job,
-                                   make_events("algo-1-0", S(1090),
-                                               TW_SOURCE_PYTHONTIMELINE, 2, pn,
-                                               (int64_t[]){S(1050), S(1070)},
-                                               (int64_t[]){S(1090), S(1071)})),
-                     TW_OK);
+    assert_int_equal(
+        tw_job_ingest(f.job,
+                      make_events("algo-1-0", S(1090), TW_SOURCE_PYTHONTIMELINE,
+                                  2, pn, (int64_t[]){S(1050), S(1070)},
+                                  (int64_t[]){S(1090), S(1071)})),
+        TW_OK);
     assert_int_equal(tw_job_finish(f.job, S(1100)), TW_OK);
     json_t *r = report(&f);
     json_t *scans = json_object_get(r, "scans");
     assert_int_equal(json_array_size(scans), 2);
-    char *e0 = json_dumps(json_object_get(json_array_get(scans, 0), "events"), 0);
-    char *e1 = json_dumps(json_object_get(json_array_get(scans, 1), "events"), 0);
+    char *e0 =
+        json_dumps(json_object_get(json_array_get(scans, 0), "events"), 0);
+    char *e1 =
+        json_dumps(json_object_get(json_array_get(scans, 1), "events"), 0);
     assert_string_equal(e0, "[[\"step-long\", 0], [\"allreduce\", 0]]");
     /* the step spanning the boundary is delivered again, flagged */
     assert_string_equal(e1, "[[\"step-long\", 1], [\"step-short\", 0]]");
@@ -427,12 +430,11 @@ static void test_continuous(void **st)
     cfg.lateness_us = 0;
     open_job(&f, &cfg);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(tw_job_ingest(f.job,
-                                       make_batch("algo-1", (uint64_t)i + 1,
-                                                  S(1000), 1,
-                                                  (double[]){1000.0 + i},
-                                                  (double[]){i})),
-                         TW_OK);
+        assert_int_equal(
+            tw_job_ingest(f.job,
+                          make_batch("algo-1", (uint64_t)i + 1, S(1000), 1,
+                                     (double[]){1000.0 + i}, (double[]){i})),
+            TW_OK);
     tw_job_stats s;
     tw_job_get_stats(f.job, &s);
     assert_int_equal(s.scans, 3); /* one per watermark advance */

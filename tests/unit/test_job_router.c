@@ -26,13 +26,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "redis_test_util.h"
 #include "alert.h"
 #include "job_results.h"
 #include "job_router.h"
 #include "json_writer.h"
 #include "log.h"
 #include "reader.h"
+#include "redis_test_util.h"
 #include "synth.h"
 #include "wire.h"
 

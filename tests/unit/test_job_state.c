@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
 
 #include <ftw.h>
@@ -164,11 +165,16 @@ static const tw_rule_spec profiler_report[] = {{.rule = "ProfilerReport"}};
 
 /* Every built-in rule on its own (not ProfilerReport): many rule parts. */
 static const tw_rule_spec separate_rules[] = {
-    {.rule = "LowGPUUtilization"},   {.rule = "CPUBottleneck"},
-    {.rule = "IOBottleneck"},        {.rule = "GPUMemoryIncrease"},
-    {.rule = "BatchSize"},           {.rule = "StepOutlier"},
-    {.rule = "LoadBalancing"},       {.rule = "MaxInitializationTime"},
-    {.rule = "Dataloader"},          {.rule = "OverallSystemUsage"},
+    {.rule = "LowGPUUtilization"},
+    {.rule = "CPUBottleneck"},
+    {.rule = "IOBottleneck"},
+    {.rule = "GPUMemoryIncrease"},
+    {.rule = "BatchSize"},
+    {.rule = "StepOutlier"},
+    {.rule = "LoadBalancing"},
+    {.rule = "MaxInitializationTime"},
+    {.rule = "Dataloader"},
+    {.rule = "OverallSystemUsage"},
     {.rule = "OverallFrameworkMetrics"},
 };
 
@@ -285,7 +291,7 @@ typedef struct store {
     size_t n;
     size_t emitted; /* parts received by the last save */
     char emitted_names[256];
-    int fail_at;    /* emit number (1-based) that fails; 0 = none */
+    int fail_at; /* emit number (1-based) that fails; 0 = none */
 } store;
 
 static int store_put(void *ud, const char *part, const void *data, size_t len)
@@ -511,8 +517,8 @@ static void check_preset(const char *preset, uint32_t nodes, double dur,
         }
         tw_job_free(j);
     }
-    char *got = run_with_restarts(&su, &s, split, &saw_buffered,
-                                  &saw_after_scan);
+    char *got =
+        run_with_restarts(&su, &s, split, &saw_buffered, &saw_after_scan);
     if (strcmp(want, got) != 0) {
         size_t d = 0;
         while (want[d] == got[d])
@@ -562,7 +568,8 @@ static void test_step_outliers_separate_rules(void **st)
                  sizeof(separate_rules) / sizeof(separate_rules[0]), 0);
 }
 
-/* ---- only_dirty ----------------------------------------------------------- */
+/* ---- only_dirty -----------------------------------------------------------
+ */
 
 static void test_only_dirty(void **st)
 {
@@ -648,7 +655,8 @@ static void test_only_dirty(void **st)
     stream_free(&s);
 }
 
-/* ---- corrupt and truncated parts ------------------------------------------- */
+/* ---- corrupt and truncated parts -------------------------------------------
+ */
 
 static void reseal(uint8_t *d, size_t len)
 {
@@ -700,15 +708,14 @@ static void test_truncated_and_flipped(void **st)
     const uint8_t *rule = store_get(&sto, "rule.0", &rlen);
     tw_job *j = job_new(&su);
     for (size_t n = 0; n < clen; n++) {
-        assert_int_equal(tw_job_restore_part(j, "core", core, n, err,
-                                             sizeof(err)),
-                         TW_ERR);
+        assert_int_equal(
+            tw_job_restore_part(j, "core", core, n, err, sizeof(err)), TW_ERR);
         assert_non_null(strstr(err, "'core'"));
     }
     for (size_t n = 0; n < rlen; n++) {
-        assert_int_equal(tw_job_restore_part(j, "rule.0", rule, n, err,
-                                             sizeof(err)),
-                         TW_ERR);
+        assert_int_equal(
+            tw_job_restore_part(j, "rule.0", rule, n, err, sizeof(err)),
+            TW_ERR);
         assert_non_null(strstr(err, "'rule.0'"));
     }
     uint8_t *buf = malloc(clen);
@@ -717,9 +724,9 @@ static void test_truncated_and_flipped(void **st)
     size_t step = clen / 2000 + 1;
     for (size_t n = 0; n < clen; n += n < 64 ? 1 : step) {
         buf[n] ^= (uint8_t)(1u << (n % 8));
-        assert_int_equal(tw_job_restore_part(j, "core", buf, clen, err,
-                                             sizeof(err)),
-                         TW_ERR);
+        assert_int_equal(
+            tw_job_restore_part(j, "core", buf, clen, err, sizeof(err)),
+            TW_ERR);
         assert_non_null(strstr(err, "'core'"));
         buf[n] ^= (uint8_t)(1u << (n % 8));
     }
@@ -728,12 +735,10 @@ static void test_truncated_and_flipped(void **st)
     tw_job_get_stats(j, &js);
     assert_int_equal(js.batches, 0);
     /* after all that the real blob still restores */
-    assert_int_equal(tw_job_restore_part(j, "core", core, clen, err,
-                                         sizeof(err)),
-                     TW_OK);
-    assert_int_equal(tw_job_restore_part(j, "rule.0", rule, rlen, err,
-                                         sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_job_restore_part(j, "core", core, clen, err, sizeof(err)), TW_OK);
+    assert_int_equal(
+        tw_job_restore_part(j, "rule.0", rule, rlen, err, sizeof(err)), TW_OK);
     tw_job_free(j);
     free(buf);
     store_clear(&sto);
@@ -767,8 +772,8 @@ static void test_corrupt_payload(void **st)
         memcpy(buf, core, n);
         reseal(buf, n);
         if (tw_job_restore_part(j, "core", buf, n, err, sizeof(err)) != TW_ERR)
-            fail_msg("core payload cut to %zu of %zu bytes was accepted", n - 20,
-                     clen - 20);
+            fail_msg("core payload cut to %zu of %zu bytes was accepted",
+                     n - 20, clen - 20);
         assert_non_null(strstr(err, "'core'"));
     }
     store after;
@@ -820,33 +825,29 @@ static void test_corrupt_payload(void **st)
     memcpy(buf, core, clen);
     buf[4] = 3; /* this engine reads versions 1 and 2 */
     j = job_new(&su);
-    assert_int_equal(tw_job_restore_part(j, "core", buf, clen, err, sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_restore_part(j, "core", buf, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "version 3"));
-    assert_int_equal(tw_job_restore_part(j, "rule.0", core, clen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_restore_part(j, "rule.0", core, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "'rule.0'"));
     assert_non_null(strstr(err, "magic"));
-    assert_int_equal(tw_job_restore_part(j, "rule.1", rule, rlen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_restore_part(j, "rule.1", rule, rlen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "only 1 rules"));
-    assert_int_equal(tw_job_restore_part(j, "rule.01", rule, rlen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_restore_part(j, "rule.01", rule, rlen, err, sizeof(err)),
+        TW_ERR);
     assert_non_null(strstr(err, "unknown part"));
-    assert_int_equal(tw_job_restore_part(j, "windows", rule, rlen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_restore_part(j, "windows", rule, rlen, err, sizeof(err)),
+        TW_ERR);
     assert_non_null(strstr(err, "unknown part"));
     /* Core twice: the second is refused (the job is no longer fresh). */
-    assert_int_equal(tw_job_restore_part(j, "core", core, clen, err,
-                                         sizeof(err)),
-                     TW_OK);
-    assert_int_equal(tw_job_restore_part(j, "core", core, clen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_restore_part(j, "core", core, clen, err, sizeof(err)), TW_OK);
+    assert_int_equal(
+        tw_job_restore_part(j, "core", core, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "not fresh"));
     tw_job_free(j);
 
@@ -870,49 +871,44 @@ static void test_mismatched_job(void **st)
 
     /* another job id */
     tw_job *j = NULL;
-    assert_int_equal(tw_job_new("other", &su.cfg, su.reg, su.specs, 1, &j, err,
-                                sizeof(err)),
-                     TW_OK);
-    assert_int_equal(tw_job_restore_part(j, "core", core, clen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_new("other", &su.cfg, su.reg, su.specs, 1, &j, err, sizeof(err)),
+        TW_OK);
+    assert_int_equal(
+        tw_job_restore_part(j, "core", core, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "of job 'job'"));
     tw_job_free(j);
 
     /* another tick */
     tw_job_config cfg = su.cfg;
     cfg.tick_us = 30000000;
-    assert_int_equal(tw_job_new("job", &cfg, su.reg, su.specs, 1, &j, err,
-                                sizeof(err)),
-                     TW_OK);
-    assert_int_equal(tw_job_restore_part(j, "core", core, clen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_new("job", &cfg, su.reg, su.specs, 1, &j, err, sizeof(err)),
+        TW_OK);
+    assert_int_equal(
+        tw_job_restore_part(j, "core", core, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "tick_us is 60000000 in the checkpoint"));
     tw_job_free(j);
 
     /* other rules: count in the core, name in the rule part */
     const tw_rule_spec two[] = {{.rule = "LowGPUUtilization"},
                                 {.rule = "CPUBottleneck"}};
-    assert_int_equal(tw_job_new("job", &su.cfg, su.reg, two, 2, &j, err,
-                                sizeof(err)),
-                     TW_OK);
-    assert_int_equal(tw_job_restore_part(j, "core", core, clen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_new("job", &su.cfg, su.reg, two, 2, &j, err, sizeof(err)),
+        TW_OK);
+    assert_int_equal(
+        tw_job_restore_part(j, "core", core, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "rule count is 1 in the checkpoint, 2"));
-    assert_int_equal(tw_job_restore_part(j, "rule.0", rule, rlen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_restore_part(j, "rule.0", rule, rlen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "'rule.0'"));
     tw_job_free(j);
     const tw_rule_spec one[] = {{.rule = "LowGPUUtilization"}};
-    assert_int_equal(tw_job_new("job", &su.cfg, su.reg, one, 1, &j, err,
-                                sizeof(err)),
-                     TW_OK);
-    assert_int_equal(tw_job_restore_part(j, "rule.0", rule, rlen, err,
-                                         sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_job_new("job", &su.cfg, su.reg, one, 1, &j, err, sizeof(err)),
+        TW_OK);
+    assert_int_equal(
+        tw_job_restore_part(j, "rule.0", rule, rlen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "holds rule 'ProfilerReport'"));
     assert_non_null(strstr(err, "'LowGPUUtilization'"));
     tw_job_free(j);
@@ -921,11 +917,11 @@ static void test_mismatched_job(void **st)
      * whole, before anything changed */
     const char *k[] = {"LowGPUUtilization_window"};
     const char *v[] = {"20"};
-    tw_rule_spec small = {.rule = "ProfilerReport", .keys = k, .values = v,
-                          .nparams = 1};
-    assert_int_equal(tw_job_new("job", &su.cfg, su.reg, &small, 1, &j, err,
-                                sizeof(err)),
-                     TW_OK);
+    tw_rule_spec small = {
+        .rule = "ProfilerReport", .keys = k, .values = v, .nparams = 1};
+    assert_int_equal(
+        tw_job_new("job", &su.cfg, su.reg, &small, 1, &j, err, sizeof(err)),
+        TW_OK);
     int rc = tw_job_restore_part(j, "core", core, clen, err, sizeof(err));
     if (rc == TW_ERR) {
         assert_non_null(strstr(err, "'core'"));
@@ -942,7 +938,8 @@ static void test_mismatched_job(void **st)
     stream_free(&s);
 }
 
-/* ---- out of order and redelivered across a checkpoint ---------------------- */
+/* ---- out of order and redelivered across a checkpoint ----------------------
+ */
 
 static void test_out_of_order_across_checkpoint(void **st)
 {
@@ -966,8 +963,8 @@ static void test_out_of_order_across_checkpoint(void **st)
     }
     for (b = a + 1; b < s.n; b++) {
         tw_batch *y = decode(&s.b[b]);
-        int same = y->nsamples > 0 && x->nsamples > 0 &&
-                   strcmp(y->node, x->node) == 0;
+        int same =
+            y->nsamples > 0 && x->nsamples > 0 && strcmp(y->node, x->node) == 0;
         tw_batch_free(y);
         if (same)
             break;

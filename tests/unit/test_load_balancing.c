@@ -38,10 +38,10 @@ static void test_reference_never_triggers(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUUtilization");
-    uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g1 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
     tw_sample s[16];
     size_t n = two_gpus(s, g0, 1.0, g1, 97.0, 4, 1.0);
     s[n++] = rt_sample(9, 98.0, g0);  /* last bin is closed */
@@ -63,12 +63,11 @@ static void test_reference_never_triggers(void **state)
     assert_int_equal(json_integer_value(json_array_get(w1, 48)), 4);
     assert_int_equal(json_integer_value(json_array_get(w1, 1)), 1);
     char keys[128];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL),
-                                 keys, sizeof(keys)),
-                        "workloads");
     assert_string_equal(
-        json_string_value(rt_jget(rep, "RuleParameters", NULL)),
-        "threshold:0\npatience:0");
+        rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL), keys, sizeof(keys)),
+        "workloads");
+    assert_string_equal(json_string_value(rt_jget(rep, "RuleParameters", NULL)),
+                        "threshold:0\npatience:0");
     json_decref(rep);
     assert_non_null(strstr(rt_report_text(e),
                            "\"gpu0\": [4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "));
@@ -83,10 +82,10 @@ static void test_fixed_fires_for_different_gpus(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUUtilization");
-    uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g1 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
     tw_sample s[16];
     size_t n = two_gpus(s, g0, 1.0, g1, 97.0, 4, 1.0);
     const tw_scan_result *r = run_scan(e, &job, 0, s, n);
@@ -94,13 +93,13 @@ static void test_fixed_fires_for_different_gpus(void **state)
     assert_true(r->condition_met);
     json_t *rep = rt_report(e);
     /* disjoint histograms: sqrt(ln 2) */
-    rt_assert_bits(rt_jnum(rep, "Details", "algo-1", "distances", "gpu0",
-                           "gpu1"),
-                   sqrt(log(2.0)));
+    rt_assert_bits(
+        rt_jnum(rep, "Details", "algo-1", "distances", "gpu0", "gpu1"),
+        sqrt(log(2.0)));
     char keys[128];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL),
-                                 keys, sizeof(keys)),
-                        "workloads,distances");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL), keys, sizeof(keys)),
+        "workloads,distances");
     json_decref(rep);
     /* counted once per scan while the imbalance lasts */
     n = two_gpus(s, g0, 1.0, g1, 97.0, 1, 61.0);
@@ -118,10 +117,10 @@ static void test_fixed_quiet_for_similar_gpus(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUUtilization");
-    uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g1 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
     tw_sample s[64];
     size_t n = 0;
     for (int i = 0; i < 30; i++) {
@@ -150,10 +149,10 @@ static void test_threshold_boundary(void **state)
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                    "GPUUtilization");
-        uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                    "GPUUtilization");
+        uint32_t g0 =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t g1 =
+            rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
         tw_sample s[8];
         size_t n = two_gpus(s, g0, 10.0, g1, 50.0, 3, 1.0);
         const tw_scan_result *r = run_scan(e, &job, 0, s, n);
@@ -173,10 +172,10 @@ static void test_patience_boundary(void **state)
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                    "GPUUtilization");
-        uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                    "GPUUtilization");
+        uint32_t g0 =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t g1 =
+            rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
         tw_sample s[8];
         size_t n = two_gpus(s, g0, 10.0, g1, 50.0, 4, 1.0);
         const tw_scan_result *r = run_scan(e, &job, 0, s, n);
@@ -194,14 +193,14 @@ static void test_multiple_nodes(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t b0 = rt_job_series(&job, "algo-2", "gpu", "gpu0",
-                                "GPUUtilization");
-    uint32_t a0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUUtilization");
-    uint32_t a1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                "GPUUtilization");
-    uint32_t a2 = rt_job_series(&job, "algo-1", "gpu", "gpu2",
-                                "GPUUtilization");
+    uint32_t b0 =
+        rt_job_series(&job, "algo-2", "gpu", "gpu0", "GPUUtilization");
+    uint32_t a0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t a1 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
+    uint32_t a2 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu2", "GPUUtilization");
     tw_sample s[32];
     size_t n = 0;
     for (int i = 0; i < 3; i++) {
@@ -214,16 +213,16 @@ static void test_multiple_nodes(void **state)
     assert_int_equal(r->rule_triggered, 2); /* (gpu0,gpu2), (gpu1,gpu2) */
     json_t *rep = rt_report(e);
     char keys[128];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys,
-                                 sizeof(keys)),
-                        "algo-2,algo-1");
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "algo-1",
-                                         "distances", NULL),
-                                 keys, sizeof(keys)),
-                        "gpu0,gpu1");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "algo-2,algo-1");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", "algo-1", "distances", NULL), keys,
+                 sizeof(keys)),
+        "gpu0,gpu1");
     assert_null(rt_jget(rep, "Details", "algo-2", "distances", NULL));
-    assert_null(rt_jget(rep, "Details", "algo-1", "distances", "gpu0", "gpu1",
-                        NULL));
+    assert_null(
+        rt_jget(rep, "Details", "algo-1", "distances", "gpu0", "gpu1", NULL));
     json_decref(rep);
     rt_env_free(e);
 }
@@ -237,10 +236,10 @@ static void test_invisible_gpus_nan(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUUtilization");
-    uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g1 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
     tw_sample s[8];
     size_t n = two_gpus(s, g0, 100.0, g1, 10.0, 3, 1.0);
     const tw_scan_result *r = run_scan(e, &job, 0, s, n);
@@ -256,8 +255,8 @@ static void test_cpu_only_job(void **state)
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, NULL), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t c0 = rt_job_series(&job, "algo-1", "cpu", "cpu0",
-                                    "CPUUtilization");
+        uint32_t c0 =
+            rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
         tw_sample s[2] = {rt_sample(1, 5, c0), rt_sample(2, 95, c0)};
         const tw_scan_result *r = run_scan(e, &job, 0, s, 2);
         assert_int_equal(r->rule_triggered, 0);
@@ -279,10 +278,10 @@ static void test_checkpoint_equivalence(void **state)
         assert_int_equal(rt_create(a, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                    "GPUUtilization");
-        uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu1",
-                                    "GPUUtilization");
+        uint32_t g0 =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t g1 =
+            rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
         tw_sample s1[16], s2[16];
         size_t n1 = two_gpus(s1, g0, 12.5, g1, 13.0, 4, 1.0);
         size_t n2 = two_gpus(s2, g0, 20.0, g1, 77.0, 6, 61.0);

@@ -24,7 +24,8 @@ static void worked_example(tw_semantics sem)
     assert_int_equal(rt_create(e, RULE, sem, EX_KV), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
     tw_sample s1[] = {rt_sample(101, 0, g0), rt_sample(102, 80, g0),
                       rt_sample(103, 90, g0), rt_sample(104, 5, g0)};
     const tw_scan_result *r = run_k(e, &job, 0, s1, 4);
@@ -92,7 +93,8 @@ static void test_patience_boundary(void **st)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
     const tw_scan_result *r = run_const(e, &job, g0, 1.0, 5);
     assert_false(r->condition_met);
     assert_int_equal(r->rule_triggered, 0);
@@ -110,24 +112,27 @@ static void test_patience_boundary(void **st)
 static void test_threshold_equality_never_violation(void **st)
 {
     (void)st;
-    const char *kv[] = {"window", "10", "patience", "0", "threshold_p95",
-                        "70", "threshold_p5", "10", NULL};
+    const char *kv[] = {
+        "window", "10",           "patience", "0", "threshold_p95",
+        "70",     "threshold_p5", "10",       NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
     /* all 70: w95 == 70 (not <, not >) and w5 == 70 */
     const tw_scan_result *r = run_const(e, &job, g0, 70.0, 3);
     assert_false(r->condition_met);
     /* p95 == 0 thresholds with zeros: strict comparisons, never fires
      * (Appendix A: LowGPUUtilization(p95 0, p5 0, patience 0)) */
-    const char *kv0[] = {"threshold_p95", "0", "threshold_p5", "0",
-                         "patience", "0", NULL};
+    const char *kv0[] = {
+        "threshold_p95", "0", "threshold_p5", "0", "patience", "0", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv0), TW_OK);
     rt_job job2;
     rt_job_init(&job2);
-    uint32_t h0 = rt_job_series(&job2, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t h0 =
+        rt_job_series(&job2, "algo-1", "gpu", "gpu0", "GPUUtilization");
     r = run_const(e, &job2, h0, 0.0, 20);
     assert_false(r->condition_met);
     assert_int_equal(r->violations, 0);
@@ -145,7 +150,8 @@ static void test_fluctuation_branch_needs_p95_above(void **st)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
     tw_sample s[20];
     for (int i = 0; i < 20; i++)
         s[i] = rt_sample(101 + i, i == 3 ? 0 : 100, g0);
@@ -175,7 +181,8 @@ static void test_window_zero_is_whole_history(void **st)
      * violation); window 0 sees all 20 values: w95 = 100, w5 = 0 -> fires. */
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
     tw_sample s[20];
     for (int i = 0; i < 20; i++)
         s[i] = rt_sample(101 + i, i < 10 ? 0 : 100, g0);
@@ -188,8 +195,8 @@ static void test_window_zero_is_whole_history(void **st)
             assert_int_equal(r->condition_met, w == 0);
             if (w == 0) {
                 json_t *rep = rt_report(e);
-                rt_assert_bits(rt_jnum(rep, "Details", "algo-1", "gpu0", "gpu_5"),
-                               0.0);
+                rt_assert_bits(
+                    rt_jnum(rep, "Details", "algo-1", "gpu0", "gpu_5"), 0.0);
                 /* Q(.5) of ten 0s and ten 100s: h = 9.5 -> 100 - 100*0.5 */
                 rt_assert_bits(rt_jnum(rep, "Details", "algo-1", "gpu0", "p50"),
                                50.0);
@@ -208,18 +215,20 @@ static void test_multiple_nodes_and_gpus(void **st)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t a0 = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-    uint32_t a1 = rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
-    uint32_t m0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUMemoryUtilization");
-    uint32_t b0 = rt_job_series(&job, "algo-2", "gpu", "gpu0", "GPUUtilization");
+    uint32_t a0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t a1 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
+    uint32_t m0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUMemoryUtilization");
+    uint32_t b0 =
+        rt_job_series(&job, "algo-2", "gpu", "gpu0", "GPUUtilization");
     /* scan 0: algo-1 gpu1 low (3 samples), gpu0 busy, algo-2 gpu0 busy
      * with 4 samples (visited last -> Datapoints 4) */
     tw_sample s1[] = {
-        rt_sample(101, 95, a0), rt_sample(101, 5, a1), rt_sample(101, 1, m0),
-        rt_sample(102, 96, a0), rt_sample(102, 6, a1),
-        rt_sample(103, 97, a0), rt_sample(103, 7, a1),
-        rt_sample(101, 90, b0), rt_sample(102, 91, b0),
+        rt_sample(101, 95, a0), rt_sample(101, 5, a1),  rt_sample(101, 1, m0),
+        rt_sample(102, 96, a0), rt_sample(102, 6, a1),  rt_sample(103, 97, a0),
+        rt_sample(103, 7, a1),  rt_sample(101, 90, b0), rt_sample(102, 91, b0),
         rt_sample(103, 92, b0), rt_sample(104, 93, b0)};
     const tw_scan_result *r = run_k(e, &job, 0, s1, 11);
     assert_int_equal(r->rule_triggered, 1);
@@ -235,9 +244,9 @@ static void test_multiple_nodes_and_gpus(void **st)
     json_t *rep = rt_report(e);
     char keys[256];
     /* node order = first violation, last_timestamp after the first node */
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", NULL), keys,
-                                 sizeof(keys)),
-                        "algo-1,last_timestamp,algo-2");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", NULL), keys, sizeof(keys)),
+        "algo-1,last_timestamp,algo-2");
     assert_string_equal(
         rt_jkeys(rt_jget(rep, "Details", "algo-1", NULL), keys, sizeof(keys)),
         "gpu1");
@@ -256,7 +265,8 @@ static void test_cpu_only_job(void **st)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t c0 = rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
+    uint32_t c0 =
+        rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
     tw_sample s[] = {rt_sample(101, 1, c0), rt_sample(102, 2, c0)};
     const tw_scan_result *r = run_k(e, &job, 0, s, 2);
     assert_false(r->condition_met);
@@ -281,8 +291,10 @@ static void test_reset_after_max_datapoints(void **st)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
-    uint32_t g1 = rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g1 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu1", "GPUUtilization");
     size_t n = 1000001 + 3;
     tw_sample *s = calloc(n, sizeof(*s));
     assert_non_null(s);
@@ -319,22 +331,22 @@ static void test_save_restore_equivalence(void **st)
         assert_int_equal(rt_create(a, RULE, (tw_semantics)sem, EX_KV), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t g0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                    "GPUUtilization");
-        uint32_t g1 = rt_job_series(&job, "algo-2", "gpu", "gpu3",
-                                    "GPUUtilization");
+        uint32_t g0 =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t g1 =
+            rt_job_series(&job, "algo-2", "gpu", "gpu3", "GPUUtilization");
         tw_sample s1[] = {rt_sample(101, 0, g0), rt_sample(102, 80, g0),
                           rt_sample(103, 90, g0), rt_sample(104, 5, g0),
                           rt_sample(101, 50, g1)};
-        tw_scan sc1 = rt_job_scan(&job, 0, T0_US, T0_US + SCAN_US, s1, 5,
-                                  NULL, 0);
+        tw_scan sc1 =
+            rt_job_scan(&job, 0, T0_US, T0_US + SCAN_US, s1, 5, NULL, 0);
         rt_run(a, &sc1);
         rt_env *b = rt_clone_via_checkpoint(a, RULE, (tw_semantics)sem, EX_KV);
         /* the aggregator is job state, checkpointed by the job: rebuild */
         rt_feed_only(b, &sc1);
-        tw_sample s2[] = {rt_sample(161, 85, g0), rt_sample(162, 2, g0),
+        tw_sample s2[] = {rt_sample(161, 85, g0),  rt_sample(162, 2, g0),
                           rt_sample(163, 100, g0), rt_sample(161, 60, g1),
-                          rt_sample(162, 61, g1), rt_sample(163, 62, g1)};
+                          rt_sample(162, 61, g1),  rt_sample(163, 62, g1)};
         for (int k = 0; k < 2; k++) {
             tw_scan sc2 = rt_job_scan(&job, 1, T0_US + SCAN_US,
                                       T0_US + 2 * SCAN_US, s2, 6, NULL, 0);
@@ -351,8 +363,7 @@ static void test_save_restore_equivalence(void **st)
         assert_int_equal(tw_rule_save(a->rule, buf), TW_OK);
         char err[256];
         assert_int_equal(tw_rule_restore(b->rule, tw_buf_data(buf),
-                                         tw_buf_len(buf) - 5, err,
-                                         sizeof(err)),
+                                         tw_buf_len(buf) - 5, err, sizeof(err)),
                          TW_ERR);
         tw_buf_free(buf);
         rt_env_free(a);

@@ -94,8 +94,9 @@ static void test_worked_example_both_modes(void **state)
         const char *text = rt_report_text(e);
         if (strstr(text, EXAMPLE_DETAILS) == NULL)
             fail_msg("semantics %d: %s", sem, text);
-        assert_non_null(strstr(text, "{\"RuleTriggered\": 0, \"Violations\": 0, "
-                                     "\"Details\": {\"Network\""));
+        assert_non_null(strstr(text,
+                               "{\"RuleTriggered\": 0, \"Violations\": 0, "
+                               "\"Details\": {\"Network\""));
         rt_env_free(e);
     }
 }
@@ -108,8 +109,8 @@ static void test_quantiles_and_rounding(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, NULL), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t m = rt_job_series(&job, "algo-1", "memory", "MemoryUsedPercent",
-                               "");
+    uint32_t m =
+        rt_job_series(&job, "algo-1", "memory", "MemoryUsedPercent", "");
     tw_sample s[3] = {rt_sample(1, 10, m), rt_sample(2, 33.333, m),
                       rt_sample(3, 20, m)};
     run_scan(e, &job, 0, s, 3);
@@ -136,10 +137,10 @@ static void test_integer_zero_and_infinity(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, NULL), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t gm = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUMemoryUtilization");
-    uint32_t w0 = rt_job_series(&job, "algo-1", "cpu", "cpu0",
-                                "I/OWaitPercentage");
+    uint32_t gm =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUMemoryUtilization");
+    uint32_t w0 =
+        rt_job_series(&job, "algo-1", "cpu", "cpu0", "I/OWaitPercentage");
     uint32_t rx = rt_job_series(&job, "algo-1", "network",
                                 "ReceiveBytesPerSecond", "Algorithm");
     tw_sample s[4] = {rt_sample(1, 20, gm), rt_sample(1, 0, w0),
@@ -169,14 +170,14 @@ static void test_multiple_nodes_global_divisors(void **state)
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, NULL), TW_OK);
     rt_job job;
     rt_job_init(&job);
-    uint32_t b0 = rt_job_series(&job, "algo-2", "gpu", "gpu1",
-                                "GPUUtilization");
-    uint32_t a0 = rt_job_series(&job, "algo-1", "gpu", "gpu0",
-                                "GPUUtilization");
-    uint32_t ac = rt_job_series(&job, "algo-1", "cpu", "cpu0",
-                                "CPUUtilization");
-    uint32_t bc = rt_job_series(&job, "algo-2", "cpu", "cpu0",
-                                "CPUUtilization");
+    uint32_t b0 =
+        rt_job_series(&job, "algo-2", "gpu", "gpu1", "GPUUtilization");
+    uint32_t a0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t ac =
+        rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
+    uint32_t bc =
+        rt_job_series(&job, "algo-2", "cpu", "cpu0", "CPUUtilization");
     tw_sample s[8] = {rt_sample(1, 30, b0), rt_sample(1, 90, a0),
                       rt_sample(1, 40, bc), rt_sample(2, 40, bc),
                       rt_sample(2, 40, bc), rt_sample(1, 80, ac)};
@@ -185,9 +186,9 @@ static void test_multiple_nodes_global_divisors(void **state)
     assert_int_equal(r->datapoints, 2);
     json_t *rep = rt_report(e);
     char keys[64];
-    assert_string_equal(rt_jkeys(rt_jget(rep, "Details", "GPU", NULL), keys,
-                                 sizeof(keys)),
-                        "algo-2,algo-1");
+    assert_string_equal(
+        rt_jkeys(rt_jget(rep, "Details", "GPU", NULL), keys, sizeof(keys)),
+        "algo-2,algo-1");
     rt_assert_bits(rt_jnum(rep, "Details", "GPU", "algo-1", "max"), 45.0);
     rt_assert_bits(rt_jnum(rep, "Details", "GPU", "algo-2", "max"), 15.0);
     /* core names are shared: |core_ids| = 1; ts 2 holds 40 + 40 */
@@ -207,8 +208,8 @@ static void test_boundary_timestamp(void **state)
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, NULL), TW_OK);
         rt_job job;
         rt_job_init(&job);
-        uint32_t c = rt_job_series(&job, "algo-1", "cpu", "cpu0",
-                                   "CPUUtilization");
+        uint32_t c =
+            rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
         tw_sample s0[2] = {rt_sample(10, 20, c), rt_sample(60, 40, c)};
         run_scan(e, &job, 0, s0, 2);
         tw_sample s1[2] = {rt_sample(60, 40, c), rt_sample(70, 30, c)};
@@ -232,8 +233,8 @@ static void test_checkpoint_equivalence(void **state)
         assert_int_equal(rt_create(a, RULE, (tw_semantics)sem, NULL), TW_OK);
         ex_job x;
         ex_job_init(&x, "algo-1");
-        uint32_t other = rt_job_series(&x.job, "algo-2", "cpu", "cpu3",
-                                       "CPUUtilization");
+        uint32_t other =
+            rt_job_series(&x.job, "algo-2", "cpu", "cpu3", "CPUUtilization");
         tw_sample s1[32], s2[32];
         size_t n1 = ex_round(&x, s1, 10.0);
         n1 += ex_round(&x, s1 + n1, 60.0);

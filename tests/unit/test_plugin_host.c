@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +45,8 @@ static void test_load_errors(void **st)
                      TW_ERR);
     assert_non_null(strstr(err, "entry symbol 'trainwatch_rule' not found"));
 
-    assert_int_equal(tw_registry_load(reg, build_path("tests/plugins/bad_abi.so"),
+    assert_int_equal(tw_registry_load(reg,
+                                      build_path("tests/plugins/bad_abi.so"),
                                       NULL, &p, err, sizeof(err)),
                      TW_ERR);
     assert_non_null(strstr(err, "ABI version 3"));
@@ -92,7 +95,8 @@ static void test_params(void **st)
     assert_int_equal(tw_rule_create(p, NULL, k2, v2, 1, TW_SEMANTICS_FIXED, h,
                                     &r, err, sizeof(err)),
                      TW_ERR);
-    assert_non_null(strstr(err, "'ceiling' = 101 is out of range [0.0, 100.0]"));
+    assert_non_null(
+        strstr(err, "'ceiling' = 101 is out of range [0.0, 100.0]"));
 
     const char *k3[] = {"patience"};
     const char *v3[] = {"ten"};
@@ -113,8 +117,8 @@ static void test_params(void **st)
     assert_string_equal(tw_rule_name(r), "Ceiling");
 
     /* Drive it: 3 samples above 90.5 with patience 2 -> one violation. */
-    tw_series s = {0, 0, TW_METRIC_GPU_MEM, "gpu", "gpu0",
-                   "GPUMemoryUtilization"};
+    tw_series s = {0,     0,      TW_METRIC_GPU_MEM,
+                   "gpu", "gpu0", "GPUMemoryUtilization"};
     const char *nodes[] = {"algo-1"};
     tw_sample x[] = {{100.0, 95, 0, 0}, {100.5, 96, 0, 0}, {101.0, 97, 0, 0}};
     tw_scan sc = {0};
@@ -148,10 +152,10 @@ static void test_failing_rule_status(void **st)
     tw_host_ctx *h = tw_host_ctx_new(reg, w, "job-2");
     const tw_plugin *p;
     char err[512];
-    assert_int_equal(tw_registry_load(reg,
-                                      build_path("tests/plugins/failing_rule.so"),
-                                      "failing_rule", &p, err, sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_registry_load(reg, build_path("tests/plugins/failing_rule.so"),
+                         "failing_rule", &p, err, sizeof(err)),
+        TW_OK);
     tw_rule *r;
     assert_int_equal(tw_rule_create(p, NULL, NULL, NULL, 0, TW_SEMANTICS_FIXED,
                                     h, &r, err, sizeof(err)),
@@ -178,8 +182,8 @@ static void test_failing_rule_status(void **st)
 
 /* A rule of `sem` from the built-in `name`, or the failing_rule fixture
  * (no <entry>_inputs export: any input counts) when name is NULL. */
-static tw_rule *no_data_rule(tw_registry *reg, tw_host_ctx *h,
-                             const char *name, tw_semantics sem)
+static tw_rule *no_data_rule(tw_registry *reg, tw_host_ctx *h, const char *name,
+                             tw_semantics sem)
 {
     const tw_plugin *p;
     char err[512];
@@ -194,8 +198,8 @@ static tw_rule *no_data_rule(tw_registry *reg, tw_host_ctx *h,
                              "failing_rule", &p, err, sizeof(err)),
             TW_OK);
     tw_rule *r;
-    if (tw_rule_create(p, NULL, name ? NULL : k, name ? NULL : v,
-                       name ? 0 : 1, sem, h, &r, err, sizeof(err)) != TW_OK)
+    if (tw_rule_create(p, NULL, name ? NULL : k, name ? NULL : v, name ? 0 : 1,
+                       sem, h, &r, err, sizeof(err)) != TW_OK)
         fail_msg("create: %s", err);
     return r;
 }
@@ -348,9 +352,8 @@ static void test_abi1_and_checkpoint_duty(void **st)
 
     static const char *const k[] = {"limit"};
     static const char *const v[] = {"1"};
-    tw_rule *r =
-        load_rule(reg, h, "tests/plugins/abi1_counter.so", "abi1_counter", k,
-                  v, 1);
+    tw_rule *r = load_rule(reg, h, "tests/plugins/abi1_counter.so",
+                           "abi1_counter", k, v, 1);
     tw_series s = {0, 0, TW_METRIC_GPU_UTIL, "gpu", "gpu0", "GPUUtilization"};
     const char *nodes[] = {"algo-1"};
     tw_sample x[] = {{100.0, 1, 0, 0}, {100.5, 2, 0, 0}};
@@ -383,13 +386,12 @@ static void test_abi1_and_checkpoint_duty(void **st)
     /* the met window survives a checkpoint (host header) */
     tw_buf *b = tw_buf_new();
     assert_int_equal(tw_rule_save(r, b), TW_OK);
-    tw_rule *c =
-        load_rule(reg, h, "tests/plugins/abi1_counter.so", "abi1_counter", k,
-                  v, 1);
+    tw_rule *c = load_rule(reg, h, "tests/plugins/abi1_counter.so",
+                           "abi1_counter", k, v, 1);
     char err[512];
-    assert_int_equal(tw_rule_restore(c, tw_buf_data(b), tw_buf_len(b), err,
-                                     sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_rule_restore(c, tw_buf_data(b), tw_buf_len(b), err, sizeof(err)),
+        TW_OK);
     tw_finding g;
     assert_int_equal(tw_rule_finding(c, &g), TW_OK);
     assert_int_equal(g.first_us, 1000000);
@@ -419,18 +421,15 @@ static void test_abi1_and_checkpoint_duty(void **st)
 
 /* The example's scans, one per row; -1 ends a row. */
 static const double ceiling_rows[][6] = {
-    {50, 95, 96, 97, -1},
-    {96, 40, -1},
-    {91, 92, 93, 94, 99, -1},
-    {10, -1},
+    {50, 95, 96, 97, -1}, {96, 40, -1}, {91, 92, 93, 94, 99, -1}, {10, -1},
     {98, 98, 98, -1},
 };
 #define CEILING_ROWS (sizeof(ceiling_rows) / sizeof(ceiling_rows[0]))
 
 static void ceiling_scan(tw_rule *r, tw_windows *w, size_t k)
 {
-    static tw_series s = {0, 0, TW_METRIC_GPU_MEM, "gpu", "gpu0",
-                          "GPUMemoryUtilization"};
+    static tw_series s = {0,     0,      TW_METRIC_GPU_MEM,
+                          "gpu", "gpu0", "GPUMemoryUtilization"};
     static const char *nodes[] = {"algo-1"};
     tw_sample x[6];
     size_t n = 0;
@@ -525,8 +524,10 @@ static void test_checkpoints_without_finding_trailer(void **st)
     static const struct {
         const char *rule;
         size_t trailer;
-    } cases[] = {{"LowGPUUtilization", 16}, {"Dataloader", 32},
-                 {"GPUMemoryIncrease", 24}, {"BatchSize", 40},
+    } cases[] = {{"LowGPUUtilization", 16},
+                 {"Dataloader", 32},
+                 {"GPUMemoryIncrease", 24},
+                 {"BatchSize", 40},
                  {"LoadBalancing", 16}};
     tw_registry *reg = tw_registry_new();
     tw_windows *w = tw_windows_new();

@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 // clang-format on
 #include <stdio.h>
 #include <stdlib.h>

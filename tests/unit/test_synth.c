@@ -1,17 +1,19 @@
 /*
- * test_synth.c - the generator of profiler-output folders (engine/tools/synth.c):
- * determinism, layout and file names per RULES.md §1.1, line and trace
- * formats, trace rotation, CPU-only jobs, option checking, the CLI, and per
- * preset the statistical properties its planted rule depends on, measured
- * from the written files.
+ * test_synth.c - the generator of profiler-output folders
+ * (engine/tools/synth.c): determinism, layout and file names per RULES.md §1.1,
+ * line and trace formats, trace rotation, CPU-only jobs, option checking, the
+ * CLI, and per preset the statistical properties its planted rule depends on,
+ * measured from the written files.
  */
 /* cmocka needs these first, in this order */
 // clang-format off
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 // clang-format on
 
 #include <fcntl.h>

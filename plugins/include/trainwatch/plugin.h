@@ -38,8 +38,8 @@ extern "C" {
 /* Bumped on any incompatible change to a struct or callback below.
  *
  * Version 2 (this header) appends to tw_rule_descriptor the `flags` word,
- * the `finding` callback and `finding_help`, and adds tw_host.size. Every ABI 1 member
- * keeps its offset, so the host still loads ABI 1 plugins: it reads the
+ * the `finding` callback and `finding_help`, and adds tw_host.size. Every ABI 1
+ * member keeps its offset, so the host still loads ABI 1 plugins: it reads the
  * version 2 members only from descriptors that say version 2, and gives
  * an ABI 1 rule a generic finding built from its counters (violations,
  * datapoints, the scans whose condition was met). Refusing them would
@@ -93,8 +93,8 @@ typedef enum tw_metric {
  * lifetime (and across checkpoints). Strings are owned by the host and live
  * as long as the job. */
 typedef struct tw_series {
-    uint32_t id;           /* index into tw_scan.series                  */
-    uint32_t node;         /* index into tw_scan.nodes                   */
+    uint32_t id;   /* index into tw_scan.series                  */
+    uint32_t node; /* index into tw_scan.nodes                   */
     tw_metric metric;
     const char *type;      /* "cpu", "gpu", "memory", "i/o", "network"   */
     const char *name;      /* "cpu0", "gpu1", ...; NULL when JSON null   */
@@ -158,17 +158,17 @@ typedef struct tw_arg {
 
 typedef struct tw_fw_event {
     const char *name;
-    const char *phase;   /* phase bound to the pid ("Unknown" if none)  */
-    const char *node;    /* framework node id, e.g. "algo-1-0"          */
+    const char *phase; /* phase bound to the pid ("Unknown" if none)  */
+    const char *node;  /* framework node id, e.g. "algo-1-0"          */
     int64_t start_us;
     int64_t end_us;
     int64_t pid;
     int64_t tid;
     tw_source source;
-    tw_mode mode;        /* parsed from "Step:ModeKeys.<MODE>" names    */
-    const tw_arg *args;  /* NULL when the event had no args             */
+    tw_mode mode;       /* parsed from "Step:ModeKeys.<MODE>" names    */
+    const tw_arg *args; /* NULL when the event had no args             */
     uint32_t nargs;
-    uint32_t flags;      /* TW_EVENT_*                                  */
+    uint32_t flags; /* TW_EVENT_*                                  */
 } tw_fw_event;
 
 /* ------------------------------------------------------------------------
@@ -182,7 +182,7 @@ struct tw_windows; /* the host's windowed aggregator, opaque to plugins */
  * interval, in the reference's order (docs/rules.md). Everything a scan
  * points to is owned by the host and valid only during scan(). */
 typedef struct tw_scan {
-    uint64_t index;             /* k                                       */
+    uint64_t index; /* k                                       */
     int64_t start_us;
     int64_t end_us;
     int64_t first_timestamp_us; /* F: the job's first timestamp            */
@@ -191,14 +191,14 @@ typedef struct tw_scan {
                                    ProfilerReport in reference semantics   */
     const tw_series *series;    /* every series of the job so far          */
     size_t nseries;
-    const char *const *nodes;   /* system node ids, first-seen order       */
+    const char *const *nodes; /* system node ids, first-seen order       */
     size_t nnodes;
     const tw_sample *samples;
     size_t nsamples;
     const tw_fw_event *events;
     size_t nevents;
     const struct tw_windows *windows; /* read through tw_host window_*()  */
-    int final;                  /* 1 on the job's last scan                */
+    int final; /* 1 on the job's last scan                */
 } tw_scan;
 
 /* What a scan() reports back. condition_met: this scan's check returned
@@ -258,8 +258,8 @@ typedef struct tw_params {
  * Services the host lends to plugins
  * --------------------------------------------------------------------- */
 
-typedef struct tw_json tw_json; /* a JSON writer, owned by the host     */
-typedef struct tw_buf tw_buf;   /* a growable byte buffer, host-owned   */
+typedef struct tw_json tw_json;       /* a JSON writer, owned by the host     */
+typedef struct tw_buf tw_buf;         /* a growable byte buffer, host-owned   */
 typedef struct tw_subrule tw_subrule; /* a rule run by another rule     */
 
 /* Online statistics of one series over everything the host saw. */
@@ -347,8 +347,8 @@ typedef struct tw_host {
                                   const char *const *values, size_t n,
                                   tw_semantics semantics, char *err,
                                   size_t errlen);
-    int (*subrule_scan)(tw_subrule *r, const tw_scan *scan,
-                        tw_scan_result *out, char *err, size_t errlen);
+    int (*subrule_scan)(tw_subrule *r, const tw_scan *scan, tw_scan_result *out,
+                        char *err, size_t errlen);
     int (*subrule_report)(tw_subrule *r, tw_json *out);
     int (*subrule_save)(tw_subrule *r, tw_buf *out);
     int (*subrule_restore)(tw_subrule *r, const void *data, size_t len,
@@ -364,7 +364,7 @@ typedef struct tw_host {
 } tw_host;
 
 /* 1 when the host that handed out `h` has member `m` (ABI 2 hosts on). */
-#define TW_HOST_HAS(h, m)                                                    \
+#define TW_HOST_HAS(h, m)                                                      \
     ((h)->size >= offsetof(tw_host, m) + sizeof(((const tw_host *)0)->m))
 
 /* ------------------------------------------------------------------------

@@ -63,6 +63,12 @@ python3 "$LIB/results.py" same "$WORK/job30.eval.json" "$WORK/res/job30.json" ||
 [ "$(field jobs_skipped_partial "$SUM")" = 0 ] || fail "the engine skipped a job"
 [ "$(field skipped_messages "$SUM")" = 0 ] || fail "the engine skipped messages"
 [ "$(field samples "$SUM")" = "$(field samples "$OUT")" ] || fail "samples lost"
-[ "$(field flow_waits "$OUT")" -gt 0 ] || fail "replay never waited for the group"
+for f in offset_gaps offsets_lost jobs_data_loss jobs_partial; do
+    [ "$(field $f "$SUM")" = 0 ] || fail "$f: $SUM"
+done
+# Whether replay had to wait depends on how fast this machine runs the
+# engine (under ASan it keeps up): reported, not asserted. Without flow
+# control the broker drops data on a normal build (the defect).
+echo "replay waited $(field flow_waits "$OUT") time(s), $(field flow_wait_s "$OUT") s"
 tw_broker_stop || fail "broker exit status"
 echo "PASS 1501-replay-full-speed-no-loss"

@@ -24,6 +24,7 @@
 #include "results_file.h"
 #include "strmap.h"
 #include "tw_assert.h"
+#include "wire.h"
 
 /* What a partition remembers of a job that is not being evaluated. */
 #define TW_JOB_FINISHED 1u /* finished here or by a previous owner       */
@@ -670,12 +671,14 @@ void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset)
 int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
                          const char *job, const char *reason, unsigned attempts)
 {
-    r->stats.messages_quarantined++;
     tw_rpart *p = tw_router_part_or_assign(r, partition);
     if (p == NULL)
         return TW_ERR;
-    if (offset + 1 > p->next_offset)
-        p->next_offset = offset + 1;
+    if (offset >= 0) { /* a message; -1: the job's idle finalization */
+        r->stats.messages_quarantined++;
+        if (offset + 1 > p->next_offset)
+            p->next_offset = offset + 1;
+    }
     if (job == NULL)
         return TW_OK;
     size_t i = 0;
@@ -903,6 +906,21 @@ int tw_router_expire(tw_router *r, int64_t now_us)
                 continue;
             }
             int rc = tw_router_finish(r, p, i, 0, "idle");
+            if (rc == TW_ERR) {
+                /* No message to retry or quarantine: exiting would meet
+                 * the same job again after a restart (a crash loop), so
+                 * the job itself is quarantined (results marked). */
+                char id[TW_WIRE_ID_MAX + 1];
+                snprintf(id, sizeof(id), "%s", tw_job_id(j->job));
+                rc = tw_router_quarantine(r, p->id, -1, id,
+                                          "its idle finalization failed (an "
+                                          "alert could not be built or queued, "
+                                          "or out of memory)",
+                                          1);
+                if (rc != TW_OK)
+                    return rc;
+                continue; /* job i is gone */
+            }
             if (rc != TW_OK)
                 return rc;
             r->stats.jobs_idle++;

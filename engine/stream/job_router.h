@@ -212,7 +212,9 @@ void tw_router_dead_letter(tw_router *r, int32_t partition, int64_t offset);
 
 /* The message at (partition, offset) of job `job` (NULL when it does not
  * decode) failed for good (quarantine.h) and went to the dead-letter
- * topic: it counts as processed (messages_quarantined), and the job, when
+ * topic: it counts as processed (messages_quarantined); offset -1: no
+ * message, the job's idle finalization failed (tw_router_expire quarantines
+ * it rather than fail and meet it again after a restart). The job, when
  * unfinished here, is finished as quarantined: its results file gets
  * "quarantined": {reason, partition, offset, attempts}, no final alerts
  * are sent, and its later messages are skipped like a finished job's
@@ -221,8 +223,10 @@ int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
                          const char *job, const char *reason,
                          unsigned attempts);
 
-/* Finalizes the jobs without a message for job_idle. TW_ERR, and
- * TW_JOB_STOPPED (that job stays unfinished), as above. */
+/* Finalizes the jobs without a message for job_idle; one whose
+ * finalization fails is quarantined (see tw_router_quarantine). TW_ERR
+ * (out of memory quarantining it), and TW_JOB_STOPPED (that job stays
+ * unfinished), as above. */
 int tw_router_expire(tw_router *r, int64_t now_us);
 
 /* The commit of one partition (see above; after tw_router_checkpoint): 1

@@ -199,12 +199,70 @@ static void test_router_quarantines_job(void **st)
     tw_registry_free(reg);
 }
 
+/* A job whose idle finalization fails (here: no final alert fits a 300-byte
+ * bound) has no message to retry: exiting would meet it again after every
+ * restart. It is quarantined instead: results marked (offset -1), counted,
+ * and the engine goes on. */
+static void test_router_quarantines_failed_idle_finish(void **st)
+{
+    (void)st;
+    tw_log_set_level(TW_LOG_ERROR + 1);
+    char dir[64], err[512];
+    temp_dir(dir, sizeof(dir));
+    tw_registry *reg = tw_registry_new();
+    tw_config *cfg = NULL;
+    assert_non_null(reg);
+    assert_int_equal(tw_config_default(reg, &cfg, err, sizeof(err)), TW_OK);
+    tw_job_config jc = cfg->job;
+    jc.external_watermark = 0;
+    tw_router_config rc = {.job = jc,
+                           .reg = reg,
+                           .rules = cfg->rules,
+                           .nrules = cfg->nrules,
+                           .job_idle_us = 1000000,
+                           .results_dir = dir,
+                           .max_alert_bytes = 300};
+    tw_router *r = NULL;
+    assert_int_equal(tw_router_new(&rc, on_alert, NULL, &r, err, sizeof(err)),
+                     TW_OK);
+    assert_int_equal(tw_router_batch(r, 0, 0, batch("jobi", "replay", 1, 1), 0),
+                     TW_OK);
+    assert_int_equal(tw_router_batch(r, 0, 1, batch("jobi", "algo-1", 1, 0), 0),
+                     TW_OK);
+    assert_int_equal(tw_router_expire(r, 10 * 1000000), TW_OK);
+    tw_router_stats s;
+    tw_router_get_stats(r, &s);
+    assert_int_equal(s.jobs_quarantined, 1);
+    assert_int_equal(s.messages_quarantined, 0);
+    assert_int_equal(s.jobs_idle, 0);
+    assert_int_equal(s.jobs_active, 0);
+    tw_router_free(r);
+
+    char path[128];
+    snprintf(path, sizeof(path), "%s/jobi.json", dir);
+    json_error_t je;
+    json_t *res = json_load_file(path, 0, &je);
+    if (res == NULL)
+        fail_msg("%s: %s (line %d)", path, je.text, je.line);
+    json_t *q = json_object_get(res, "quarantined");
+    assert_non_null(q);
+    assert_int_equal(json_integer_value(json_object_get(q, "offset")), -1);
+    assert_non_null(strstr(json_string_value(json_object_get(q, "reason")),
+                           "idle finalization failed"));
+    json_decref(res);
+    unlink(path);
+    rmdir(dir);
+    tw_config_free(cfg);
+    tw_registry_free(reg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ledger_survives_restart),
         cmocka_unit_test(test_ledger_damaged),
         cmocka_unit_test(test_router_quarantines_job),
+        cmocka_unit_test(test_router_quarantines_failed_idle_finish),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -157,58 +157,22 @@ static int64_t *listing_horizons(const tw_folder *folder)
 static void print_json(tw_job *job, const char *dir, const tw_folder *folder,
                        const tw_reader_stats *rs, double seconds)
 {
-    tw_job_stats js;
-    tw_job_get_stats(job, &js);
+    tw_results_source src = {.folder = dir,
+                             .files = rs->files,
+                             .bad_files = rs->bad_files,
+                             .unreadable_dirs = folder->unreadable_dirs,
+                             .skipped_dirs = folder->skipped_dirs,
+                             .lines = rs->lines,
+                             .bad_lines = rs->bad_lines,
+                             .seconds = seconds};
     tw_json *j = tw_json_new();
-    tw_json *r = tw_json_new();
-    if (j == NULL || r == NULL) {
+    /* the daemon's results files come from the same writer */
+    if (j == NULL || tw_job_results_write_from(j, job, &src) != TW_OK) {
         fprintf(stderr, "eval: out of memory\n");
         tw_json_free(j);
-        tw_json_free(r);
         return;
     }
-    tw_json_set_strict(j, 1); /* any JSON parser reads --json */
-    tw_json_object_begin(j);
-    tw_json_key(j, "job");
-    tw_json_string(j, tw_job_id(job));
-    tw_json_key(j, "folder");
-    tw_json_string(j, dir);
-    tw_json_key(j, "first_timestamp_us");
-    tw_json_int(j, tw_job_first_timestamp(job));
-    tw_json_key(j, "latest_timestamp_us");
-    tw_json_int(j, tw_job_latest_timestamp(job));
-    tw_json_key(j, "scans");
-    tw_json_int(j, (int64_t)js.scans);
-    tw_json_key(j, "input");
-    tw_json_object_begin(j);
-    tw_json_key(j, "files");
-    tw_json_int(j, (int64_t)rs->files);
-    tw_json_key(j, "bad_files");
-    tw_json_int(j, (int64_t)rs->bad_files);
-    tw_json_key(j, "unreadable_dirs");
-    tw_json_int(j, (int64_t)folder->unreadable_dirs);
-    tw_json_key(j, "skipped_dirs");
-    tw_json_int(j, (int64_t)folder->skipped_dirs);
-    tw_json_key(j, "lines");
-    tw_json_int(j, (int64_t)rs->lines);
-    tw_json_key(j, "bad_lines");
-    tw_json_int(j, (int64_t)rs->bad_lines);
-    tw_json_key(j, "samples");
-    tw_json_int(j, (int64_t)js.samples);
-    tw_json_key(j, "events");
-    tw_json_int(j, (int64_t)js.events);
-    tw_json_key(j, "late_samples");
-    tw_json_int(j, (int64_t)js.late_samples);
-    tw_json_key(j, "late_events");
-    tw_json_int(j, (int64_t)js.late_events);
-    tw_json_key(j, "seconds");
-    tw_json_double(j, seconds);
-    tw_json_object_end(j);
-    tw_json_key(j, "rules");
-    tw_job_results_rules(j, r, job); /* the daemon writes the same */
-    tw_json_object_end(j);
     printf("%s\n", tw_json_str(j));
-    tw_json_free(r);
     tw_json_free(j);
 }
 
@@ -541,11 +505,8 @@ static int eval_load(const eval_opts *o, eval_setup *e)
                 o->dir);
         return -1;
     }
-    int rc = o->rules_path != NULL
-                 ? tw_config_load(o->rules_path, &e->cfg, err, sizeof(err))
-                 : tw_config_default(e->reg, &e->cfg, err, sizeof(err));
-    if (rc == TW_OK && e->cfg->nrules == 0)
-        rc = tw_config_default_rules(e->cfg, e->reg, err, sizeof(err));
+    int rc = tw_config_load_or_default(o->rules_path, e->reg, &e->cfg, err,
+                                       sizeof(err));
     if (rc != TW_OK) {
         fprintf(stderr, "trainwatch eval: %s\n", err);
         return -1;

@@ -761,11 +761,7 @@ static int tw_run_load_options(tw_run_opts *o, int argc, char **argv,
  * kafka: and engine: sections, --brokers applied. */
 static int tw_run_load(tw_run *r, const tw_run_opts *o, char *err, size_t n)
 {
-    int rc = o->config_path != NULL
-                 ? tw_config_load(o->config_path, &r->cfg, err, n)
-                 : tw_config_default(r->reg, &r->cfg, err, n);
-    if (rc == TW_OK && r->cfg->nrules == 0)
-        rc = tw_config_default_rules(r->cfg, r->reg, err, n);
+    int rc = tw_config_load_or_default(o->config_path, r->reg, &r->cfg, err, n);
     if (rc == TW_OK)
         rc = tw_run_settings_load(r->cfg, &r->s, err, n);
     if (rc != TW_OK) {

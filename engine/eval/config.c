@@ -774,3 +774,13 @@ int tw_config_load(const char *path, tw_config **out, char *err, size_t errlen)
     *out = c;
     return TW_OK;
 }
+
+int tw_config_load_or_default(const char *path, tw_registry *reg,
+                              tw_config **out, char *err, size_t errlen)
+{
+    int rc = path != NULL ? tw_config_load(path, out, err, errlen)
+                          : tw_config_default(reg, out, err, errlen);
+    if (rc == TW_OK && (*out)->nrules == 0)
+        rc = tw_config_default_rules(*out, reg, err, errlen);
+    return rc;
+}

@@ -92,6 +92,10 @@ int tw_config_default(tw_registry *reg, tw_config **out, char *err,
 /* Give c (loaded without `rules`) the built-in default rule set. */
 int tw_config_default_rules(tw_config *c, tw_registry *reg, char *err,
                             size_t errlen);
+/* What eval and run load: the file at path (NULL: the built-in default),
+ * with the default rule set when it names no rules. */
+int tw_config_load_or_default(const char *path, tw_registry *reg,
+                              tw_config **out, char *err, size_t errlen);
 void tw_config_free(tw_config *c);
 
 /* The longest duration any key accepts: 100 years, far below INT64_MAX µs

@@ -78,6 +78,12 @@ void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job)
 
 int tw_job_results_write(tw_json *j, tw_job *job)
 {
+    return tw_job_results_write_from(j, job, NULL);
+}
+
+int tw_job_results_write_from(tw_json *j, tw_job *job,
+                              const tw_results_source *src)
+{
     tw_json *scratch = tw_json_new();
     if (scratch == NULL)
         return TW_ERR;
@@ -87,6 +93,10 @@ int tw_job_results_write(tw_json *j, tw_job *job)
     tw_json_object_begin(j);
     tw_json_key(j, "job");
     tw_json_string(j, tw_job_id(job));
+    if (src != NULL) {
+        tw_json_key(j, "folder");
+        tw_json_string(j, src->folder);
+    }
     tw_json_key(j, "first_timestamp_us");
     tw_json_int(j, tw_job_first_timestamp(job));
     tw_json_key(j, "latest_timestamp_us");
@@ -95,6 +105,17 @@ int tw_job_results_write(tw_json *j, tw_job *job)
     tw_json_int(j, (int64_t)js.scans);
     tw_json_key(j, "input");
     tw_json_object_begin(j);
+    if (src != NULL) {
+        const char *keys[] = {"files",        "bad_files", "unreadable_dirs",
+                              "skipped_dirs", "lines",     "bad_lines"};
+        const uint64_t vals[] = {src->files,           src->bad_files,
+                                 src->unreadable_dirs, src->skipped_dirs,
+                                 src->lines,           src->bad_lines};
+        for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+            tw_json_key(j, keys[i]);
+            tw_json_int(j, (int64_t)vals[i]);
+        }
+    }
     tw_json_key(j, "samples");
     tw_json_int(j, (int64_t)js.samples);
     tw_json_key(j, "events");
@@ -111,6 +132,10 @@ int tw_job_results_write(tw_json *j, tw_job *job)
     tw_json_int(j, (int64_t)js.skewed_events);
     tw_json_key(j, "skewed_markers");
     tw_json_int(j, (int64_t)js.skewed_markers);
+    if (src != NULL) {
+        tw_json_key(j, "seconds");
+        tw_json_double(j, src->seconds);
+    }
     tw_json_object_end(j);
     /* only when input is known missing: complete jobs keep eval's bytes */
     const tw_job_loss *loss = tw_job_loss_of(job);

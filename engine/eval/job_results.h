@@ -31,10 +31,24 @@ void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job);
  * of the array j is in), as tw_job_results_rules writes them. */
 void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule);
 
+/* What the offline reader adds to a job's results (eval --json). */
+typedef struct tw_results_source {
+    const char *folder;
+    uint64_t files, bad_files, unreadable_dirs, skipped_dirs, lines, bad_lines;
+    double seconds; /* evaluation wall time */
+} tw_results_source;
+
 /* Writes the job's results object as the next value of j:
- * {"job", "first_timestamp_us", "latest_timestamp_us", "scans",
- *  "input": {samples, events, late_samples, late_events,
- *  duplicate_batches}, "rules": [...]}. TW_ERR on out-of-memory. */
+ * {"job", ["folder",] "first_timestamp_us", "latest_timestamp_us",
+ *  "scans", "input": {[files, bad_files, unreadable_dirs, skipped_dirs,
+ *  lines, bad_lines,] samples, events, late_samples, late_events,
+ *  duplicate_batches, skewed_samples, skewed_events, skewed_markers
+ *  [, seconds]}, ["partial", "data_loss",] "rules": [...]}; the bracketed
+ * parts only with a source (src != NULL) or, for partial, when input is
+ * known missing. TW_ERR on out-of-memory. */
+int tw_job_results_write_from(tw_json *j, tw_job *job,
+                              const tw_results_source *src);
+/* The daemon's results file: no source. */
 int tw_job_results_write(tw_json *j, tw_job *job);
 
 #endif /* TW_JOB_RESULTS_H */

@@ -5,10 +5,24 @@
 
 #include "finding_text.h"
 
+void tw_job_results_counters(tw_json *j, tw_rule *rule)
+{
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    tw_json_key(j, "datapoints");
+    tw_json_int(j, res->datapoints);
+    tw_json_key(j, "violations");
+    tw_json_int(j, res->violations);
+    tw_json_key(j, "rule_triggered");
+    tw_json_int(j, res->rule_triggered);
+    if (tw_rule_error(rule)[0] != '\0') {
+        tw_json_key(j, "error");
+        tw_json_string(j, tw_rule_error(rule));
+    }
+}
+
 static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
                             const char *parent)
 {
-    const tw_scan_result *res = tw_rule_last_result(rule);
     tw_json_object_begin(j);
     tw_json_key(j, "name");
     tw_json_string(j, tw_rule_name(rule));
@@ -28,16 +42,7 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
     tw_json_int(j, (int64_t)tw_rule_scans(rule));
     tw_json_key(j, "conditions_met");
     tw_json_int(j, (int64_t)tw_rule_conditions_met(rule));
-    tw_json_key(j, "datapoints");
-    tw_json_int(j, res->datapoints);
-    tw_json_key(j, "violations");
-    tw_json_int(j, res->violations);
-    tw_json_key(j, "rule_triggered");
-    tw_json_int(j, res->rule_triggered);
-    if (tw_rule_error(rule)[0] != '\0') {
-        tw_json_key(j, "error");
-        tw_json_string(j, tw_rule_error(rule));
-    }
+    tw_job_results_counters(j, rule);
     /* what a person reads (plugin.h tw_finding); IssuesFound leaves only */
     tw_finding f;
     if (tw_rule_nchildren(rule) == 0 && tw_rule_finding(rule, &f) == TW_OK) {

@@ -27,6 +27,10 @@
  * value of j. `scratch` is a second writer used for reports (reset here). */
 void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job);
 
+/* A rule's counters as keys of the object j is in: "datapoints",
+ * "violations", "rule_triggered" and, when it failed, "error" (the
+ * results files and the alerts' details write them alike). */
+void tw_job_results_counters(tw_json *j, tw_rule *rule);
 /* One configured rule's object and its sub-rules' (as consecutive values
  * of the array j is in), as tw_job_results_rules writes them. */
 void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule);

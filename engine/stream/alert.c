@@ -9,6 +9,7 @@
 
 #include "ckpt_codec.h"
 #include "finding_text.h"
+#include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
 #include "plugin_host.h"
@@ -269,16 +270,7 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     tw_json_int(j, (int64_t)tw_rule_conditions_met(rule));
     tw_json_key(j, "scans");
     tw_json_int(j, (int64_t)tw_rule_scans(rule));
-    tw_json_key(j, "datapoints");
-    tw_json_int(j, res->datapoints);
-    tw_json_key(j, "violations");
-    tw_json_int(j, res->violations);
-    tw_json_key(j, "rule_triggered");
-    tw_json_int(j, res->rule_triggered);
-    if (tw_rule_error(rule)[0] != '\0') {
-        tw_json_key(j, "error");
-        tw_json_string(j, tw_rule_error(rule));
-    }
+    tw_job_results_counters(j, rule);
     if (cut == NULL && tw_json_len(t->scratch) > 0) {
         tw_json_key(j, "report");
         tw_json_raw(j, tw_json_str(t->scratch));

@@ -568,16 +568,12 @@ static int tw_run_stop_requested(void *ud)
     return tw_signals_pending(ud);
 }
 
-/* A copy of a message some of whose items the router refused for clock
- * skew (the rest was used), to the dead-letter topic. */
-static int tw_run_dead_letter_skewed(tw_run *r, const tw_source_msg *m,
-                                     uint64_t items)
+/* A copy of message m to the dead-letter topic with its reason and error
+ * (dead_letter.h). TW_ERR (logged) when it cannot be queued. */
+static int tw_run_send_dead_letter(tw_run *r, const tw_source_msg *m,
+                                   const char *reason, const char *why)
 {
-    char why[160], err[512];
-    snprintf(why, sizeof(why),
-             "%" PRIu64 " sample(s)/event(s)/JOB_END time(s) beyond the "
-             "clock-skew bound were refused; the rest of the batch was used",
-             items);
+    char err[512];
     tw_dead_letter dl = {.topic = m->topic,
                          .partition = m->partition,
                          .offset = m->offset,
@@ -585,7 +581,7 @@ static int tw_run_dead_letter_skewed(tw_run *r, const tw_source_msg *m,
                          .key_len = m->key_len,
                          .value = m->value,
                          .len = m->len,
-                         .reason = "clock_skew",
+                         .reason = reason,
                          .error = why};
     if (tw_dead_letter_send(r->producer, r->s.deadletter_topic, &dl, err,
                             sizeof(err)) != 0) {
@@ -593,6 +589,19 @@ static int tw_run_dead_letter_skewed(tw_run *r, const tw_source_msg *m,
         return TW_ERR;
     }
     return TW_OK;
+}
+
+/* A copy of a message some of whose items the router refused for clock
+ * skew (the rest was used), to the dead-letter topic. */
+static int tw_run_dead_letter_skewed(tw_run *r, const tw_source_msg *m,
+                                     uint64_t items)
+{
+    char why[160];
+    snprintf(why, sizeof(why),
+             "%" PRIu64 " sample(s)/event(s)/JOB_END time(s) beyond the "
+             "clock-skew bound were refused; the rest of the batch was used",
+             items);
+    return tw_run_send_dead_letter(r, m, "clock_skew", why);
 }
 
 /* One message: decode, route or dead-letter. TW_ERR = cannot go on;
@@ -646,16 +655,6 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
             rc = tw_run_commit(r, &m->partition, 1) == TW_ERR ? TW_ERR : TW_OK;
         return rc;
     }
-    tw_dead_letter dl = {.topic = m->topic,
-                         .partition = m->partition,
-                         .offset = m->offset,
-                         .key = m->key,
-                         .key_len = m->key_len,
-                         .value = m->value,
-                         .len = m->len,
-                         .reason = reason,
-                         .error = why};
-    char err[512];
     tw_router_stats rs;
     tw_router_get_stats(r->router, &rs);
     if (rs.dead_letters < 20)
@@ -663,11 +662,8 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
                "partition %" PRId32 " offset %" PRId64
                ": %s (%s): to the dead-letter topic",
                m->partition, m->offset, reason, why);
-    if (tw_dead_letter_send(r->producer, r->s.deadletter_topic, &dl, err,
-                            sizeof(err)) != 0) {
-        tw_log(TW_LOG_ERROR, "dead letter: %s", err);
+    if (tw_run_send_dead_letter(r, m, reason, why) != TW_OK)
         return TW_ERR;
-    }
     tw_router_dead_letter(r->router, m->partition, m->offset);
     return TW_OK;
 }
@@ -678,7 +674,7 @@ static int tw_run_message(tw_run *r, const tw_source_msg *m)
 static int tw_run_quarantine(tw_run *r, const tw_source_msg *m,
                              unsigned attempts)
 {
-    char why[512], err[512];
+    char why[512];
     snprintf(why, sizeof(why),
              "processing failed %u time(s) at this offset (see the ERROR "
              "lines before)",
@@ -692,19 +688,8 @@ static int tw_run_quarantine(tw_run *r, const tw_source_msg *m,
     else if (m->key != NULL)
         job = strndup(m->key, m->key_len);
     tw_batch_free(b);
-    tw_dead_letter dl = {.topic = m->topic,
-                         .partition = m->partition,
-                         .offset = m->offset,
-                         .key = m->key,
-                         .key_len = m->key_len,
-                         .value = m->value,
-                         .len = m->len,
-                         .reason = "quarantined",
-                         .error = why};
     int rc = TW_OK;
-    if (tw_dead_letter_send(r->producer, r->s.deadletter_topic, &dl, err,
-                            sizeof(err)) != 0) {
-        tw_log(TW_LOG_ERROR, "dead letter: %s", err);
+    if (tw_run_send_dead_letter(r, m, "quarantined", why) != TW_OK) {
         rc = TW_ERR;
     } else if (tw_router_quarantine(r->router, m->partition, m->offset, job,
                                     why, attempts) != TW_OK) {

@@ -284,17 +284,24 @@ static int check_duplicate_keys(loader *l, const ynode *m)
     return rc;
 }
 
+/* The parser's next event; a YAML syntax error is named with file:line. */
+static int next_event(loader *l, yaml_event_t *ev)
+{
+    if (yaml_parser_parse(&l->parser, ev))
+        return TW_OK;
+    snprintf(l->err, l->errlen, "%s:%zu: %s", l->path,
+             l->parser.problem_mark.line + 1,
+             l->parser.problem ? l->parser.problem : "YAML error");
+    return TW_ERR;
+}
+
 static int parse_children(loader *l, ynode *parent, yaml_event_type_t end)
 {
     size_t cap = 0;
     for (;;) {
         yaml_event_t ev;
-        if (!yaml_parser_parse(&l->parser, &ev)) {
-            snprintf(l->err, l->errlen, "%s:%zu: %s", l->path,
-                     l->parser.problem_mark.line + 1,
-                     l->parser.problem ? l->parser.problem : "YAML error");
+        if (next_event(l, &ev) != TW_OK)
             return TW_ERR;
-        }
         if (ev.type == end) {
             yaml_event_delete(&ev);
             return parent->kind == NODE_MAP ? check_duplicate_keys(l, parent)
@@ -363,12 +370,8 @@ static int load_tree(loader *l, FILE *f, ynode **root)
     *root = NULL;
     for (;;) {
         yaml_event_t ev;
-        if (!yaml_parser_parse(&l->parser, &ev)) {
-            snprintf(l->err, l->errlen, "%s:%zu: %s", l->path,
-                     l->parser.problem_mark.line + 1,
-                     l->parser.problem ? l->parser.problem : "YAML error");
+        if (next_event(l, &ev) != TW_OK)
             return TW_ERR;
-        }
         yaml_event_type_t t = ev.type;
         int rc = TW_OK;
         if (t == YAML_MAPPING_START_EVENT || t == YAML_SEQUENCE_START_EVENT ||

@@ -11,6 +11,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "clock.h"
+#include "kafka_log.h"
 #include "log.h"
 
 /* How long tw_producer_send() waits for room in a full queue. */
@@ -76,21 +77,6 @@ static void tw_producer_on_error(rd_kafka_t *rk, int err, const char *reason,
            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
-static void tw_producer_on_log(const rd_kafka_t *rk, int level, const char *fac,
-                               const char *buf)
-{
-    (void)rk;
-    /* syslog levels: 0..3 errors, 4 warning, 5..7 notice and below.
-     * Connection failures ("FAIL") also reach the error callback, which
-     * logs them once: here they are debug detail. */
-    tw_log_level lvl = level <= 3   ? TW_LOG_ERROR
-                       : level == 4 ? TW_LOG_WARN
-                                    : TW_LOG_DEBUG;
-    if (strcmp(fac, "FAIL") == 0)
-        lvl = TW_LOG_DEBUG;
-    tw_log(lvl, "librdkafka %s: %s", fac, buf);
-}
-
 static int tw_producer_conf_set(rd_kafka_conf_t *conf, const char *key,
                                 const char *value, char *err, size_t errlen)
 {
@@ -151,7 +137,7 @@ int tw_producer_new(const char *bootstrap, const char *const *props,
     rd_kafka_conf_set_opaque(conf, p);
     rd_kafka_conf_set_dr_msg_cb(conf, tw_producer_on_delivery);
     rd_kafka_conf_set_error_cb(conf, tw_producer_on_error);
-    rd_kafka_conf_set_log_cb(conf, tw_producer_on_log);
+    rd_kafka_conf_set_log_cb(conf, tw_kafka_on_log);
 
     char why[512];
     p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));

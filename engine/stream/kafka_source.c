@@ -9,6 +9,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "kafka_log.h"
 #include "log.h"
 
 /* How long a rebalance waits for the committed offsets of new partitions. */
@@ -22,18 +23,6 @@ struct tw_kafka_source {
     int closed;
     int paused; /* tw_source_pause(1) in force */
 };
-
-static void tw_source_on_log(const rd_kafka_t *rk, int level, const char *fac,
-                             const char *buf)
-{
-    (void)rk;
-    tw_log_level lvl = level <= 3   ? TW_LOG_ERROR
-                       : level == 4 ? TW_LOG_WARN
-                                    : TW_LOG_DEBUG;
-    if (strcmp(fac, "FAIL") == 0)
-        lvl = TW_LOG_DEBUG; /* the error callback reports these once */
-    tw_log(lvl, "librdkafka %s: %s", fac, buf);
-}
 
 static void tw_source_on_error(rd_kafka_t *rk, int err, const char *reason,
                                void *opaque)
@@ -215,7 +204,7 @@ int tw_source_new(const tw_source_config *cfg, const tw_source_handler *h,
         }
     }
     rd_kafka_conf_set_opaque(conf, s);
-    rd_kafka_conf_set_log_cb(conf, tw_source_on_log);
+    rd_kafka_conf_set_log_cb(conf, tw_kafka_on_log);
     rd_kafka_conf_set_error_cb(conf, tw_source_on_error);
     rd_kafka_conf_set_rebalance_cb(conf, tw_source_on_rebalance);
     char why[512];

@@ -311,6 +311,7 @@ static int tw_replay_cmd_load(tw_replay *r, tw_replay_cmd *c, int argc,
                               char **argv, int *status)
 {
     memset(r, 0, sizeof(*r));
+    memset(c, 0, sizeof(*c));
     r->topic = "trainwatch.metrics";
     r->end_marker = 1;
     c->group = TW_REPLAY_DEFAULT_GROUP;

@@ -24,8 +24,8 @@ static int tw_torch_str_is(tw_json_str s, const char *lit)
 
 void tw_torch_survey_event(tw_torch_survey *s, const tw_json_event *ev)
 {
-    if (!tw_torch_str_is(ev->ph, "X") || !ev->ts.present ||
-        !ev->dur.present || tw_torch_str_is(ev->cat, "Trace"))
+    if (!tw_torch_str_is(ev->ph, "X") || !ev->ts.present || !ev->dur.present ||
+        tw_torch_str_is(ev->cat, "Trace"))
         return;
     double ts = ev->ts.d, end = ev->ts.d + ev->dur.d;
     if (!(ts > -9.0e18 && ts < 9.0e18 && end > -9.0e18 && end < 9.0e18))
@@ -85,8 +85,8 @@ int tw_torch_step(const char *name, size_t len, const char **digits,
 /* Kineto categories of events that run on a device. */
 static int tw_torch_on_device(const tw_json_event *ev)
 {
-    static const char *const gpu_cats[] = {"kernel", "gpu_memcpy",
-                                           "gpu_memset", "gpu_user_annotation"};
+    static const char *const gpu_cats[] = {"kernel", "gpu_memcpy", "gpu_memset",
+                                           "gpu_user_annotation"};
     for (size_t i = 0; i < sizeof(gpu_cats) / sizeof(*gpu_cats); i++)
         if (tw_torch_str_is(ev->cat, gpu_cats[i]))
             return 1;

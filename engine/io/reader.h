@@ -38,6 +38,17 @@
  *    start_us. Without it (has_metadata == 0) both are 0, as the reference's
  *    lookup yields; the read then reports the missing metadata once (line
  *    0, counted in incomplete_files) and reads the events with base time 0.
+ *  - PyTorch profiler traces (torch.profiler / export_chrome_trace): names
+ *    ending in `.pt.trace.json` or `.pt.trace.json.gz`, anywhere under
+ *    root; root itself may be one such file, whatever its name. Each is
+ *    read once when listed (tw_torch_describe: no events kept) to find its
+ *    time base (tw_torch_anchor), the raw ts range of its X events and the
+ *    node (`rank-<R>` from Kineto's distributedInfo, else the name up to
+ *    its first `.`). file_ts_us = the absolute end of its newest event;
+ *    it counts towards first_framework_ts_us from its oldest event. Read
+ *    with source PYTHONTIMELINE, without the per-source state: only X
+ *    events; ProfilerStep#N -> name and phase Step:ModeKeys.TRAIN, args
+ *    {step_num: "N"}; others -> cpu_functions or gpu_functions-dev:<n>.
  *  - The whole of root is walked (the reference walks root/system and
  *    root/framework), each folder's entries in name order. Symbolic links
  *    to files and to folders are followed (an agent's hour folder may be a

@@ -4,6 +4,7 @@
  * the node from distributedInfo or the name, and the mapping of events
  * (ProfilerStep#N, cpu_functions, gpu_functions-dev:<n>).
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 /* cmocka.h needs the four above first */
@@ -153,8 +153,7 @@ static void test_legacy_array_mtime(void **state)
     assert_int_equal(f->files[0].file_ts_us, 1600000000000000LL + 510);
     assert_int_equal(f->first_framework_ts_us, 1600000000000000LL + 90);
     read_file(&f->files[0], &e);
-    assert_int_equal(e.batches[0]->events[1].start_us,
-                     1600000000000000LL + 90);
+    assert_int_equal(e.batches[0]->events[1].start_us, 1600000000000000LL + 90);
     events_free(&e);
     tw_folder_free(f);
 }
@@ -213,8 +212,7 @@ static void test_kineto_object(void **state)
     tw_folder_anchor_traces(f, 5);
     for (size_t i = 0; i < f->nfiles; i++)
         if (strstr(f->files[i].path, "/k.pt.trace.json") != NULL)
-            assert_int_equal(f->files[i].torch_offset_us,
-                             1700000000000000LL);
+            assert_int_equal(f->files[i].torch_offset_us, 1700000000000000LL);
     tw_folder_free(f);
     unlink(path);
 }
@@ -227,8 +225,7 @@ static void test_epoch_ts_and_names(void **state)
     const char *dir = tmp_path("epoch");
     assert_int_equal(mkdir(dir, 0755), 0);
     char path[1100], other[1100];
-    snprintf(path, sizeof(path), "%s/host_12.1700000000000.pt.trace.json",
-             dir);
+    snprintf(path, sizeof(path), "%s/host_12.1700000000000.pt.trace.json", dir);
     snprintf(other, sizeof(other), "%s/results.json", dir);
     write_at(path,
              "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"ProfilerStep#0\", "

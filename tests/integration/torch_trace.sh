@@ -66,6 +66,41 @@ print("torch %s: %d steps in %d files as torch recorded them" %
       (exp["torch"], total, len(exp["files"])))
 PYEOF
 
+# --- replay: the same folder through the broker into `run` == eval ---------
+# (trace files of a real run: trainwatch broker, run, replay)
+LIB=$HERE/lib
+BROKER_PID=
+. "$LIB/broker.sh"
+. "$LIB/run.sh"
+cleanup() {
+    [ -n "${RUN_PID_T:-}" ] && kill -KILL "$RUN_PID_T" 2>/dev/null
+    [ -n "${BROKER_PID:-}" ] && kill -KILL "$BROKER_PID" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+mv "$WORK/run" "$WORK/torchjob"
+"$TW" eval "$WORK/torchjob" --json --quiet > "$WORK/eval.json" || fail "eval of the folder"
+tw_broker_start || fail "broker start"
+mkdir -p "$WORK/res"
+cat > "$WORK/run.yaml" <<YAML
+kafka:
+  group: torch-trace
+engine:
+  results_dir: $WORK/res
+  commit_interval: 500ms
+YAML
+tw_run_start T "$WORK/run.yaml"
+wait_for 60 grep -q "assigned partition" "$WORK/T.err" || fail "no partition assigned"
+OUT=$(timeout 120 "$TW" replay "$WORK/torchjob" --brokers "$BOOTSTRAP" --group torch-trace -q) \
+  || fail "replay"
+[ "$(field files "$OUT")" = 2 ] || fail "replay: $OUT"
+wait_for 60 test -s "$WORK/res/torchjob.json" || fail "no results file: $(tail -5 "$WORK/T.err")"
+tw_run_stop T || fail "run exit status"
+"$PY" "$LIB/results.py" same "$WORK/eval.json" "$WORK/res/torchjob.json" \
+  || fail "run's results of the replayed traces differ from eval's"
+tw_broker_stop || fail "broker stop"
+echo "replay of the torch traces into run: the same results as eval ($OUT)"
+
 # --- Kineto object form (hand-written fixture) -----------------------------
 K="$FIXTURES/kineto_rank1.pt.trace.json"
 "$TW" eval --steps "$K" > "$WORK/k.txt"

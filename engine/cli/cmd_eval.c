@@ -71,19 +71,19 @@ static const tw_cli_command eval_command = {
     .description =
         "Evaluates rules offline over a profiler-output folder DIR (the "
         "agent's\nsystem/ and framework/ files, PyTorch traces named "
-        "*.pt.trace.json[.gz]) or\none PyTorch profiler trace file TRACE "
-        "and prints each rule's "
-        "status and findings.\nEach finding says what was found, where "
-        "(nodes, GPUs), when (+hh:mm:ss from\nthe job's start and UTC), "
-        "how much, what to try and which parameters decided.\n",
+        "*.pt.trace.json[.gz])\nor one PyTorch profiler trace file TRACE, "
+        "and prints each rule's status and\nfindings. Each finding says "
+        "what was found, where (nodes, GPUs), when\n(+hh:mm:ss from the "
+        "job's start and UTC), how much, what to try and which\nparameters "
+        "decided.\n",
     .options = eval_options,
     .epilogue =
         "PyTorch traces: ProfilerStep#N is step N (Step:ModeKeys.TRAIN), "
-        "operators are\ncpu_functions, kernels gpu_functions-dev:<n>; times "
-        "are Kineto's baseTimeNanoseconds\n+ ts, or, for relative ts, the "
-        "file's mtime is the end of its newest event\n(--trace-start "
-        "overrides). Node: rank-<R> from distributedInfo, else the file\n"
-        "name up to its first '.'.\n"
+        "operators are\ncpu_functions, kernels gpu_functions-dev:<n>. "
+        "Times: Kineto's\nbaseTimeNanoseconds + ts; relative ts (no "
+        "Kineto): the file's mtime is the end\nof its newest event "
+        "(--trace-start overrides). Node: rank-<R> from\ndistributedInfo, "
+        "else the file name up to its first '.'.\n"
         "\n"
         "A rule whose input never arrived ends NoData (fixed semantics; "
         "reference keeps\nNoIssuesFound), with INPUT none. Folders that "

@@ -63,10 +63,12 @@ void tw_torch_survey_member(tw_torch_survey *s, struct tw_json_parser *jp,
 /* "ProfilerStep#N": 1 and N's digits; 0 for any other name. */
 int tw_torch_step(const char *name, size_t len, const char **digits,
                   size_t *ndigits);
-/* The phase of a non-step X event (cpu_functions, gpu_functions-dev:<n>)
- * into buf; 0 for events that are no operator or kernel (the profiler's
- * own "Trace" span). */
-int tw_torch_phase(const struct tw_json_event *ev, char *buf, size_t n);
+/* 1 for X events that are neither step, operator nor kernel: the
+ * profiler's own span (cat "Trace"), GPU copies of annotations. */
+int tw_torch_ignored(const struct tw_json_event *ev);
+/* The phase of another X event (cpu_functions, gpu_functions-dev:<n>)
+ * into buf. */
+void tw_torch_phase(const struct tw_json_event *ev, char *buf, size_t n);
 
 /* Lists a torch trace: surveys it, finds its anchor (tw_torch_anchor),
  * file_ts_us (the absolute end of its newest event; 0 without events) and

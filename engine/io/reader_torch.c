@@ -25,7 +25,7 @@ static int tw_torch_str_is(tw_json_str s, const char *lit)
 void tw_torch_survey_event(tw_torch_survey *s, const tw_json_event *ev)
 {
     if (!tw_torch_str_is(ev->ph, "X") || !ev->ts.present || !ev->dur.present ||
-        tw_torch_str_is(ev->cat, "Trace"))
+        tw_torch_ignored(ev))
         return;
     double ts = ev->ts.d, end = ev->ts.d + ev->dur.d;
     if (!(ts > -9.0e18 && ts < 9.0e18 && end > -9.0e18 && end < 9.0e18))
@@ -85,8 +85,8 @@ int tw_torch_step(const char *name, size_t len, const char **digits,
 /* Kineto categories of events that run on a device. */
 static int tw_torch_on_device(const tw_json_event *ev)
 {
-    static const char *const gpu_cats[] = {"kernel", "gpu_memcpy", "gpu_memset",
-                                           "gpu_user_annotation"};
+    static const char *const gpu_cats[] = {"kernel", "gpu_memcpy",
+                                           "gpu_memset"};
     for (size_t i = 0; i < sizeof(gpu_cats) / sizeof(*gpu_cats); i++)
         if (tw_torch_str_is(ev->cat, gpu_cats[i]))
             return 1;
@@ -94,13 +94,20 @@ static int tw_torch_on_device(const tw_json_event *ev)
     return tw_torch_str_is(ev->pid_str, "CUDA functions");
 }
 
-int tw_torch_phase(const tw_json_event *ev, char *buf, size_t n)
+int tw_torch_ignored(const tw_json_event *ev)
 {
-    if (tw_torch_str_is(ev->cat, "Trace"))
-        return 0; /* the profiler's own span over the whole trace */
+    /* the profiler's own span over the whole trace, and the device-side
+     * copies of annotations (a GPU "ProfilerStep#N" would be a second
+     * step N; its kernels are events of their own) */
+    return tw_torch_str_is(ev->cat, "Trace") ||
+           tw_torch_str_is(ev->cat, "gpu_user_annotation");
+}
+
+void tw_torch_phase(const tw_json_event *ev, char *buf, size_t n)
+{
     if (!tw_torch_on_device(ev)) {
         snprintf(buf, n, "cpu_functions");
-        return 1;
+        return;
     }
     /* Kineto: args.device; else the pid, which Kineto sets to the device */
     long long dev = ev->has_pid ? (long long)ev->pid : 0;
@@ -115,7 +122,6 @@ int tw_torch_phase(const tw_json_event *ev, char *buf, size_t n)
         }
     }
     snprintf(buf, n, "gpu_functions-dev:%lld", dev);
-    return 1;
 }
 
 /* offset + raw, 0 when it does not fit (the file then has no timestamp). */

@@ -477,12 +477,14 @@ static int tw_trace_torch(tw_trace_reader *r, const tw_json_event *ev,
         tw_trace_bad(r, pos, "X event without name, ts or dur");
         return TW_OK;
     }
+    if (tw_torch_ignored(ev))
+        return TW_OK;
     char phase[64];
     const char *digits = NULL;
     size_t ndigits = 0;
     int step = tw_torch_step(ev->name.ptr, ev->name.len, &digits, &ndigits);
-    if (!step && !tw_torch_phase(ev, phase, sizeof(phase)))
-        return TW_OK;
+    if (!step)
+        tw_torch_phase(ev, phase, sizeof(phase));
     int64_t base = r->ctx->file->torch_offset_us, start, end;
     int ok;
     if (ev->ts.is_i64 && ev->dur.is_i64)

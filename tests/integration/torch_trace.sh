@@ -43,6 +43,9 @@ for f in exp["files"]:
     mtime_us = os.stat(path).st_mtime_ns // 1000
     assert abs(last_end - mtime_us) <= 1, (last_end, mtime_us)
     assert f["export_enter_us"] <= last_end <= f["export_exit_us"], (f, last_end)
+    # so times are late by the profiler's stop and the export: measured
+    late = last_end - f["last_step_end_us"]
+    assert 0 <= late < 2000000, (f, last_end)
     # durations are the file's own
     raw = {e["name"]: e for e in json.load(open(path))
            if e["name"].startswith("ProfilerStep#")}
@@ -50,8 +53,9 @@ for f in exp["files"]:
         e = raw["ProfilerStep#" + s[2]]
         assert int(s[4]) - int(s[3]) == e["dur"], (s, e)
     total += len(got)
-    print("%s: steps %s, newest event ends at mtime %d (export took %d us)"
-          % (f["file"], nums, mtime_us,
+    print("%s: steps %s, newest event ends at mtime %d: %d us after the "
+          "step really ended (export alone: %d us)"
+          % (f["file"], nums, mtime_us, late,
              f["export_exit_us"] - f["export_enter_us"]))
 # the folder: both files (named *.pt.trace.json), all steps
 assert len(steps(run)) == total, total

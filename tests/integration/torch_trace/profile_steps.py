@@ -4,8 +4,9 @@ cycle's trace with export_chrome_trace, as a user would. Usage:
 Writes OUT_DIR/cycle<k>.pt.trace.json and OUT_DIR/expected.json: for each
 trace file the step labels torch itself recorded (its own ProfilerStep#N
 events, read from the profiler, not from the file) and the wall-clock
-times (µs) just before and after the export, so the test can check what
-trainwatch reads from the files and when it places them."""
+times (µs) when the newest step ended (prof.step() was called) and just
+before and after the export, so the test can check what trainwatch reads
+from the files and when it places them."""
 import json
 import os
 import sys
@@ -23,6 +24,7 @@ data = torch.utils.data.TensorDataset(torch.randn(96, 8), torch.randn(96, 1))
 loader = torch.utils.data.DataLoader(data, batch_size=8)
 
 files = []
+step_calls_us = []  # wall clock just before each prof.step()
 
 
 def on_trace_ready(prof):
@@ -34,7 +36,9 @@ def on_trace_ready(prof):
                     if n.startswith("ProfilerStep#"))
     path = os.path.join(out, "cycle%d.pt.trace.json" % len(files))
     prof.export_chrome_trace(path)
+    # called inside prof.step(), which first closed the newest step
     files.append({"file": os.path.basename(path), "steps": labels,
+                  "last_step_end_us": step_calls_us[-1],
                   "export_enter_us": enter_us,
                   "export_exit_us": time.time_ns() // 1000})
 
@@ -48,7 +52,8 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
         opt.zero_grad()
         loss.backward()
         opt.step()
-        time.sleep(0.03)  # steps far apart: each is told by its start time
+        time.sleep(0.03)
+        step_calls_us.append(time.time_ns() // 1000)
         prof.step()
 
 with open(os.path.join(out, "expected.json"), "w") as f:

@@ -126,7 +126,22 @@ assert set(det["ratio"]) == {"cpu_functions", "gpu_functions-dev:0"}, det
 assert det["GPU_total"]["void gemm_kernel<float>(float*)"] == 50, det
 assert det["CPU_total"]["aten::linear"] == 300, det
 PYEOF
-echo "Kineto fixture: base time, rank-1 and phases as written"
+# gzip-compressed, inside a folder among other files: the same steps
+mkdir -p "$WORK/gz/deep"
+gzip -c "$K" > "$WORK/gz/deep/k.pt.trace.json.gz"
+echo '[]' > "$WORK/gz/deep/other.json"
+"$TW" eval --steps "$WORK/gz" | grep '^step ' > "$WORK/gz.steps"
+diff -u "$WORK/k.want" "$WORK/gz.steps" || fail "gzip trace in a folder"
+# a bad --trace-start is a usage error naming the option
+for cmd in "eval" "replay --brokers 127.0.0.1:1"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$TW" $cmd "$K" --trace-start yesterday > /dev/null 2> "$WORK/ts.err"
+  rc=$?
+  set -e
+  [ $rc = 2 ] && grep -q -- "--trace-start" "$WORK/ts.err" || fail "$cmd --trace-start yesterday: exit $rc"
+done
+echo "Kineto fixture: base time, rank-1 and phases as written (also gzip, in a folder)"
 
 # --- bad input ---------------------------------------------------------------
 # cut inside the event array: the complete events are read, the cut is

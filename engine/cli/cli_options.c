@@ -6,8 +6,10 @@
 #include "cli_options.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "event_time.h"
 #include "tw_assert.h"
 
 /* getopt_long's value for an option without a letter: past every char. */
@@ -191,4 +193,13 @@ void tw_cli_help(const tw_cli_command *cmd, FILE *out)
         cmd->more(out);
     if (cmd->epilogue != NULL)
         fprintf(out, "\n%s", cmd->epilogue);
+}
+
+int tw_cli_parse_epoch_us(const char *text, int64_t *out)
+{
+    char *end = NULL;
+    double s = strtod(text, &end);
+    if (end == text || *end != '\0' || !(s >= 0.0) || !tw_time_s_to_us(s, out))
+        return -1;
+    return 0;
 }

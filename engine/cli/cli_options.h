@@ -24,6 +24,7 @@
 #define TW_CLI_OPTIONS_H
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef struct tw_cli_option {
@@ -80,5 +81,9 @@ void tw_cli_help(const tw_cli_command *cmd, FILE *out);
  * returns 2, the exit status of a usage error. */
 int tw_cli_usage_error(const tw_cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* "1700000000.25" (seconds since the epoch, fraction allowed) as µs in
+ * *out; -1 when the text is not such a time. */
+int tw_cli_parse_epoch_us(const char *text, int64_t *out);
 
 #endif /* TW_CLI_OPTIONS_H */

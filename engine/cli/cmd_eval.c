@@ -29,7 +29,9 @@ enum {
     OPT_JSON,
     OPT_JOB,
     OPT_QUIET,
-    OPT_ROUNDTRIP
+    OPT_ROUNDTRIP,
+    OPT_STEPS,
+    OPT_TRACE_START
 };
 
 static const tw_cli_option eval_options[] = {
@@ -52,19 +54,37 @@ static const tw_cli_option eval_options[] = {
      "unless both give the same results (and each restored state saves the "
      "same bytes)",
      OPT_ROUNDTRIP},
+    {"steps", 0, NULL,
+     "first print one line per step event read: `step NODE MODE STEP_NUM "
+     "START_US END_US` (times in µs since the epoch; not with --json)",
+     OPT_STEPS},
+    {"trace-start", 0, "SECONDS",
+     "PyTorch traces with relative times (export_chrome_trace without "
+     "Kineto): their ts 0 is this time (seconds since the epoch, fraction "
+     "allowed) instead of the file's mtime minus its span",
+     OPT_TRACE_START},
     {NULL, 0, NULL, NULL, 0}};
 
 static const tw_cli_command eval_command = {
     .name = "eval",
-    .synopsis = "DIR [options]",
+    .synopsis = "DIR|TRACE [options]",
     .description =
         "Evaluates rules offline over a profiler-output folder DIR (the "
-        "agent's\nsystem/ and framework/ files) and prints each rule's "
-        "status and findings.\nEach finding says what was found, where "
-        "(nodes, GPUs), when (+hh:mm:ss from\nthe job's start and UTC), "
-        "how much, what to try and which parameters decided.\n",
+        "agent's\nsystem/ and framework/ files, PyTorch traces named "
+        "*.pt.trace.json[.gz])\nor one PyTorch profiler trace file TRACE, "
+        "and prints each rule's status and\nfindings. Each finding says "
+        "what was found, where (nodes, GPUs), when\n(+hh:mm:ss from the "
+        "job's start and UTC), how much, what to try and which\nparameters "
+        "decided.\n",
     .options = eval_options,
     .epilogue =
+        "PyTorch traces: ProfilerStep#N is step N (Step:ModeKeys.TRAIN), "
+        "operators are\ncpu_functions, kernels gpu_functions-dev:<n>. "
+        "Times: Kineto's\nbaseTimeNanoseconds + ts; relative ts (no "
+        "Kineto): the file's mtime is the end\nof its newest event "
+        "(--trace-start overrides). Node: rank-<R> from\ndistributedInfo, "
+        "else the file name up to its first '.'.\n"
+        "\n"
         "A rule whose input never arrived ends NoData (fixed semantics; "
         "reference keeps\nNoIssuesFound), with INPUT none. Folders that "
         "cannot be read, symbolic link\nloops and folders reached twice "
@@ -79,19 +99,41 @@ typedef struct eval_opts {
     const char *dir;
     const char *rules_path, *job_name, *sem;
     tw_semantics semantics;
-    int as_json, quiet, roundtrip;
+    int as_json, quiet, roundtrip, steps;
+    int has_trace_start;
+    int64_t trace_start_us;
 } eval_opts;
 
 typedef struct eval_ctx {
     tw_job *job;
-    int quiet;
+    int quiet, steps;
     uint64_t reported_errors;
     int failed;
 } eval_ctx;
 
+/* --steps: the step events of a batch, as read. */
+static void print_steps(const tw_batch *b)
+{
+    static const char *const modes[] = {"NONE", "TRAIN", "EVAL", "PREDICT",
+                                        "GLOBAL"};
+    for (size_t i = 0; i < b->nevents; i++) {
+        const tw_fw_event *ev = &b->events[i];
+        if (ev->mode == TW_MODE_NONE || (size_t)ev->mode >= 5)
+            continue;
+        const char *num = "?";
+        for (uint32_t k = 0; k < ev->nargs; k++)
+            if (strcmp(ev->args[k].key, "step_num") == 0)
+                num = ev->args[k].value;
+        printf("step %s %s %s %lld %lld\n", ev->node, modes[ev->mode], num,
+               (long long)ev->start_us, (long long)ev->end_us);
+    }
+}
+
 static int sink(void *ud, tw_batch *b)
 {
     eval_ctx *e = ud;
+    if (e->steps)
+        print_steps(b);
     if (tw_job_ingest(e->job, b) != TW_OK) {
         e->failed = 1;
         return TW_ERR;
@@ -267,7 +309,7 @@ typedef struct eval_run_args {
     const tw_folder *folder;
     const int64_t *horizons;
     int64_t first_us, limit_us;
-    int quiet, progress;
+    int quiet, progress, steps;
     const char *rules_path;
 } eval_run_args;
 
@@ -318,7 +360,7 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
         tw_job_on_scan(job, on_scan_roundtrip, rt);
     tw_job_set_first_timestamp(job, a->first_us);
     tw_job_set_scan_limit(job, a->limit_us);
-    eval_ctx ec = {.job = job, .quiet = a->quiet};
+    eval_ctx ec = {.job = job, .quiet = a->quiet, .steps = a->steps};
     double last_progress = (tw_mono_us() / 1e6);
     for (size_t i = 0; i < a->folder->nfiles; i++) {
         const tw_agent_file *f = &a->folder->files[i];
@@ -445,7 +487,25 @@ static int eval_load_options(eval_opts *o, int argc, char **argv, int *status)
         case OPT_ROUNDTRIP:
             o->roundtrip = 1;
             break;
+        case OPT_STEPS:
+            o->steps = 1;
+            break;
+        case OPT_TRACE_START:
+            if (tw_cli_parse_epoch_us(p.arg, &o->trace_start_us) != 0) {
+                tw_cli_usage_error(&eval_command,
+                                   "--trace-start must be seconds since the "
+                                   "epoch (e.g. 1700000000.25), not '%s'",
+                                   p.arg);
+                return -1;
+            }
+            o->has_trace_start = 1;
+            break;
         }
+    }
+    if (o->steps && o->as_json) {
+        tw_cli_usage_error(&eval_command, "--steps and --json exclude each "
+                                          "other");
+        return -1;
     }
     if (p.optind != argc - 1) {
         fprintf(stderr, "trainwatch eval: expected exactly one folder "
@@ -500,11 +560,13 @@ static int eval_load(const eval_opts *o, eval_setup *e)
     if (e->folder->nfiles == 0) {
         fprintf(stderr,
                 "trainwatch eval: no agent files under '%s' (expected "
-                "system/incremental/.../<epoch>.algo-N.json or "
-                "framework/pevents/... files)\n",
+                "system/incremental/.../<epoch>.algo-N.json, "
+                "framework/pevents/... or *.pt.trace.json files)\n",
                 o->dir);
         return -1;
     }
+    if (o->has_trace_start)
+        tw_folder_anchor_traces(e->folder, o->trace_start_us);
     int rc = tw_config_load_or_default(o->rules_path, e->reg, &e->cfg, err,
                                        sizeof(err));
     if (rc != TW_OK) {
@@ -547,6 +609,7 @@ static int eval_load(const eval_opts *o, eval_setup *e)
                             .limit_us = L,
                             .quiet = o->quiet,
                             .progress = !o->quiet && !o->as_json,
+                            .steps = o->steps,
                             .rules_path = o->rules_path};
     return 0;
 }

@@ -33,7 +33,8 @@ enum {
     OPT_DROP_EVERY,
     OPT_KEY,
     OPT_PROP,
-    OPT_QUIET
+    OPT_QUIET,
+    OPT_TRACE_START
 };
 
 static const tw_cli_option tw_replay_options[] = {
@@ -88,14 +89,21 @@ static const tw_cli_option tw_replay_options[] = {
      "librdkafka property, e.g. security.protocol=SASL_SSL (repeatable)",
      OPT_PROP},
     {"quiet", 'q', NULL, "no log lines below warnings", OPT_QUIET},
+    {"trace-start", 0, "SECONDS",
+     "PyTorch traces with relative times: their ts 0 is this time (seconds "
+     "since the epoch) instead of the file's mtime minus its span (as "
+     "eval's --trace-start)",
+     OPT_TRACE_START},
     {NULL, 0, NULL, NULL, 0}};
 
 static const tw_cli_command tw_replay_command = {
     .name = "replay",
-    .synopsis = "DIR --brokers B [options]",
+    .synopsis = "DIR|TRACE --brokers B [options]",
     .description =
         "Publishes the profiler-output folder DIR (the agent's system/ and\n"
-        "framework/ files) to Kafka as FlatBuffers metric batches keyed by\n"
+        "framework/ files, PyTorch traces *.pt.trace.json[.gz]) or one\n"
+        "PyTorch profiler trace file TRACE (read as eval reads it) to\n"
+        "Kafka as FlatBuffers metric batches keyed by\n"
         "the job id, in the order the engine reads files: a JOB_START\n"
         "marker, every batch, a JOB_END marker. Sequence numbers start at\n"
         "1 per (job, node); markers come from node \"replay\".\n"
@@ -279,6 +287,16 @@ static int tw_replay_cmd_option(tw_replay *r, tw_replay_cmd *c, int id,
     case OPT_QUIET:
         r->quiet = 1;
         tw_log_set_level(TW_LOG_WARN);
+        break;
+    case OPT_TRACE_START:
+        if (tw_cli_parse_epoch_us(arg, &r->trace_start_us) != 0) {
+            fprintf(stderr,
+                    "trainwatch replay: --trace-start '%s': expected "
+                    "seconds since the epoch (e.g. 1700000000.25)\n",
+                    arg);
+            return -1;
+        }
+        r->has_trace_start = 1;
         break;
     }
     return 0;

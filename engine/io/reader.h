@@ -38,6 +38,17 @@
  *    start_us. Without it (has_metadata == 0) both are 0, as the reference's
  *    lookup yields; the read then reports the missing metadata once (line
  *    0, counted in incomplete_files) and reads the events with base time 0.
+ *  - PyTorch profiler traces (torch.profiler / export_chrome_trace): names
+ *    ending in `.pt.trace.json` or `.pt.trace.json.gz`, anywhere under
+ *    root; root itself may be one such file, whatever its name. Each is
+ *    read once when listed (tw_torch_describe: no events kept) to find its
+ *    time base (tw_torch_anchor), the raw ts range of its X events and the
+ *    node (`rank-<R>` from Kineto's distributedInfo, else the name up to
+ *    its first `.`). file_ts_us = the absolute end of its newest event;
+ *    it counts towards first_framework_ts_us from its oldest event. Read
+ *    with source PYTHONTIMELINE, without the per-source state: only X
+ *    events; ProfilerStep#N -> name and phase Step:ModeKeys.TRAIN, args
+ *    {step_num: "N"}; others -> cpu_functions or gpu_functions-dev:<n>.
  *  - The whole of root is walked (the reference walks root/system and
  *    root/framework), each folder's entries in name order. Symbolic links
  *    to files and to folders are followed (an agent's hour folder may be a
@@ -91,6 +102,16 @@ typedef enum tw_file_kind {
     TW_FILE_FRAMEWORK   /* framework/pevents/... or TF profiler traces  */
 } tw_file_kind;
 
+/* How a PyTorch profiler trace's relative ts became absolute time. */
+typedef enum tw_torch_anchor {
+    TW_TORCH_BASE = 0, /* Kineto's baseTimeNanoseconds + ts              */
+    TW_TORCH_EPOCH,    /* ts already µs since the epoch (older Kineto)   */
+    TW_TORCH_MTIME,    /* relative ts: the file's mtime is the end of
+                          its newest event                               */
+    TW_TORCH_GIVEN     /* relative ts: ts 0 is the time given by the user
+                          (tw_folder_anchor_traces, --trace-start)       */
+} tw_torch_anchor;
+
 typedef struct tw_agent_file {
     char *path; /* owned by the listing */
     tw_file_kind kind;
@@ -103,6 +124,14 @@ typedef struct tw_agent_file {
      * when no usable .metadata file was found (base_time_us is then 0). */
     int64_t base_time_us;
     int has_metadata;
+    /* PyTorch profiler traces (torch.profiler / export_chrome_trace), read
+     * once when listed: absolute time = torch_offset_us + ts (µs), how the
+     * offset was found, and the raw ts range of the X events. */
+    int torch;
+    tw_torch_anchor torch_anchor;
+    int64_t torch_offset_us;
+    int64_t torch_min_ts_us, torch_max_end_us;
+    int64_t torch_mtime_us;
 } tw_agent_file;
 
 /* A folder (or link) the listing did not walk, and why. */
@@ -170,6 +199,11 @@ typedef int (*tw_batch_sink_fn)(void *ud, tw_batch *batch);
  * root/framework/ holds training_job_end.ts. */
 int tw_folder_list(const char *root, tw_folder **out, char *err, size_t errlen);
 void tw_folder_free(tw_folder *f);
+
+/* Anchors every PyTorch trace of the listing whose ts are relative (no
+ * Kineto base time, TW_TORCH_MTIME) at start_us: ts 0 is start_us. The
+ * feed order and first/latest timestamps are recomputed. */
+void tw_folder_anchor_traces(tw_folder *f, int64_t start_us);
 
 /* Framework trace parsing keeps per-source state across files (the base
  * time and pid -> phase bindings, RULES.md §1.3): one tw_trace_state per

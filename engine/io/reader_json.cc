@@ -104,6 +104,23 @@ bool read_number(tw_json_parser *p, od::value &v, tw_json_num *out)
     return true;
 }
 
+// A string holding a decimal int64.
+bool id_of_text(std::string_view s, int64_t *out)
+{
+    if (s.empty() || s.size() > 20)
+        return false;
+    char buf[24];
+    std::memcpy(buf, s.data(), s.size());
+    buf[s.size()] = '\0';
+    char *end = nullptr;
+    errno = 0;
+    long long x = std::strtoll(buf, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = static_cast<int64_t>(x);
+    return true;
+}
+
 // An integer id (pid/tid): a JSON integer, or a string holding one.
 bool read_id(od::value &v, int64_t *out)
 {
@@ -120,21 +137,25 @@ bool read_id(od::value &v, int64_t *out)
     }
     if (t == od::json_type::string) {
         std::string_view s;
-        if (v.get_string().get(s) != simdjson::SUCCESS || s.empty() ||
-            s.size() > 20)
-            return false;
-        char buf[24];
-        std::memcpy(buf, s.data(), s.size());
-        buf[s.size()] = '\0';
-        char *end = nullptr;
-        errno = 0;
-        long long x = std::strtoll(buf, &end, 10);
-        if (errno != 0 || *end != '\0')
-            return false;
-        *out = static_cast<int64_t>(x);
-        return true;
+        return v.get_string().get(s) == simdjson::SUCCESS && id_of_text(s, out);
     }
     return false;
+}
+
+// pid: an integer id (has_pid), or any other string (pid_str: the torch
+// profiler's "CPU functions").
+void read_pid(od::value &v, tw_json_event *out)
+{
+    od::json_type t;
+    std::string_view s;
+    if (v.type().get(t) == simdjson::SUCCESS && t == od::json_type::string) {
+        if (v.get_string().get(s) != simdjson::SUCCESS)
+            return;
+        out->pid_str = slice(s);
+        out->has_pid = id_of_text(s, &out->pid) ? 1 : 0;
+        return;
+    }
+    out->has_pid = read_id(v, &out->pid) ? 1 : 0;
 }
 
 // The text of any value, for args: decoded string, number text, JSON text.
@@ -377,7 +398,11 @@ int parse_event(tw_json_parser *p, const char *buf, size_t len, size_t cap,
                             ? a.value
                             : tw_json_str{nullptr, 0};
         } else if (key == "pid") {
-            out->has_pid = read_id(v, &out->pid) ? 1 : 0;
+            read_pid(v, out);
+        } else if (key == "cat") {
+            out->cat = v.get_string().get(s) == simdjson::SUCCESS
+                           ? slice(s)
+                           : tw_json_str{nullptr, 0};
         } else if (key == "tid") {
             out->has_tid = read_id(v, &out->tid) ? 1 : 0;
         } else if (key == "ts") {
@@ -453,5 +478,34 @@ extern "C" int tw_json_parse_event(tw_json_parser *p, const char *buf,
     } catch (...) {
         *reason = "not valid JSON";
         return TW_ERR;
+    }
+}
+
+extern "C" int tw_json_object_int(tw_json_parser *p, const char *buf,
+                                  size_t len, size_t cap, const char *key,
+                                  int64_t *out)
+{
+    try {
+        od::document doc;
+        od::object obj;
+        if (p->parser.iterate(buf, len, cap).get(doc) != simdjson::SUCCESS ||
+            doc.get_object().get(obj) != simdjson::SUCCESS)
+            return 0;
+        for (auto fres : obj) {
+            od::field f;
+            if (std::move(fres).get(f) != simdjson::SUCCESS)
+                return 0;
+            if (!(f.key() == std::string_view(key)))
+                continue;
+            od::value v = f.value();
+            int64_t x = 0;
+            if (v.get_int64().get(x) != simdjson::SUCCESS)
+                return 0;
+            *out = x;
+            return 1;
+        }
+        return 0;
+    } catch (...) {
+        return 0;
     }
 }

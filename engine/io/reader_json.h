@@ -82,7 +82,9 @@ typedef struct tw_json_event {
     tw_json_str name; /* NULL when missing/null; else string or JSON text */
     int has_pid;      /* pid: an integer, or a string holding one */
     int64_t pid;
-    int has_tid; /* tid: likewise; other values leave it unset */
+    tw_json_str pid_str; /* pid when a string (also a numeric one) */
+    tw_json_str cat;     /* "cat" when a string (torch/Kineto category) */
+    int has_tid;         /* tid: likewise; other values leave it unset */
     int64_t tid;
     tw_json_num ts;
     tw_json_num dur;
@@ -102,6 +104,12 @@ typedef struct tw_json_event {
  * phase needs is for the caller to decide. */
 int tw_json_parse_event(tw_json_parser *p, const char *buf, size_t len,
                         size_t cap, tw_json_event *out, const char **reason);
+
+/* The integer member `key` of the JSON object buf[0, len) (the first one
+ * in file order). 1 and *out set when there is one; 0 when the text is not
+ * an object or the member is missing or not an int64. */
+int tw_json_object_int(tw_json_parser *p, const char *buf, size_t len,
+                       size_t cap, const char *key, int64_t *out);
 
 #ifdef __cplusplus
 }

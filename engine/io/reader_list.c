@@ -1,6 +1,7 @@
 /* reader_list.c - finds and orders the agent files of a profiler-output
  * folder (tw_folder_list, reader.h). */
 #include "reader.h"
+#include "reader_internal.h"
 #include "tw_assert.h"
 
 #include <dirent.h>
@@ -238,6 +239,23 @@ static void tw_list_tf_metadata(tw_agent_file *af)
     free(dir);
 }
 
+/* A PyTorch profiler trace (reader.h), read once to anchor its time. */
+static void tw_list_torch(tw_list_builder *lb, const char *path,
+                          const char *base)
+{
+    tw_agent_file *af = tw_list_push(lb);
+    if (af == NULL)
+        return;
+    af->path = strdup(path);
+    if (af->path == NULL || tw_torch_describe(af, base) != TW_OK) {
+        free(af->path);
+        free(af->node);
+        lb->oom = 1;
+        return;
+    }
+    lb->folder->nfiles++;
+}
+
 static void tw_list_consider(tw_list_builder *lb, const char *path,
                              const char *base)
 {
@@ -289,6 +307,11 @@ static void tw_list_consider(tw_list_builder *lb, const char *path,
             return;
         }
         lb->folder->nfiles++;
+        return;
+    }
+    if (tw_ends_with(base, ".pt.trace.json") ||
+        tw_ends_with(base, ".pt.trace.json.gz")) {
+        tw_list_torch(lb, path, base);
         return;
     }
     if (tw_ends_with(base, "trace.json.gz") &&
@@ -550,6 +573,42 @@ static int tw_file_exists(const char *root, const char *rel)
     return ok;
 }
 
+/* Feed keys, first/latest timestamps and the feed order, from the files'
+ * timestamps. A torch trace counts from its oldest event: unlike a pevents
+ * file, one file may be the whole job. */
+static void tw_folder_order(tw_folder *f)
+{
+    f->first_system_ts_us = f->latest_system_ts_us = 0;
+    f->first_framework_ts_us = f->latest_framework_ts_us = 0;
+    for (size_t i = 0; i < f->nfiles; i++) {
+        tw_agent_file *af = &f->files[i];
+        af->feed_key_us = af->file_ts_us;
+        int64_t ts = af->file_ts_us;
+        int64_t first = af->torch ? tw_torch_first_us(af) : ts;
+        if (af->kind == TW_FILE_SYSTEM) {
+            if (f->first_system_ts_us == 0 || ts < f->first_system_ts_us)
+                f->first_system_ts_us = ts;
+            if (ts > f->latest_system_ts_us)
+                f->latest_system_ts_us = ts;
+        } else if (ts != 0) {
+            if (f->first_framework_ts_us == 0 ||
+                first < f->first_framework_ts_us)
+                f->first_framework_ts_us = first;
+            if (ts > f->latest_framework_ts_us)
+                f->latest_framework_ts_us = ts;
+        }
+    }
+    if (f->nfiles > 1)
+        qsort(f->files, f->nfiles, sizeof(*f->files), tw_list_cmp);
+}
+
+void tw_folder_anchor_traces(tw_folder *f, int64_t start_us)
+{
+    for (size_t i = 0; i < f->nfiles; i++)
+        tw_torch_anchor_at(&f->files[i], start_us);
+    tw_folder_order(f);
+}
+
 int tw_folder_list(const char *root, tw_folder **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -563,8 +622,9 @@ int tw_folder_list(const char *root, tw_folder **out, char *err, size_t errlen)
                  strerror(errno));
         return TW_ERR;
     }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "profiler-output folder %s is not a folder",
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen,
+                 "%s is neither a profiler-output folder nor a trace file",
                  root);
         return TW_ERR;
     }
@@ -584,7 +644,13 @@ int tw_folder_list(const char *root, tw_folder **out, char *err, size_t errlen)
         f->root[--rl] = '\0';
 
     tw_list_builder lb = {.folder = f};
-    tw_list_walk(&lb, f->root, &st, 0);
+    if (S_ISDIR(st.st_mode)) {
+        tw_list_walk(&lb, f->root, &st, 0);
+    } else {
+        /* one trace file, whatever its name: a torch profiler trace */
+        const char *slash = strrchr(f->root, '/');
+        tw_list_torch(&lb, f->root, slash != NULL ? slash + 1 : f->root);
+    }
     for (size_t i = 0; i < lb.ndirs; i++)
         free(lb.dirs[i].path);
     free(lb.dirs);
@@ -593,24 +659,7 @@ int tw_folder_list(const char *root, tw_folder **out, char *err, size_t errlen)
         snprintf(err, errlen, "listing %s: out of memory", root);
         return TW_ERR;
     }
-    for (size_t i = 0; i < f->nfiles; i++) {
-        tw_agent_file *af = &f->files[i];
-        af->feed_key_us = af->file_ts_us;
-        int64_t ts = af->file_ts_us;
-        if (af->kind == TW_FILE_SYSTEM) {
-            if (f->first_system_ts_us == 0 || ts < f->first_system_ts_us)
-                f->first_system_ts_us = ts;
-            if (ts > f->latest_system_ts_us)
-                f->latest_system_ts_us = ts;
-        } else if (ts != 0) {
-            if (f->first_framework_ts_us == 0 || ts < f->first_framework_ts_us)
-                f->first_framework_ts_us = ts;
-            if (ts > f->latest_framework_ts_us)
-                f->latest_framework_ts_us = ts;
-        }
-    }
-    if (f->nfiles > 1)
-        qsort(f->files, f->nfiles, sizeof(*f->files), tw_list_cmp);
+    tw_folder_order(f);
     f->job_finished = tw_file_exists(f->root, "system/training_job_end.ts") ||
                       tw_file_exists(f->root, "framework/training_job_end.ts");
     *out = f;

@@ -141,9 +141,10 @@ typedef struct tw_trace_reader {
     size_t nevents, events_cap;
     tw_intern_slot *intern; /* strings of this batch: names, phases, keys */
     size_t nintern, intern_cap;
-    uint64_t nl_abs_pos; /* line-number cache: absolute offset ... */
-    uint64_t nl_count;   /* ... and the newlines before it */
-    int incomplete;      /* counted in incomplete_files already */
+    uint64_t nl_abs_pos;     /* line-number cache: absolute offset ... */
+    uint64_t nl_count;       /* ... and the newlines before it */
+    int incomplete;          /* counted in incomplete_files already */
+    tw_torch_survey *survey; /* survey pass (tw_trace_survey): no events */
 } tw_trace_reader;
 
 static uint32_t tw_hash_bytes(const char *p, size_t n)
@@ -465,9 +466,64 @@ static int tw_trace_end(tw_trace_reader *r, const tw_json_event *ev, size_t pos)
     return rc;
 }
 
+/* An event of a PyTorch profiler trace (reader.h): X events only, times
+ * from the file's anchor, ProfilerStep#N as the rules' TRAIN step N. */
+static int tw_trace_torch(tw_trace_reader *r, const tw_json_event *ev,
+                          size_t pos)
+{
+    if (ev->ph.ptr == NULL || ev->ph.len != 1 || ev->ph.ptr[0] != 'X')
+        return TW_OK;
+    if (ev->name.ptr == NULL || !ev->ts.present || !ev->dur.present) {
+        tw_trace_bad(r, pos, "X event without name, ts or dur");
+        return TW_OK;
+    }
+    if (tw_torch_ignored(ev))
+        return TW_OK;
+    char phase[64];
+    const char *digits = NULL;
+    size_t ndigits = 0;
+    int step = tw_torch_step(ev->name.ptr, ev->name.len, &digits, &ndigits);
+    if (!step)
+        tw_torch_phase(ev, phase, sizeof(phase));
+    int64_t base = r->ctx->file->torch_offset_us, start, end;
+    int ok;
+    if (ev->ts.is_i64 && ev->dur.is_i64)
+        ok = tw_time_i(base, ev->ts.i, &start) &&
+             tw_time_i(start, ev->dur.i, &end);
+    else
+        ok = tw_time_d(base, ev->ts.d, &start) &&
+             tw_time_d(base, ev->ts.d + ev->dur.d, &end);
+    if (!ok || end < start) {
+        tw_trace_bad(r, pos, "X event time out of range or negative dur");
+        return TW_OK;
+    }
+    int64_t pid = ev->has_pid ? ev->pid : 0, tid = ev->has_tid ? ev->tid : 0;
+    if (!step)
+        return tw_trace_push(r, ev->name, phase, strlen(phase), start, end, pid,
+                             tid, ev);
+    /* step_num as the framework hooks write it: a string (RULES.md §1.3) */
+    static const char train[] = "Step:ModeKeys.TRAIN";
+    tw_json_arg arg = {{"step_num", 8}, {digits, ndigits}, TW_ARG_STRING};
+    tw_json_event args = {.has_args = 1, .args = &arg, .nargs = 1};
+    return tw_trace_push(r, (tw_json_str){train, sizeof(train) - 1}, train,
+                         sizeof(train) - 1, start, end, pid, tid, &args);
+}
+
 /* One array element at buf[pos, pos + len). */
 static int tw_trace_element(tw_trace_reader *r, size_t pos, size_t len)
 {
+    if (r->survey != NULL) {
+        tw_json_event ev;
+        const char *reason = NULL;
+        size_t cap = r->in.cap + TW_JSON_PADDING - pos;
+        int rc =
+            tw_json_parse_event(r->jp, r->in.buf + pos, len, cap, &ev, &reason);
+        if (rc == TW_JSON_NOMEM)
+            return TW_ERR;
+        if (rc == TW_OK)
+            tw_torch_survey_event(r->survey, &ev);
+        return TW_OK;
+    }
     r->ctx->stats->lines++;
     tw_json_event ev;
     const char *reason = NULL;
@@ -480,6 +536,8 @@ static int tw_trace_element(tw_trace_reader *r, size_t pos, size_t len)
         tw_trace_bad(r, pos, reason);
         return TW_OK;
     }
+    if (r->ctx->file->torch)
+        return tw_trace_torch(r, &ev, pos);
     if (ev.ph.ptr == NULL || ev.ph.len != 1)
         return TW_OK;
     switch (ev.ph.ptr[0]) {
@@ -609,6 +667,8 @@ static int tw_trace_scan(tw_trace_reader *r)
                 } else if (ch == '{') {
                     st = TW_SCAN_OBJ_KEY;
                     in_object = 1;
+                    if (r->survey != NULL)
+                        r->survey->object_form = 1;
                 } else {
                     tw_trace_malformed(r, i, "not a JSON array or object");
                     return TW_OK;
@@ -657,6 +717,10 @@ static int tw_trace_scan(tw_trace_reader *r)
                         tw_trace_malformed(r, k, "expected a value");
                         return TW_OK;
                     }
+                    if (j >= 0 && r->survey != NULL)
+                        tw_torch_survey_member(r->survey, r->jp, s + key,
+                                               keylen, s + k, (size_t)j - k,
+                                               in->cap + TW_JSON_PADDING - k);
                     if (j >= 0)
                         st = TW_SCAN_OBJ_SEP;
                 }
@@ -795,5 +859,27 @@ int tw_reader_read_trace(const tw_read_ctx *c, tw_trace_state *state)
     tw_json_parser_free(r.jp);
     tw_input_close(&r.in);
     tw_trace_state_free(own);
+    return rc;
+}
+
+int tw_trace_survey(const char *path, tw_torch_survey *out)
+{
+    memset(out, 0, sizeof(*out));
+    /* the scanner's reports go nowhere: the read pass makes them */
+    tw_agent_file af = {.path = (char *)path, .kind = TW_FILE_FRAMEWORK};
+    tw_reader_stats stats = {0};
+    tw_read_ctx c = {.file = &af, .stats = &stats};
+    tw_trace_reader r;
+    memset(&r, 0, sizeof(r));
+    r.ctx = &c;
+    r.survey = out;
+    char err[256];
+    if (tw_input_open(&r.in, path, err, sizeof(err)) != TW_OK)
+        return TW_OK;
+    r.in.max_cap = TW_READER_MAX_RECORD;
+    r.jp = tw_json_parser_new();
+    int rc = r.jp == NULL ? TW_ERR : tw_trace_scan(&r);
+    tw_json_parser_free(r.jp);
+    tw_input_close(&r.in);
     return rc;
 }

@@ -734,6 +734,8 @@ static int tw_replay_folder(tw_replay *r)
             tw_log(TW_LOG_ERROR, "replay: %s", err);
             return -1;
         }
+        if (r->has_trace_start)
+            tw_folder_anchor_traces(folder, r->trace_start_us);
         if (r->first_ts_us == 0)
             r->first_ts_us = tw_replay_first_ts(folder);
         int final = !r->follow || folder->job_finished;

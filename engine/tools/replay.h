@@ -119,6 +119,9 @@ typedef struct tw_replay {
     int follow;
     int end_marker;
     int quiet;
+    /* --trace-start: ts 0 of relative PyTorch traces (reader.h) */
+    int has_trace_start;
+    int64_t trace_start_us;
 
     tw_rate_mode rate_mode;
     double rate;

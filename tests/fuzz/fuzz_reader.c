@@ -1,8 +1,9 @@
 /*
  * fuzz_reader.c - the agent-file readers (engine/io/reader.h) on arbitrary
  * bytes: the input is written to a temporary file that is then read as a
- * system-metrics file, as a pevents trace file, and as a gzip TF profiler
- * trace. Nothing may crash, leak or trip a sanitizer; the batches are
+ * system-metrics file, as a pevents trace file, as a PyTorch profiler
+ * trace (listed, which surveys and anchors it, then read), and as a gzip TF
+ * profiler trace. Nothing may crash, leak or trip a sanitizer; the batches are
  * checked for basic invariants.
  */
 #include <stdint.h>
@@ -59,6 +60,30 @@ static void fuzz_read(const char *path, tw_file_kind kind, tw_source source)
     tw_trace_state_free(ts);
 }
 
+/* The file given to the listing as one PyTorch trace (reader.h). */
+static void fuzz_torch(const char *path)
+{
+    tw_folder *f = NULL;
+    char err[256];
+    if (tw_folder_list(path, &f, err, sizeof(err)) != TW_OK)
+        return;
+    if (f->nfiles != 1 || !f->files[0].torch)
+        abort();
+    tw_trace_state *ts = tw_trace_state_new();
+    tw_reader_stats st;
+    memset(&st, 0, sizeof(st));
+    if (ts != NULL)
+        tw_folder_read_file(&f->files[0], "fuzz", ts, fuzz_sink, NULL,
+                            fuzz_error, NULL, &st);
+    /* the other anchor, read again */
+    tw_folder_anchor_traces(f, 1700000000000000LL);
+    if (ts != NULL)
+        tw_folder_read_file(&f->files[0], "fuzz", ts, fuzz_sink, NULL,
+                            fuzz_error, NULL, &st);
+    tw_trace_state_free(ts);
+    tw_folder_free(f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[] = "/tmp/tw_fuzz_reader.XXXXXX";
@@ -76,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_read(path, TW_FILE_SYSTEM, TW_SOURCE_PYTHONTIMELINE);
     fuzz_read(path, TW_FILE_FRAMEWORK, TW_SOURCE_PYTHONTIMELINE);
     fuzz_read(path, TW_FILE_FRAMEWORK, TW_SOURCE_HOROVOD);
+    fuzz_torch(path);
 
     gzFile gz = gzopen(path, "wb");
     if (gz != NULL) {

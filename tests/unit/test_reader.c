@@ -1405,10 +1405,18 @@ static void test_list_empty_and_missing(void **state)
     assert_non_null(strstr(err, missing));
     assert_non_null(strstr(err, "No such file or directory"));
 
+    /* a file is listed as one PyTorch trace (test_reader_torch.c) */
     const char *plain = tmp_path("plain-file");
     write_file(plain, "not a folder\n");
-    assert_int_equal(tw_folder_list(plain, &f, err, sizeof(err)), TW_ERR);
-    assert_non_null(strstr(err, "not a folder"));
+    assert_int_equal(tw_folder_list(plain, &f, err, sizeof(err)), TW_OK);
+    assert_int_equal(f->nfiles, 1);
+    assert_true(f->files[0].torch && f->files[0].file_ts_us == 0);
+    tw_folder_free(f);
+
+    f = (tw_folder *)1;
+    assert_int_equal(tw_folder_list("/dev/null", &f, err, sizeof(err)), TW_ERR);
+    assert_null(f);
+    assert_non_null(strstr(err, "neither a profiler-output folder nor"));
 }
 
 int main(void)

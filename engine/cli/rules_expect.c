@@ -13,10 +13,8 @@ static const char *const counter_keys[TW_EXPECT_NCOUNTERS][2] = {
     {"datapoints", "datapoints"},
     {"triggered", "rule_triggered"}};
 
-static const char *const expect_keys[] = {"rule",       "status",
-                                          "violations", "datapoints",
-                                          "triggered",  "finding",
-                                          NULL};
+static const char *const expect_keys[] = {
+    "rule", "status", "violations", "datapoints", "triggered", "finding", NULL};
 
 static int whole_number(const char *text, uint64_t *out)
 {
@@ -55,8 +53,7 @@ int tw_rule_expect_parse(json_t *obj, const char *where, tw_rule_expect *out,
             return -1;
         }
         if (strcmp(key, "finding") != 0 && !json_is_string(v)) {
-            snprintf(err, errlen, "%s: '%s' must be a plain value", where,
-                     key);
+            snprintf(err, errlen, "%s: '%s' must be a plain value", where, key);
             return -1;
         }
     }
@@ -93,8 +90,8 @@ int tw_rule_expect_parse(json_t *obj, const char *where, tw_rule_expect *out,
             }
         }
     } else if (!json_is_string(texts)) {
-        snprintf(err, errlen,
-                 "%s: 'finding' must be a text or a list of texts", where);
+        snprintf(err, errlen, "%s: 'finding' must be a text or a list of texts",
+                 where);
         return -1;
     }
     out->texts = texts;
@@ -178,8 +175,7 @@ static int compare_finding(const tw_rule_expect *e, json_t *got, FILE *diff)
     return missing > 0;
 }
 
-int tw_rule_expect_compare(const tw_rule_expect *e, json_t *results,
-                           FILE *diff)
+int tw_rule_expect_compare(const tw_rule_expect *e, json_t *results, FILE *diff)
 {
     json_t *got = find_rule(results, e->rule);
     if (got == NULL) {

@@ -14,8 +14,12 @@
 #include <stdio.h>
 
 /* The counters an expectation may name, in this order. */
-enum { TW_EXPECT_VIOLATIONS, TW_EXPECT_DATAPOINTS, TW_EXPECT_TRIGGERED,
-       TW_EXPECT_NCOUNTERS };
+enum {
+    TW_EXPECT_VIOLATIONS,
+    TW_EXPECT_DATAPOINTS,
+    TW_EXPECT_TRIGGERED,
+    TW_EXPECT_NCOUNTERS
+};
 
 typedef struct tw_rule_expect {
     const char *rule;   /* required */

@@ -35,34 +35,33 @@ static const tw_cli_option test_options[] = {
 
 static void test_format(FILE *out)
 {
-    fputs(
-        "\nA tests file:\n\n"
-        "  tests:\n"
-        "    - name: ceiling fires on a full GPU\n"
-        "      input:\n"
-        "        folder: jobs/full      # a profiler-output folder, or:\n"
-        "        # synth: {preset: low_gpu, seed: 3, duration: 720,\n"
-        "        #         nodes: 1, gpus: 1, framework: false}\n"
-        "      rules: ceiling.yaml      # a rule configuration (eval "
-        "--rules);\n"
-        "                               # default: eval's default rules\n"
-        "      semantics: fixed         # optional: fixed or reference\n"
-        "      expect:\n"
-        "        - rule: GPUMemoryCeiling\n"
-        "          status: IssuesFound  # InProgress NoIssuesFound "
-        "IssuesFound Error NoData\n"
-        "          violations: 1        # optional, like the three below\n"
-        "          datapoints: 1400\n"
-        "          triggered: 1\n"
-        "          finding: [\"above 75 %\", \"algo-1/gpu0\"]  # texts the "
-        "finding\n"
-        "                               # (summary, magnitude, advice, "
-        "nodes) contains\n"
-        "\nPaths are relative to the tests file's folder, and so is a "
-        "relative 'source'\nin the rule configuration. A rule named in "
-        "expect must be in the results;\nrules not named are not "
-        "checked.\n",
-        out);
+    fputs("\nA tests file:\n\n"
+          "  tests:\n"
+          "    - name: ceiling fires on a full GPU\n"
+          "      input:\n"
+          "        folder: jobs/full      # a profiler-output folder, or:\n"
+          "        # synth: {preset: low_gpu, seed: 3, duration: 720,\n"
+          "        #         nodes: 1, gpus: 1, framework: false}\n"
+          "      rules: ceiling.yaml      # a rule configuration (eval "
+          "--rules);\n"
+          "                               # default: eval's default rules\n"
+          "      semantics: fixed         # optional: fixed or reference\n"
+          "      expect:\n"
+          "        - rule: GPUMemoryCeiling\n"
+          "          status: IssuesFound  # InProgress NoIssuesFound "
+          "IssuesFound Error NoData\n"
+          "          violations: 1        # optional, like the three below\n"
+          "          datapoints: 1400\n"
+          "          triggered: 1\n"
+          "          finding: [\"above 75 %\", \"algo-1/gpu0\"]  # texts the "
+          "finding\n"
+          "                               # (summary, magnitude, advice, "
+          "nodes) contains\n"
+          "\nPaths are relative to the tests file's folder, and so is a "
+          "relative 'source'\nin the rule configuration. A rule named in "
+          "expect must be in the results;\nrules not named are not "
+          "checked.\n",
+          out);
 }
 
 static const tw_cli_command test_command = {
@@ -107,8 +106,8 @@ static int get_string(json_t *obj, const char *key, const char **out,
 
 /* Keys of obj not in allowed (NULL-terminated) are an error: a typo
  * would otherwise silently check nothing. */
-static int only_keys(json_t *obj, const char *const *allowed,
-                     const char *where, char *err, size_t errlen)
+static int only_keys(json_t *obj, const char *const *allowed, const char *where,
+                     char *err, size_t errlen)
 {
     const char *key;
     json_t *v;
@@ -118,9 +117,8 @@ static int only_keys(json_t *obj, const char *const *allowed,
         while (allowed[i] != NULL && strcmp(allowed[i], key) != 0)
             i++;
         if (allowed[i] == NULL) {
-            size_t o = (size_t)snprintf(err, errlen,
-                                        "%s: unknown key '%s' (known:", where,
-                                        key);
+            size_t o = (size_t)snprintf(
+                err, errlen, "%s: unknown key '%s' (known:", where, key);
             for (i = 0; allowed[i] != NULL && o < errlen; i++)
                 o += (size_t)snprintf(err + o, errlen - o, " %s", allowed[i]);
             if (o < errlen)
@@ -153,12 +151,11 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
 
 /* The synth input into a new temporary folder: *tmp (to remove) and
  * *job_dir (tmp/job) on success. */
-static int make_synth(json_t *spec, const char *where, char *tmp,
-                      size_t tmplen, char *job_dir, size_t joblen, char *err,
-                      size_t errlen)
+static int make_synth(json_t *spec, const char *where, char *tmp, size_t tmplen,
+                      char *job_dir, size_t joblen, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"preset", "seed",   "duration",
-                                       "nodes",  "gpus",   "cores",
+    static const char *const keys[] = {"preset",      "seed",      "duration",
+                                       "nodes",       "gpus",      "cores",
                                        "interval_ms", "framework", NULL};
     char w[600];
     snprintf(w, sizeof(w), "%s: input.synth", where);
@@ -178,9 +175,8 @@ static int make_synth(json_t *spec, const char *where, char *tmp,
         snprintf(err, errlen, "%s: needs 'preset'", w);
         return -1;
     }
-    static const char *const num_keys[] = {"seed",  "duration", "nodes",
-                                           "gpus",  "cores",    "interval_ms",
-                                           NULL};
+    static const char *const num_keys[] = {
+        "seed", "duration", "nodes", "gpus", "cores", "interval_ms", NULL};
     for (size_t i = 0; num_keys[i] != NULL; i++) {
         if (get_string(spec, num_keys[i], &v, w, err, errlen) != 0)
             return -1;
@@ -229,8 +225,8 @@ static int make_synth(json_t *spec, const char *where, char *tmp,
     snprintf(tmp, tmplen, "%s/trainwatch-rules-test.XXXXXX",
              base != NULL && base[0] != '\0' ? base : "/tmp");
     if (mkdtemp(tmp) == NULL) {
-        snprintf(err, errlen, "%s: cannot create a temporary folder %s: %s",
-                 w, tmp, strerror(errno));
+        snprintf(err, errlen, "%s: cannot create a temporary folder %s: %s", w,
+                 tmp, strerror(errno));
         tmp[0] = '\0';
         return -1;
     }
@@ -245,8 +241,8 @@ static int make_synth(json_t *spec, const char *where, char *tmp,
 
 /* Runs `<this executable> eval ARGS` in dir; its standard output into
  * out. 0 when it exited 0. */
-static int run_eval(const char *dir, char *const *args, tw_buf *out,
-                    char *err, size_t errlen)
+static int run_eval(const char *dir, char *const *args, tw_buf *out, char *err,
+                    size_t errlen)
 {
     int fd[2];
     if (pipe(fd) != 0) {
@@ -263,8 +259,8 @@ static int run_eval(const char *dir, char *const *args, tw_buf *out,
     if (pid == 0) {
         close(fd[0]);
         if (dup2(fd[1], STDOUT_FILENO) < 0 || chdir(dir) != 0) {
-            fprintf(stderr, "trainwatch rules test: cannot enter %s: %s\n",
-                    dir, strerror(errno));
+            fprintf(stderr, "trainwatch rules test: cannot enter %s: %s\n", dir,
+                    strerror(errno));
             _exit(127);
         }
         execv("/proc/self/exe", args);
@@ -293,8 +289,9 @@ static int run_eval(const char *dir, char *const *args, tw_buf *out,
         return -1;
     }
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        snprintf(err, errlen, "eval failed (exit status %d; its message is "
-                              "above)",
+        snprintf(err, errlen,
+                 "eval failed (exit status %d; its message is "
+                 "above)",
                  WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
         return -1;
     }
@@ -307,9 +304,8 @@ typedef struct test_args {
 } test_args;
 
 /* Evaluates one test's input into *results (eval --json). 0, or -1 (err). */
-static int evaluate(const test_file *tf, const char *where,
-                    const test_args *ta, json_t **results, char *err,
-                    size_t errlen)
+static int evaluate(const test_file *tf, const char *where, const test_args *ta,
+                    json_t **results, char *err, size_t errlen)
 {
     char *args[12];
     size_t na = 0;
@@ -339,8 +335,8 @@ static int evaluate(const test_file *tf, const char *where,
         return -1;
     }
     json_error_t je;
-    *results = json_loadb((const char *)tw_buf_data(out), tw_buf_len(out), 0,
-                          &je);
+    *results =
+        json_loadb((const char *)tw_buf_data(out), tw_buf_len(out), 0, &je);
     tw_buf_free(out);
     if (*results == NULL) {
         snprintf(err, errlen, "%s: eval's output is not JSON: %s", where,
@@ -390,8 +386,7 @@ static int read_test(const test_file *tf, json_t *test, size_t index,
     snprintf(where, sizeof(where), "%s: tests[%zu]", tf->path, index);
     *ex = NULL;
     if (!json_is_object(test)) {
-        snprintf(err, errlen, "%s must be a mapping (name, input, ...)",
-                 where);
+        snprintf(err, errlen, "%s must be a mapping (name, input, ...)", where);
         return -1;
     }
     if (only_keys(test, keys, where, err, errlen) != 0 ||
@@ -407,8 +402,7 @@ static int read_test(const test_file *tf, json_t *test, size_t index,
     json_t *input = json_object_get(test, "input");
     if (!json_is_object(input) ||
         only_keys(input, input_keys, where, err, errlen) != 0 ||
-        get_string(input, "folder", &ta->input_dir, where, err, errlen) !=
-            0 ||
+        get_string(input, "folder", &ta->input_dir, where, err, errlen) != 0 ||
         (ta->input_dir != NULL) == (json_object_get(input, "synth") != NULL)) {
         if (err[0] == '\0')
             snprintf(err, errlen,
@@ -457,9 +451,10 @@ static int run_test(test_file *tf, json_t *test, size_t index, char *err,
     rc = -1;
     snprintf(where, sizeof(where), "%s: test '%s'", tf->path, name);
     if (ta.input_dir == NULL) {
-        json_t *synth = json_object_get(json_object_get(test, "input"), "synth");
-        if (make_synth(synth, where, tmp, sizeof(tmp), job_dir,
-                       sizeof(job_dir), err, errlen) != 0)
+        json_t *synth =
+            json_object_get(json_object_get(test, "input"), "synth");
+        if (make_synth(synth, where, tmp, sizeof(tmp), job_dir, sizeof(job_dir),
+                       err, errlen) != 0)
             goto out;
         ta.input_dir = job_dir;
     }
@@ -542,8 +537,7 @@ int tw_rules_test(int argc, char **argv)
         failed += tf.failed;
         skipped += tf.skipped;
     }
-    printf("rules test: %u passed, %u failed, %u skipped%s\n", passed,
-           failed, skipped,
-           invalid ? "; a tests file is invalid (see above)" : "");
+    printf("rules test: %u passed, %u failed, %u skipped%s\n", passed, failed,
+           skipped, invalid ? "; a tests file is invalid (see above)" : "");
     return failed > 0 || invalid ? 1 : 0;
 }

@@ -16,8 +16,8 @@ static json_t *convert(yaml_document_t *doc, yaml_node_t *node, int depth,
 {
     unsigned long line = (unsigned long)node->start_mark.line + 1;
     if (depth > TW_YAML_JSON_MAX_DEPTH) {
-        snprintf(err, errlen, "%s:%lu: nested more than %d levels", path,
-                 line, TW_YAML_JSON_MAX_DEPTH);
+        snprintf(err, errlen, "%s:%lu: nested more than %d levels", path, line,
+                 TW_YAML_JSON_MAX_DEPTH);
         return NULL;
     }
     switch (node->type) {
@@ -72,8 +72,9 @@ static json_t *convert(yaml_document_t *doc, yaml_node_t *node, int depth,
 }
 
 /* libyaml resolves an alias to the node its anchor names, so a node
- * referenced twice is an alias (1; -1 out of memory). Refused: a test file has no use for them,
- * and aliases of aliases would multiply the converted tree's size. */
+ * referenced twice is an alias (1; -1 out of memory). Refused: a test file has
+ * no use for them, and aliases of aliases would multiply the converted tree's
+ * size. */
 static int has_alias(yaml_document_t *doc)
 {
     size_t n = (size_t)(doc->nodes.top - doc->nodes.start);
@@ -81,8 +82,8 @@ static int has_alias(yaml_document_t *doc)
     if (seen == NULL)
         return -1;
     int alias = 0;
-    for (yaml_node_t *node = doc->nodes.start;
-         !alias && node < doc->nodes.top; node++) {
+    for (yaml_node_t *node = doc->nodes.start; !alias && node < doc->nodes.top;
+         node++) {
         if (node->type == YAML_SEQUENCE_NODE) {
             for (yaml_node_item_t *it = node->data.sequence.items.start;
                  !alias && it < node->data.sequence.items.top; it++)
@@ -144,8 +145,7 @@ json_t *tw_yaml_json_load(const char *path, char *err, size_t errlen)
             root = NULL;
         } else {
             if (yaml_document_get_root_node(&next) != NULL) {
-                snprintf(err, errlen, "%s: more than one YAML document",
-                         path);
+                snprintf(err, errlen, "%s: more than one YAML document", path);
                 json_decref(root);
                 root = NULL;
             }

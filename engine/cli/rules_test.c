@@ -244,6 +244,16 @@ static int make_synth(json_t *spec, const char *where, char *tmp, size_t tmplen,
 static int run_eval(const char *dir, char *const *args, tw_buf *out, char *err,
                     size_t errlen)
 {
+    /* The path, not /proc/self/exe itself: under valgrind that link is
+     * valgrind's, while readlink() is answered with the program's. */
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0 || (size_t)n >= sizeof(exe) - 1) {
+        snprintf(err, errlen, "cannot find this executable: %s",
+                 n < 0 ? strerror(errno) : "path too long");
+        return -1;
+    }
+    exe[n] = '\0';
     int fd[2];
     if (pipe(fd) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -263,14 +273,13 @@ static int run_eval(const char *dir, char *const *args, tw_buf *out, char *err,
                     strerror(errno));
             _exit(127);
         }
-        execv("/proc/self/exe", args);
+        execv(exe, args);
         fprintf(stderr, "trainwatch rules test: cannot run eval: %s\n",
                 strerror(errno));
         _exit(127);
     }
     close(fd[1]);
     char chunk[65536];
-    ssize_t n;
     int failed = 0;
     while ((n = read(fd[0], chunk, sizeof(chunk))) != 0) {
         if (n < 0 && errno == EINTR)

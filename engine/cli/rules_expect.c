@@ -16,7 +16,7 @@ static const char *const counter_keys[TW_EXPECT_NCOUNTERS][2] = {
 static const char *const expect_keys[] = {
     "rule", "status", "violations", "datapoints", "triggered", "finding", NULL};
 
-static int whole_number(const char *text, uint64_t *out)
+int tw_expect_whole_number(const char *text, uint64_t *out)
 {
     char *end;
     if (text == NULL || text[0] < '0' || text[0] > '9')
@@ -68,7 +68,7 @@ int tw_rule_expect_parse(json_t *obj, const char *where, tw_rule_expect *out,
             json_string_value(json_object_get(obj, counter_keys[i][0]));
         if (t == NULL)
             continue;
-        if (whole_number(t, &out->want[i]) != 0) {
+        if (tw_expect_whole_number(t, &out->want[i]) != 0) {
             snprintf(err, errlen, "%s: '%s' must be a whole number, not '%s'",
                      where, counter_keys[i][0], t);
             return -1;

@@ -42,4 +42,8 @@ int tw_rule_expect_parse(json_t *obj, const char *where, tw_rule_expect *out,
 int tw_rule_expect_compare(const tw_rule_expect *e, json_t *results,
                            FILE *diff);
 
+/* A whole number written in decimal digits only ("12"; not "-1", "1e3",
+ * "0x10"): 0, or -1. Tests files keep every value as text (yaml_json.h). */
+int tw_expect_whole_number(const char *text, uint64_t *out);
+
 #endif /* TW_RULES_EXPECT_H */

@@ -129,19 +129,6 @@ static int only_keys(json_t *obj, const char *const *allowed, const char *where,
     return 0;
 }
 
-static int parse_u64(const char *text, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (text == NULL || text[0] == '-' || text[0] == '\0')
-        return -1;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int remove_entry(const char *path, const struct stat *st, int flag,
                         struct FTW *ftw)
 {
@@ -182,7 +169,7 @@ static int make_synth(json_t *spec, const char *where, char *tmp, size_t tmplen,
             return -1;
         if (v == NULL)
             continue;
-        if (parse_u64(v, &n) != 0 || (i > 0 && n > UINT32_MAX)) {
+        if (tw_expect_whole_number(v, &n) != 0 || (i > 0 && n > UINT32_MAX)) {
             snprintf(err, errlen, "%s: '%s' must be a whole number, not '%s'",
                      w, num_keys[i], v);
             return -1;

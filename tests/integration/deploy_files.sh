@@ -78,7 +78,7 @@ $CHECK configs "$DEPLOY" "$WORK/cfg" >/dev/null || fail "configs in the manifest
 cp "$DEPLOY/compose/engine.yaml" "$WORK/cfg/compose-engine.yaml"
 cp "$DEPLOY/trainwatch.yaml" "$WORK/cfg/trainwatch.yaml"
 has_http=0
-"$TW" config --markdown | grep -q '^| `http.port`' && has_http=1
+grep -q '^| `http.port`' <<<"$("$TW" config --markdown)" && has_http=1
 for f in "$WORK"/cfg/*.yaml; do
   if [ $has_http = 0 ]; then # this binary predates the http: section
     python3 -c '

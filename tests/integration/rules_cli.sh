@@ -21,18 +21,18 @@ mkdir "$TMPDIR"
 out=$("$TW" rules list)
 for so in "$BUILD"/rules/*.so; do
   name=$("$TW" rules check "$so" | sed -n 's/^ok: .*: rule \([A-Za-z]*\),.*/\1/p')
-  echo "$out" | grep -q "^$name  ($so)$" || fail "rules list lacks $name ($so)"
+  grep -q "^$name  ($so)$" <<<"$out" || fail "rules list lacks $name ($so)"
 done
-echo "$out" | grep -qE '^  threshold_p95 +number, default 70, from 0 to 100$' ||
+grep -qE '^  threshold_p95 +number, default 70, from 0 to 100$' <<<"$out" ||
   fail "rules list: LowGPUUtilization's threshold_p95 line: $out"
 echo "ok: rules list names every built-in rule with its parameters"
 
 # ---- check
 EX=$BUILD/plugins/example/gpu_memory_ceiling.so
 out=$("$TW" rules check "$EX" --entry gpu_memory_ceiling_rule)
-echo "$out" | grep -q "^ok: $EX: rule GPUMemoryCeiling, plugin ABI 2" || fail "check: $out"
-echo "$out" | grep -q "checkpoints: save/restore" || fail "check: $out"
-echo "$out" | grep -qE '^    patience +integer, default 20, from 1 to 1e\+09$' || fail "check: $out"
+grep -q "^ok: $EX: rule GPUMemoryCeiling, plugin ABI 2" <<<"$out" || fail "check: $out"
+grep -q "checkpoints: save/restore" <<<"$out" || fail "check: $out"
+grep -qE '^    patience +integer, default 20, from 1 to 1e\+09$' <<<"$out" || fail "check: $out"
 refused() { # WANT ARGS...: exit 1 and WANT in the message
   local want=$1; shift
   local rc=0
@@ -52,7 +52,7 @@ echo "ok: rules check accepts the example and names what is wrong with bad plugi
 
 # ---- test: the example's own tests pass
 out=$("$TW" rules test "$BUILD/plugins/example/gpu_memory_ceiling_test.yaml")
-echo "$out" | grep -q "^rules test: 2 passed, 0 failed, 0 skipped$" || fail "example tests: $out"
+grep -q "^rules test: 2 passed, 0 failed, 0 skipped$" <<<"$out" || fail "example tests: $out"
 echo "ok: the example plugin's rule unit tests pass"
 
 # ---- test: wrong expectations fail with a diff
@@ -89,7 +89,7 @@ for want in "^test 'wrong status, count and text': FAILED (- expected, + got)$" 
   grep -q -- "$want" "$WORK/out" || fail "'$want' not in: $(cat "$WORK/out")"
 done
 out=$("$TW" rules test "$WORK/wrong.yaml" --run reference)
-echo "$out" | grep -q "^rules test: 1 passed, 0 failed, 1 skipped$" || fail "--run: $out"
+grep -q "^rules test: 1 passed, 0 failed, 1 skipped$" <<<"$out" || fail "--run: $out"
 echo "ok: rules test exits 1 with a diff when a rule disagrees"
 
 # ---- test: an invalid tests file names what is wrong, and evaluates nothing

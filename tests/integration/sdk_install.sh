@@ -32,7 +32,7 @@ echo "ok: installed into a fresh prefix ($nrules rules)"
 # The installed binary lists its own rules (the prefix differs from the
 # configured one: found beside the executable).
 out=$(env -u TRAINWATCH_RULES_DIR "$P/bin/trainwatch" rules list)
-echo "$out" | grep -q "^LowGPUUtilization  ($P/bin/../lib/trainwatch/rules/low_gpu_utilization.so)" ||
+grep -q "^LowGPUUtilization  ($P/bin/../lib/trainwatch/rules/low_gpu_utilization.so)" <<<"$out" ||
   fail "installed binary does not list its installed rules: $(echo "$out" | head -3)"
 echo "ok: installed binary lists the installed rules"
 

@@ -22,6 +22,8 @@ static const tw_command commands[] = {
      "describe every configuration key, or print a sample configuration"},
     {"explain", tw_cmd_explain,
      "what a rule checks, its parameters, what its findings mean"},
+    {"rules", tw_cmd_rules,
+     "list built-in rules, check a plugin, run rule unit tests"},
 };
 
 static void usage(FILE *out)

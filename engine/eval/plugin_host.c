@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "finding_text.h"
 #include "json_writer.h"
@@ -290,6 +291,25 @@ static void index_dir(tw_registry *r, const char *dir)
     free(files);
 }
 
+/* <dir of the running executable>/../lib/trainwatch/rules: an install
+ * moved elsewhere (`cmake --install --prefix`) finds its own rules rather
+ * than the ones of the prefix it was configured with. */
+static void index_beside_executable(tw_registry *r)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0 || (size_t)n >= sizeof(exe) - 1)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s/../lib/trainwatch/rules", exe);
+    index_dir(r, dir);
+}
+
 static void index_builtins(tw_registry *r)
 {
     if (r->indexed)
@@ -302,6 +322,7 @@ static void index_builtins(tw_registry *r)
     const char *env = getenv("TRAINWATCH_RULES_DIR");
     if (env != NULL && env[0] != '\0')
         index_dir(r, env);
+    index_beside_executable(r);
     index_dir(r, TW_RULES_BUILD_DIR);
     index_dir(r, TW_RULES_INSTALL_DIR);
     /* Keep names and plugins paired while sorting by name. */
@@ -674,6 +695,40 @@ bad_type:
     snprintf(err, errlen, "rule %s: parameter '%s' = '%s' is not %s", rule,
              spec->name, text, type_name(spec->type));
     return TW_ERR;
+}
+
+uint32_t tw_plugin_inputs(const tw_plugin *p)
+{
+    return p->inputs;
+}
+
+int tw_plugin_check_params(const tw_plugin *p, char *err, size_t errlen)
+{
+    const tw_rule_descriptor *d = p->desc;
+    for (size_t i = 0; i < d->nparams; i++) {
+        const tw_param_spec *spec = &d->params[i];
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(d->params[k].name, spec->name) == 0) {
+                snprintf(err, errlen,
+                         "rule plugin '%s': rule %s declares parameter '%s' "
+                         "twice (entries %zu and %zu)",
+                         p->path, d->name, spec->name, k, i);
+                return TW_ERR;
+            }
+        }
+        tw_param_value v;
+        char *text = NULL;
+        char why[512] = "";
+        int rc = parse_param(spec, d->name, spec->default_value, &v, &text, why,
+                             sizeof(why));
+        free(text);
+        if (rc != TW_OK) {
+            snprintf(err, errlen, "rule plugin '%s': default value: %s",
+                     p->path, why[0] != '\0' ? why : "out of memory");
+            return TW_ERR;
+        }
+    }
+    return TW_OK;
 }
 
 /* ---- rule instances --------------------------------------------------------

@@ -27,8 +27,10 @@ typedef struct tw_rule tw_rule;
 
 /* ---- registry ---------------------------------------------------------- */
 
-/* A registry searching, in order, $TRAINWATCH_RULES_DIR, the build tree's
- * rules directory and the install directory for built-in rules. */
+/* A registry searching, in order, $TRAINWATCH_RULES_DIR,
+ * <executable's dir>/../lib/trainwatch/rules (a relocated install), the
+ * build tree's rules directory and the install directory for built-in
+ * rules. */
 tw_registry *tw_registry_new(void);
 void tw_registry_free(tw_registry *r);
 
@@ -54,6 +56,14 @@ size_t tw_registry_list(tw_registry *r, const char *const **names);
 
 const tw_rule_descriptor *tw_plugin_descriptor(const tw_plugin *p);
 const char *tw_plugin_path(const tw_plugin *p);
+/* TW_INPUT_SYSTEM and/or TW_INPUT_FRAMEWORK: what the plugin reads (its
+ * optional `<entry>_inputs`; both without it). */
+uint32_t tw_plugin_inputs(const tw_plugin *p);
+
+/* The descriptor's parameters checked without calling the plugin (`rules
+ * check`): names unique, each default parses as its type and lies within
+ * its bounds. TW_ERR with a sentence naming the file, rule and parameter. */
+int tw_plugin_check_params(const tw_plugin *p, char *err, size_t errlen);
 
 /* ---- per-job host context ----------------------------------------------- */
 

@@ -12,10 +12,8 @@
 
 #include <cmocka.h>
 
-#include "../../rules/common/countmap.c"
-#include "../../rules/common/dmap.c"
-#include "../../rules/common/ser.c"
 #include "numeric.h"
+#include "trainwatch/countmap.h"
 
 static int bits_eq(double a, double b)
 {

@@ -1,17 +1,74 @@
-/* smap.c - insertion-ordered string -> int64 map (see smap.h). */
-#include "smap.h"
+/*
+ * trainwatch/smap.h - an insertion-ordered hash map from a string to an int64_t total
+ * (and optionally a nested smap), the C form of the reference's Python
+ * dicts of µs totals (`cpu_ops[phase][name]`, `general[phase]`, ...).
+ * Iterate in insertion order over `m->ent[0 .. m->n-1]`.
+ *
+ * Memory: per key, the key's bytes + 1, a 24-byte entry and ~8 bytes of
+ * index (tw_smap_memory() counts all of it, nested maps included).
+ * Ownership: the map owns copies of its keys and its nested maps.
+ *
+ * Header-only (every function static inline): a plugin needs nothing
+ * beyond the trainwatch/ headers and libc (libm for countmap).
+ */
+#ifndef TRAINWATCH_SMAP_H
+#define TRAINWATCH_SMAP_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
-void tw_smap_init(tw_smap *m)
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tw_smap tw_smap;
+
+typedef struct tw_smap_entry {
+    char *key;
+    int64_t val;
+    tw_smap *sub; /* nested map (NULL unless tw_smap_sub() created one) */
+} tw_smap_entry;
+
+struct tw_smap {
+    tw_smap_entry *ent;
+    size_t n;
+    size_t cap;
+    uint32_t *slots; /* entry index + 1; 0 = empty */
+    size_t nslots;
+    size_t keybytes;
+};
+
+static inline void tw_smap_init(tw_smap *m);
+static inline void tw_smap_free(tw_smap *m);
+/* Entry of `key`, or NULL when absent. Valid until the next insertion. */
+static inline tw_smap_entry *tw_smap_get(const tw_smap *m, const char *key);
+/* Entry of `key`, inserted with value 0 when absent; NULL on OOM. */
+static inline tw_smap_entry *tw_smap_put(tw_smap *m, const char *key);
+/* m[key] += v. TW_OK / TW_ERR (OOM). */
+static inline int tw_smap_add(tw_smap *m, const char *key, int64_t v);
+/* The nested map of `key` (created empty when absent); NULL on OOM. */
+static inline tw_smap *tw_smap_sub(tw_smap *m, const char *key);
+/* Python's sum() of the values (0 for an empty map). */
+static inline int64_t tw_smap_sum(const tw_smap *m);
+static inline size_t tw_smap_memory(const tw_smap *m);
+
+/* Checkpoint with `depth` levels (1 = flat, 2 = one nesting level). */
+static inline void tw_smap_save(const tw_smap *m, int depth, tw_ser *s);
+static inline int tw_smap_restore(tw_smap *m, int depth, tw_deser *d);
+
+/* ---- implementation ---------------------------------------------------- */
+
+static inline void tw_smap_init(tw_smap *m)
 {
     memset(m, 0, sizeof(*m));
 }
 
-void tw_smap_free(tw_smap *m)
+static inline void tw_smap_free(tw_smap *m)
 {
     for (size_t i = 0; i < m->n; i++) {
         free(m->ent[i].key);
@@ -25,7 +82,7 @@ void tw_smap_free(tw_smap *m)
     tw_smap_init(m);
 }
 
-static uint64_t str_hash(const char *s)
+static inline uint64_t tw_smap_str_hash_(const char *s)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s != '\0'; s++) {
@@ -35,10 +92,10 @@ static uint64_t str_hash(const char *s)
     return h;
 }
 
-static size_t find_slot(const tw_smap *m, const char *key)
+static inline size_t tw_smap_find_slot_(const tw_smap *m, const char *key)
 {
     size_t mask = m->nslots - 1;
-    size_t i = (size_t)str_hash(key) & mask;
+    size_t i = (size_t)tw_smap_str_hash_(key) & mask;
     for (;;) {
         uint32_t s = m->slots[i];
         if (s == 0 || strcmp(m->ent[s - 1].key, key) == 0)
@@ -47,15 +104,15 @@ static size_t find_slot(const tw_smap *m, const char *key)
     }
 }
 
-tw_smap_entry *tw_smap_get(const tw_smap *m, const char *key)
+static inline tw_smap_entry *tw_smap_get(const tw_smap *m, const char *key)
 {
     if (m->n == 0)
         return NULL;
-    uint32_t s = m->slots[find_slot(m, key)];
+    uint32_t s = m->slots[tw_smap_find_slot_(m, key)];
     return s != 0 ? &m->ent[s - 1] : NULL;
 }
 
-static int grow(tw_smap *m)
+static inline int tw_smap_grow_(tw_smap *m)
 {
     size_t cap = m->cap < 8 ? 8 : m->cap * 2;
     if (cap >= UINT32_MAX / 2)
@@ -73,23 +130,23 @@ static int grow(tw_smap *m)
     m->slots = slots;
     m->nslots = nslots;
     for (size_t i = 0; i < m->n; i++)
-        m->slots[find_slot(m, m->ent[i].key)] = (uint32_t)(i + 1);
+        m->slots[tw_smap_find_slot_(m, m->ent[i].key)] = (uint32_t)(i + 1);
     return TW_OK;
 }
 
-tw_smap_entry *tw_smap_put(tw_smap *m, const char *key)
+static inline tw_smap_entry *tw_smap_put(tw_smap *m, const char *key)
 {
     tw_smap_entry *e = tw_smap_get(m, key);
     if (e != NULL)
         return e;
-    if (m->n + 1 > m->cap && grow(m) != TW_OK)
+    if (m->n + 1 > m->cap && tw_smap_grow_(m) != TW_OK)
         return NULL;
     size_t len = strlen(key);
     char *copy = malloc(len + 1);
     if (copy == NULL)
         return NULL;
     memcpy(copy, key, len + 1);
-    size_t i = find_slot(m, key);
+    size_t i = tw_smap_find_slot_(m, key);
     e = &m->ent[m->n];
     e->key = copy;
     e->val = 0;
@@ -100,7 +157,7 @@ tw_smap_entry *tw_smap_put(tw_smap *m, const char *key)
     return e;
 }
 
-int tw_smap_add(tw_smap *m, const char *key, int64_t v)
+static inline int tw_smap_add(tw_smap *m, const char *key, int64_t v)
 {
     tw_smap_entry *e = tw_smap_put(m, key);
     if (e == NULL)
@@ -109,7 +166,7 @@ int tw_smap_add(tw_smap *m, const char *key, int64_t v)
     return TW_OK;
 }
 
-tw_smap *tw_smap_sub(tw_smap *m, const char *key)
+static inline tw_smap *tw_smap_sub(tw_smap *m, const char *key)
 {
     tw_smap_entry *e = tw_smap_put(m, key);
     if (e == NULL)
@@ -123,7 +180,7 @@ tw_smap *tw_smap_sub(tw_smap *m, const char *key)
     return e->sub;
 }
 
-int64_t tw_smap_sum(const tw_smap *m)
+static inline int64_t tw_smap_sum(const tw_smap *m)
 {
     int64_t s = 0;
     for (size_t i = 0; i < m->n; i++)
@@ -131,7 +188,7 @@ int64_t tw_smap_sum(const tw_smap *m)
     return s;
 }
 
-size_t tw_smap_memory(const tw_smap *m)
+static inline size_t tw_smap_memory(const tw_smap *m)
 {
     size_t b =
         m->cap * sizeof(*m->ent) + m->nslots * sizeof(*m->slots) + m->keybytes;
@@ -141,7 +198,7 @@ size_t tw_smap_memory(const tw_smap *m)
     return b;
 }
 
-void tw_smap_save(const tw_smap *m, int depth, tw_ser *s)
+static inline void tw_smap_save(const tw_smap *m, int depth, tw_ser *s)
 {
     tw_ser_u64(s, m->n);
     for (size_t i = 0; i < m->n; i++) {
@@ -156,7 +213,7 @@ void tw_smap_save(const tw_smap *m, int depth, tw_ser *s)
     }
 }
 
-int tw_smap_restore(tw_smap *m, int depth, tw_deser *d)
+static inline int tw_smap_restore(tw_smap *m, int depth, tw_deser *d)
 {
     tw_smap_free(m);
     uint64_t n = tw_deser_count(d, 4);
@@ -190,3 +247,9 @@ int tw_smap_restore(tw_smap *m, int depth, tw_deser *d)
     }
     return tw_deser_ok(d) ? TW_OK : TW_ERR;
 }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TRAINWATCH_SMAP_H */

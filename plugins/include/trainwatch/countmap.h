@@ -1,6 +1,6 @@
 /*
- * trainwatch/countmap.h - an exact multiset of doubles (value -> count) giving the
- * count, min, max and numpy-exact quantiles of every value ever added, in
+ * trainwatch/countmap.h - an exact multiset of doubles (value -> count) giving
+ * the count, min, max and numpy-exact quantiles of every value ever added, in
  * memory proportional to the number of DISTINCT values, independent of the
  * insertion order. This is how whole-history box plots and maxima stay
  * bounded: utilisation percentages with two decimals have at
@@ -45,8 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainwatch/plugin.h"
 #include "trainwatch/dmap.h"
+#include "trainwatch/plugin.h"
 #include "trainwatch/ser.h"
 
 #ifdef __cplusplus
@@ -88,7 +88,8 @@ static inline void tw_countmap_clear(tw_countmap *m);
 static inline int tw_countmap_add_n(tw_countmap *m, double v, uint64_t count);
 static inline int tw_countmap_add(tw_countmap *m, double v);
 
-static inline uint64_t tw_countmap_count(const tw_countmap *m); /* NaNs included */
+static inline uint64_t
+tw_countmap_count(const tw_countmap *m); /* NaNs included */
 static inline size_t tw_countmap_distinct(const tw_countmap *m);
 /* Non-zero while no coarsening happened (all answers exact). */
 static inline int tw_countmap_exact(const tw_countmap *m);
@@ -319,7 +320,8 @@ static inline int tw_countmap_quantile(tw_countmap *m, double q, double *out)
         h = 0;
     double fi = floor(h);
     uint64_t i = (uint64_t)fi;
-    *out = tw_countmap_lerp_(tw_countmap_at_rank_(m, i), tw_countmap_at_rank_(m, i + 1), h - fi);
+    *out = tw_countmap_lerp_(tw_countmap_at_rank_(m, i),
+                             tw_countmap_at_rank_(m, i + 1), h - fi);
     return TW_OK;
 }
 

@@ -1,6 +1,6 @@
 /*
- * trainwatch/dmap.h - an insertion-ordered hash map from a double to a uint64_t,
- * with open addressing (linear probing) over a dense entry array.
+ * trainwatch/dmap.h - an insertion-ordered hash map from a double to a
+ * uint64_t, with open addressing (linear probing) over a dense entry array.
  *
  * Keys compare like Python dict keys of floats: by value, so 0.0 and -0.0
  * are one key (the first inserted spelling is kept); all NaNs are one key.
@@ -51,7 +51,8 @@ static inline void tw_dmap_clear(tw_dmap *m);
 static inline uint64_t *tw_dmap_get(const tw_dmap *m, double key);
 /* The value of `key`, inserted with `init` when absent (*inserted says
  * which, may be NULL). NULL when memory runs out (the map is unchanged). */
-static inline uint64_t *tw_dmap_put(tw_dmap *m, double key, uint64_t init, int *inserted);
+static inline uint64_t *tw_dmap_put(tw_dmap *m, double key, uint64_t init,
+                                    int *inserted);
 /* Reserve room for `n` keys in total. TW_OK / TW_ERR. */
 static inline int tw_dmap_reserve(tw_dmap *m, size_t n);
 static inline size_t tw_dmap_memory(const tw_dmap *m);
@@ -153,7 +154,8 @@ static inline uint64_t *tw_dmap_get(const tw_dmap *m, double key)
     return s != 0 ? &m->ent[s - 1].val : NULL;
 }
 
-static inline uint64_t *tw_dmap_put(tw_dmap *m, double key, uint64_t init, int *inserted)
+static inline uint64_t *tw_dmap_put(tw_dmap *m, double key, uint64_t init,
+                                    int *inserted)
 {
     if (inserted != NULL)
         *inserted = 0;

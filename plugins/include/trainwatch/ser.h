@@ -1,6 +1,6 @@
 /*
- * trainwatch/ser.h - checkpoint encoding shared by the built-in rules: a writer over
- * host->buf_write and a bounds-checked reader. Little-endian fixed-width
+ * trainwatch/ser.h - checkpoint encoding shared by the built-in rules: a writer
+ * over host->buf_write and a bounds-checked reader. Little-endian fixed-width
  * integers, doubles as their IEEE bit pattern (so restore is bit exact),
  * strings as u32 length + bytes (0xFFFFFFFF = NULL).
  *

@@ -1,6 +1,6 @@
 /*
- * trainwatch/smap.h - an insertion-ordered hash map from a string to an int64_t total
- * (and optionally a nested smap), the C form of the reference's Python
+ * trainwatch/smap.h - an insertion-ordered hash map from a string to an int64_t
+ * total (and optionally a nested smap), the C form of the reference's Python
  * dicts of µs totals (`cpu_ops[phase][name]`, `general[phase]`, ...).
  * Iterate in insertion order over `m->ent[0 .. m->n-1]`.
  *

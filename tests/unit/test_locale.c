@@ -76,11 +76,11 @@ static void test_comma_locale_keeps_points(void **st)
     static const char *const k[] = {"ceiling", "patience"};
     static const char *const v[] = {"90.5", "1"};
     tw_rule *r;
-    assert_int_equal(tw_rule_create(p, NULL, k, v, 2, TW_SEMANTICS_FIXED, h,
-                                    &r, err, sizeof(err)),
+    assert_int_equal(tw_rule_create(p, NULL, k, v, 2, TW_SEMANTICS_FIXED, h, &r,
+                                    err, sizeof(err)),
                      TW_OK);
-    tw_series s = {0, 0, TW_METRIC_GPU_MEM, "gpu", "gpu0",
-                   "GPUMemoryUtilization"};
+    tw_series s = {0,     0,      TW_METRIC_GPU_MEM,
+                   "gpu", "gpu0", "GPUMemoryUtilization"};
     const char *nodes[] = {"algo-1"};
     tw_sample x[] = {{100.25, 95, 0, 0}, {100.75, 96, 0, 0}};
     tw_scan sc = {0};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The public plugin headers (plugins/include/trainwatch/*.h) are
 # self-contained: each compiles alone, with a copy of that folder as the
-# only include path, under -Wall -Wextra -Werror -Wpedantic (C11 and C17),
+# only include path, under -Wall -Wextra -Werror -Wpedantic (C11 and C17;
+# and as C++17 where a C++ compiler is installed),
 # and includes nothing but libc and other trainwatch/ headers. The example
 # plugin builds by hand against that copy, loads, and its report is the
 # host's envelope around its Details. Usage: public_headers.sh BUILD_DIR
@@ -28,6 +29,13 @@ for h in "$WORK"/include/trainwatch/*.h; do
       "$WORK/t.c" -o "$WORK/t" -lm 2>"$WORK/err" ||
       fail "$name does not compile alone ($std): $(head -5 "$WORK/err")"
   done
+  # a C++ plugin can include them too (extern "C", no implicit void *)
+  if command -v "${CXX:-c++}" >/dev/null; then
+    printf '#include "trainwatch/%s"\nint main() { return 0; }\n' "$name" >"$WORK/t.cc"
+    "${CXX:-c++}" -std=c++17 -Wall -Wextra -Werror -I "$WORK/include" \
+      "$WORK/t.cc" -o "$WORK/t" -lm 2>"$WORK/err" ||
+      fail "$name does not compile as C++17: $(head -5 "$WORK/err")"
+  fi
   n=$((n + 1))
 done
 [ "$n" -ge 6 ] || fail "expected at least 6 public headers, found $n"

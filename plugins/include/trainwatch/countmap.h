@@ -249,11 +249,11 @@ static inline int tw_countmap_build_view_(tw_countmap *m)
         return TW_OK;
     size_t k = m->map.n;
     if (k > m->scap) {
-        double *sk = realloc(m->skeys, k * sizeof(*sk));
+        double *sk = (double *)realloc(m->skeys, k * sizeof(*sk));
         if (sk == NULL)
             return TW_ERR;
         m->skeys = sk;
-        uint64_t *cu = realloc(m->cum, k * sizeof(*cu));
+        uint64_t *cu = (uint64_t *)realloc(m->cum, k * sizeof(*cu));
         if (cu == NULL)
             return TW_ERR;
         m->cum = cu;

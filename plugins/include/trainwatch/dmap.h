@@ -114,7 +114,7 @@ static inline size_t tw_dmap_find_slot_(const tw_dmap *m, double key)
 
 static inline int tw_dmap_rehash_(tw_dmap *m, size_t nslots)
 {
-    uint32_t *slots = calloc(nslots, sizeof(*slots));
+    uint32_t *slots = (uint32_t *)calloc(nslots, sizeof(*slots));
     if (slots == NULL)
         return TW_ERR;
     free(m->slots);
@@ -132,7 +132,7 @@ static inline int tw_dmap_reserve(tw_dmap *m, size_t n)
     if (n >= UINT32_MAX / 2)
         return TW_ERR;
     if (n > m->cap) {
-        tw_dmap_entry *e = realloc(m->ent, n * sizeof(*e));
+        tw_dmap_entry *e = (tw_dmap_entry *)realloc(m->ent, n * sizeof(*e));
         if (e == NULL)
             return TW_ERR;
         m->ent = e;

@@ -140,7 +140,7 @@ static inline int tw_ser_ok(const tw_ser *s)
 
 static inline void tw_deser_init(tw_deser *d, const void *data, size_t len)
 {
-    d->p = data;
+    d->p = (const uint8_t *)data;
     d->left = data != NULL ? len : 0;
     d->err = 0;
 }
@@ -208,7 +208,7 @@ static inline char *tw_deser_str(tw_deser *d)
         d->err = 1;
         return NULL;
     }
-    char *s = malloc((size_t)n + 1);
+    char *s = (char *)malloc((size_t)n + 1);
     if (s == NULL) {
         d->err = 1;
         return NULL;

@@ -117,13 +117,13 @@ static inline int tw_smap_grow_(tw_smap *m)
     size_t cap = m->cap < 8 ? 8 : m->cap * 2;
     if (cap >= UINT32_MAX / 2)
         return TW_ERR;
-    tw_smap_entry *e = realloc(m->ent, cap * sizeof(*e));
+    tw_smap_entry *e = (tw_smap_entry *)realloc(m->ent, cap * sizeof(*e));
     if (e == NULL)
         return TW_ERR;
     m->ent = e;
     m->cap = cap;
     size_t nslots = 2 * cap;
-    uint32_t *slots = calloc(nslots, sizeof(*slots));
+    uint32_t *slots = (uint32_t *)calloc(nslots, sizeof(*slots));
     if (slots == NULL)
         return TW_ERR;
     free(m->slots);
@@ -142,7 +142,7 @@ static inline tw_smap_entry *tw_smap_put(tw_smap *m, const char *key)
     if (m->n + 1 > m->cap && tw_smap_grow_(m) != TW_OK)
         return NULL;
     size_t len = strlen(key);
-    char *copy = malloc(len + 1);
+    char *copy = (char *)malloc(len + 1);
     if (copy == NULL)
         return NULL;
     memcpy(copy, key, len + 1);
@@ -172,7 +172,7 @@ static inline tw_smap *tw_smap_sub(tw_smap *m, const char *key)
     if (e == NULL)
         return NULL;
     if (e->sub == NULL) {
-        e->sub = malloc(sizeof(*e->sub));
+        e->sub = (tw_smap *)malloc(sizeof(*e->sub));
         if (e->sub == NULL)
             return NULL;
         tw_smap_init(e->sub);
@@ -204,9 +204,10 @@ static inline void tw_smap_save(const tw_smap *m, int depth, tw_ser *s)
     for (size_t i = 0; i < m->n; i++) {
         tw_ser_str(s, m->ent[i].key);
         if (depth > 1) {
-            static const tw_smap empty;
-            tw_smap_save(m->ent[i].sub != NULL ? m->ent[i].sub : &empty,
-                         depth - 1, s);
+            if (m->ent[i].sub != NULL)
+                tw_smap_save(m->ent[i].sub, depth - 1, s);
+            else
+                tw_ser_u64(s, 0); /* what an empty map saves */
         } else {
             tw_ser_i64(s, m->ent[i].val);
         }

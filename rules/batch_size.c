@@ -34,12 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "countmap.h"
-#include "dmap.h"
-#include "ser.h"
 #include "sysutil.h"
+#include "trainwatch/countmap.h"
+#include "trainwatch/dmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 #define BS_NOSEQ UINT32_MAX
 #define BS_STATE_TAG 0x42535a31u /* "BSZ1" */
@@ -486,22 +486,10 @@ static void bs_write_node(bs *r, tw_json *j, uint32_t cn)
     h->json_object_end(j);
 }
 
-static int bs_report(void *state, tw_json *j)
+static int bs_details(void *state, tw_json *j)
 {
     bs *r = state;
     const tw_host *h = r->host;
-    char params[512];
-    snprintf(params, sizeof(params),
-             "cpu_threshold_p95:%s\ngpu_threshold_p95:%s\n"
-             "gpu_memory_threshold_p95:%s\npatience:%s\nwindow:%s",
-             r->ptext[P_CPU], r->ptext[P_GPU], r->ptext[P_MEM],
-             r->ptext[P_PATIENCE], r->ptext[P_WINDOW]);
-    h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, r->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, r->violations);
-    h->json_key(j, "Details");
     h->json_object_begin(j);
     for (uint32_t seq = 0; seq < r->next_seq; seq++) {
         if (seq == r->lt_seq) {
@@ -513,11 +501,6 @@ static int bs_report(void *state, tw_json *j)
             if (r->cpu[cn].det_seq == seq)
                 bs_write_node(r, j, cn);
     }
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, r->datapoints);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, params);
     h->json_object_end(j);
     return TW_OK;
 }
@@ -726,7 +709,7 @@ static const tw_rule_descriptor bs_descriptor = {
     .nparams = P_COUNT,
     .create = bs_create,
     .scan = bs_scan,
-    .report = bs_report,
+    .details = bs_details,
     .save = bs_save,
     .restore = bs_restore,
     .destroy = bs_destroy,

@@ -50,7 +50,7 @@ static const tw_rule_descriptor descriptor = {
     TW_BNECK_P_COUNT,
     create,
     tw_bneck_scan,
-    tw_bneck_report,
+    NULL, /* report: ABI 1 only */
     tw_bneck_save,
     tw_bneck_restore,
     tw_bneck_destroy,
@@ -60,6 +60,8 @@ static const tw_rule_descriptor descriptor = {
     "core was saturated. Move preprocessing off the training CPUs (GPU "
     "decoding and augmentation, or once offline), raise the data loader's "
     "workers if some cores are idle, or use more CPU cores per GPU.",
+    tw_bneck_details,
+    tw_bneck_parameters_text,
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

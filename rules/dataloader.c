@@ -38,12 +38,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "countmap.h"
 #include "fw_hist.h"
 #include "fw_strmap.h"
-#include "ser.h"
+#include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 enum { P_MIN = 0, P_MAX, P_PATIENCE, P_MAX_DISTINCT, P_COUNT };
 
@@ -536,16 +536,16 @@ static int write_times(dl_state *s, tw_json *j)
     return TW_OK;
 }
 
-static int dl_report(void *state, tw_json *j)
+/* The reference lists the two thresholds only. */
+static const char *dl_parameters_text(void *state)
+{
+    return ((const dl_state *)state)->params_text;
+}
+
+static int dl_details(void *state, tw_json *j)
 {
     dl_state *s = state;
     const tw_host *h = s->host;
-    h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, s->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, s->violations);
-    h->json_key(j, "Details");
     h->json_object_begin(j);
     for (size_t i = 0; i < s->norder; i++) {
         switch (s->order[i]) {
@@ -578,11 +578,6 @@ static int dl_report(void *state, tw_json *j)
             return TW_ERR;
         }
     }
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, s->datapoints);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, s->params_text);
     h->json_object_end(j);
     return TW_OK;
 }
@@ -766,7 +761,8 @@ static const tw_rule_descriptor dl_descriptor = {
     .nparams = P_COUNT,
     .create = dl_create,
     .scan = dl_scan,
-    .report = dl_report,
+    .details = dl_details,
+    .parameters_text = dl_parameters_text,
     .save = dl_save,
     .restore = dl_restore,
     .destroy = dl_destroy,

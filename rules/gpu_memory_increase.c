@@ -38,11 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "countmap.h"
-#include "ser.h"
 #include "sysutil.h"
+#include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 #define GMI_MAX_DATAPOINTS 1000000u
 #define GMI_NOSEQ UINT32_MAX
@@ -367,25 +367,9 @@ static void gmi_write_details(gmi *r, tw_json *j)
     h->json_object_end(j);
 }
 
-static int gmi_report(void *state, tw_json *j)
+static int gmi_details(void *state, tw_json *j)
 {
-    gmi *r = state;
-    const tw_host *h = r->host;
-    char params[256];
-    snprintf(params, sizeof(params), "increase:%s\npatience:%s\nwindow:%s",
-             r->ptext[P_INCREASE], r->ptext[P_PATIENCE], r->ptext[P_WINDOW]);
-    h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, r->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, r->violations);
-    h->json_key(j, "Details");
-    gmi_write_details(r, j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, r->datapoints);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, params);
-    h->json_object_end(j);
+    gmi_write_details(state, j);
     return TW_OK;
 }
 
@@ -559,7 +543,7 @@ static const tw_rule_descriptor gmi_descriptor = {
     .nparams = P_COUNT,
     .create = gmi_create,
     .scan = gmi_scan,
-    .report = gmi_report,
+    .details = gmi_details,
     .save = gmi_save,
     .restore = gmi_restore,
     .destroy = gmi_destroy,

@@ -51,7 +51,7 @@ static const tw_rule_descriptor descriptor = {
     TW_BNECK_P_COUNT,
     create,
     tw_bneck_scan,
-    tw_bneck_report,
+    NULL, /* report: ABI 1 only */
     tw_bneck_save,
     tw_bneck_restore,
     tw_bneck_destroy,
@@ -61,6 +61,8 @@ static const tw_rule_descriptor descriptor = {
     "cores were blocked on I/O. Stage the data on local NVMe or in memory, "
     "read a few large sequential shards instead of many small files, and "
     "read ahead with parallel reads or prefetching.",
+    tw_bneck_details,
+    tw_bneck_parameters_text,
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -36,10 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ser.h"
 #include "sysutil.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 #define LB_BINS 49
 #define LB_MAX_DATAPOINTS 1000000u
@@ -482,13 +482,10 @@ static int lb_write_node(lb *r, tw_json *j, uint32_t node)
     return TW_OK;
 }
 
-static int lb_report(void *state, tw_json *j)
+static int lb_details(void *state, tw_json *j)
 {
     lb *r = state;
     const tw_host *h = r->host;
-    char params[128];
-    snprintf(params, sizeof(params), "threshold:%s\npatience:%s",
-             r->ptext[P_THRESHOLD], r->ptext[P_PATIENCE]);
     /* nodes in Details order: seq -> node, each seq used at most once */
     uint32_t nn = tw_seriestab_nnodes(&r->tab);
     uint32_t *by_seq = NULL;
@@ -501,12 +498,6 @@ static int lb_report(void *state, tw_json *j)
         if (r->node[node].seq != LB_NOSEQ)
             by_seq[r->node[node].seq] = node;
     h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, r->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, r->violations);
-    h->json_key(j, "Details");
-    h->json_object_begin(j);
     int rc = TW_OK;
     for (uint32_t s = 0; rc == TW_OK && s < r->next_seq; s++)
         if (by_seq[s] != LB_NOSEQ)
@@ -514,11 +505,6 @@ static int lb_report(void *state, tw_json *j)
     free(by_seq);
     if (rc != TW_OK)
         return rc;
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, r->datapoints);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, params);
     h->json_object_end(j);
     return TW_OK;
 }
@@ -619,7 +605,7 @@ static const tw_rule_descriptor lb_descriptor = {
     .nparams = P_COUNT,
     .create = lb_create,
     .scan = lb_scan,
-    .report = lb_report,
+    .details = lb_details,
     .save = lb_save,
     .restore = lb_restore,
     .destroy = lb_destroy,

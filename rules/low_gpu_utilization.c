@@ -46,12 +46,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "countmap.h"
 #include "select.h"
-#include "ser.h"
-#include "smap.h"
+#include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
+#include "trainwatch/smap.h"
 
 #define LOWGPU_MAX_DATAPOINTS 1000000u
 
@@ -510,16 +510,10 @@ static void write_gpu(const tw_host *h, tw_json *j, const gpu_detail *d)
     h->json_object_end(j);
 }
 
-static int report(void *state, tw_json *j)
+static int details(void *state, tw_json *j)
 {
     lowgpu *r = state;
     const tw_host *h = r->host;
-    h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, r->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, r->violations);
-    h->json_key(j, "Details");
     h->json_object_begin(j);
     for (size_t i = 0; i <= r->ndet; i++) {
         if ((int64_t)i == r->ts_pos) {
@@ -534,16 +528,6 @@ static int report(void *state, tw_json *j)
             write_gpu(h, j, &r->det[i].gpus[g]);
         h->json_object_end(j);
     }
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, r->datapoints);
-    h->json_key(j, "RuleParameters");
-    char buf[512];
-    snprintf(buf, sizeof(buf),
-             "threshold_p95:%s\nthreshold_p5:%s\nwindow:%s\npatience:%s",
-             r->param_text[P_P95], r->param_text[P_P5], r->param_text[P_WINDOW],
-             r->param_text[P_PATIENCE]);
-    h->json_string(j, buf);
     h->json_object_end(j);
     return TW_OK;
 }
@@ -783,7 +767,7 @@ static const tw_rule_descriptor descriptor = {
     P_COUNT,
     create,
     scan,
-    report,
+    NULL, /* report: ABI 1 only */
     save,
     restore,
     destroy,
@@ -794,6 +778,8 @@ static const tw_rule_descriptor descriptor = {
     "per step (larger batch) or use fewer/smaller GPUs. Fluctuating: the "
     "input pipeline stalls; prefetch, add loader workers, pin memory, and "
     "look for periodic pauses in the training loop.",
+    details,
+    NULL, /* RuleParameters: every parameter, in order */
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

@@ -152,16 +152,10 @@ static int mit_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     return TW_OK;
 }
 
-static int mit_report(void *state, tw_json *j)
+static int mit_details(void *state, tw_json *j)
 {
     mit_state *s = state;
     const tw_host *h = s->host;
-    h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, s->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, s->violations);
-    h->json_key(j, "Details");
     h->json_object_begin(j);
     /* step_num exists from construction; job_start/job_end from the first
      * system event. */
@@ -182,11 +176,6 @@ static int mit_report(void *state, tw_json *j)
         h->json_key(j, "job_end");
         h->json_double(j, s->system_end);
     }
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, s->datapoints);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, s->params_text);
     h->json_object_end(j);
     return TW_OK;
 }
@@ -311,7 +300,7 @@ static const tw_rule_descriptor mit_descriptor = {
     .nparams = P_COUNT,
     .create = mit_create,
     .scan = mit_scan,
-    .report = mit_report,
+    .details = mit_details,
     .save = mit_save,
     .restore = mit_restore,
     .destroy = mit_destroy,

@@ -37,8 +37,8 @@
 #include <string.h>
 
 #include "fw_strmap.h"
-#include "ser.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 /* Details keys in the order one scan of the reference assigns them; a key
  * is placed in the report where it first appeared (dict insertion order). */
@@ -555,25 +555,14 @@ static int ofm_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     return TW_OK;
 }
 
-static int ofm_report(void *state, tw_json *j)
+static int ofm_details(void *state, tw_json *j)
 {
     ofm_state *s = state;
     const tw_host *h = s->host;
     h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, 0);
-    h->json_key(j, "Violations");
-    h->json_int(j, 0);
-    h->json_key(j, "Details");
-    h->json_object_begin(j);
     for (size_t i = 0; i < s->norder; i++)
         if (ofm_write_key(s, j, s->order[i]) != TW_OK)
             return TW_ERR;
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, 0);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, "");
     h->json_object_end(j);
     return TW_OK;
 }
@@ -731,7 +720,7 @@ static const tw_rule_descriptor ofm_descriptor = {
     .nparams = 0,
     .create = ofm_create,
     .scan = ofm_scan,
-    .report = ofm_report,
+    .details = ofm_details,
     .save = ofm_save,
     .restore = ofm_restore,
     .destroy = ofm_destroy,

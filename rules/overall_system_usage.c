@@ -42,11 +42,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "countmap.h"
-#include "dmap.h"
-#include "ser.h"
 #include "sysutil.h"
+#include "trainwatch/countmap.h"
+#include "trainwatch/dmap.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 #define OSU_MAX_DATAPOINTS 1000000u
 #define OSU_STATE_TAG 0x4f535531u /* "OSU1" */
@@ -327,25 +327,14 @@ static int osu_write_metric(osu *r, tw_json *j, int k)
     return TW_OK;
 }
 
-static int osu_report(void *state, tw_json *j)
+static int osu_details(void *state, tw_json *j)
 {
     osu *r = state;
     const tw_host *h = r->host;
     int rc = TW_OK;
     h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, 0);
-    h->json_key(j, "Violations");
-    h->json_int(j, 0);
-    h->json_key(j, "Details");
-    h->json_object_begin(j);
     for (int k = 0; r->scanned && k < M_COUNT && rc == TW_OK; k++)
         rc = osu_write_metric(r, j, k);
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, r->datapoints);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, "");
     h->json_object_end(j);
     return rc;
 }
@@ -440,7 +429,7 @@ static const tw_rule_descriptor osu_descriptor = {
     .nparams = 0,
     .create = osu_create,
     .scan = osu_scan,
-    .report = osu_report,
+    .details = osu_details,
     .save = osu_save,
     .restore = osu_restore,
     .destroy = osu_destroy,

@@ -64,8 +64,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ser.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 #define PR_NAME "ProfilerReport"
 
@@ -391,22 +391,17 @@ static int pr_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     return TW_OK;
 }
 
-static int pr_report(void *state, tw_json *j)
+/* trigger_all and the overrides the user set (the sub-rules' defaults
+ * are None here, so the host's list would be the same; kept explicit). */
+static const char *pr_parameters_text(void *state)
+{
+    return ((const pr_state *)state)->params_text;
+}
+
+static int pr_details(void *state, tw_json *j)
 {
     pr_state *s = state;
     const tw_host *h = s->host;
-    int64_t trig = 0, viol = 0, dp = 0;
-    for (size_t r = 0; r < PR_NSUB; r++) {
-        trig += s->subs[r].triggered;
-        viol += s->subs[r].violations;
-        dp += s->subs[r].datapoints;
-    }
-    h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, trig);
-    h->json_key(j, "Violations");
-    h->json_int(j, viol);
-    h->json_key(j, "Details");
     h->json_object_begin(j);
     for (size_t r = 0; r < PR_NSUB; r++) {
         const pr_sub *u = &s->subs[r];
@@ -423,11 +418,6 @@ static int pr_report(void *state, tw_json *j)
             return TW_ERR;
         h->json_object_end(j);
     }
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, dp);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, s->params_text);
     h->json_object_end(j);
     return TW_OK;
 }
@@ -569,7 +559,8 @@ static const tw_rule_descriptor pr_descriptor = {
     .nparams = PR_NPARAMS,
     .create = pr_create,
     .scan = pr_scan,
-    .report = pr_report,
+    .details = pr_details,
+    .parameters_text = pr_parameters_text,
     .save = pr_save,
     .restore = pr_restore,
     .destroy = pr_destroy,

@@ -52,13 +52,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "countmap.h"
 #include "fw_hist.h"
 #include "fw_strmap.h"
 #include "fwagg.h"
-#include "ser.h"
+#include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 enum { P_STDDEV = 0, P_MODE, P_N_OUTLIERS, P_MAX_EXACT, P_COUNT };
 
@@ -773,23 +773,18 @@ static void so_write_own(void *ctx, unsigned id, tw_json *j)
     h->json_object_end(j);
 }
 
-static int so_report(void *state, tw_json *j)
+/* The reference lists its stddev a second time, as threshold. */
+static const char *so_parameters_text(void *state)
+{
+    return ((const so_state *)state)->params_text;
+}
+
+static int so_details(void *state, tw_json *j)
 {
     so_state *s = state;
     const tw_host *h = s->host;
     h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, s->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, s->violations);
-    h->json_key(j, "Details");
-    h->json_object_begin(j);
     tw_fwagg_write_details(&s->agg, &s->ko, h, j, so_write_own, s);
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, s->datapoints);
-    h->json_key(j, "RuleParameters");
-    h->json_string(j, s->params_text);
     h->json_object_end(j);
     return TW_OK;
 }
@@ -1111,7 +1106,8 @@ static const tw_rule_descriptor so_descriptor = {
     .nparams = P_COUNT,
     .create = so_create,
     .scan = so_scan,
-    .report = so_report,
+    .details = so_details,
+    .parameters_text = so_parameters_text,
     .save = so_save,
     .restore = so_restore,
     .destroy = so_destroy,

@@ -277,8 +277,9 @@ void tw_py_float_repr(double v, char *buf, size_t len)
     char digits[24];
     size_t nd = 0;
     const char *e = strchr(s, 'e');
-    for (const char *q = s; q < e; q++)
-        if (*q != '.')
+    for (const char *q = s; q < e;
+         q++) /* skips the point, or a locale's comma */
+        if (*q >= '0' && *q <= '9')
             digits[nd++] = *q;
     while (nd > 1 && digits[nd - 1] == '0')
         nd--;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "c_locale.h"
 #include "finding_text.h"
 #include "json_writer.h"
 #include "log.h"
@@ -109,8 +110,11 @@ static int validate_descriptor(const tw_rule_descriptor *d, const char *path,
         missing = "create";
     else if (d->scan == NULL)
         missing = "scan";
-    else if (d->report == NULL)
+    else if (d->abi_version < 2 && d->report == NULL)
         missing = "report";
+    else if (d->abi_version >= 2 && d->details == NULL)
+        missing = "details (ABI 2 rules write Details; the host writes the "
+                  "rest of the report)";
     else if (d->destroy == NULL)
         missing = "destroy";
     else if (d->nparams > 0 && d->params == NULL)
@@ -1013,9 +1017,67 @@ const tw_params *tw_rule_params(const tw_rule *r)
     return &r->params;
 }
 
+/* RuleParameters when the rule does not give its own: `name:value` per
+ * parameter that is not None, in descriptor order. */
+static int write_default_parameters(const tw_rule *r, tw_json *j)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < r->params.nvalues; i++)
+        if (!r->values[i].is_none)
+            len +=
+                strlen(r->desc->params[i].name) + strlen(r->values[i].text) + 2;
+    char *text = malloc(len);
+    if (text == NULL)
+        return TW_ERR;
+    size_t o = 0;
+    text[0] = '\0';
+    for (size_t i = 0; i < r->params.nvalues; i++)
+        if (!r->values[i].is_none)
+            o += (size_t)snprintf(text + o, len - o, "%s%s:%s", o ? "\n" : "",
+                                  r->desc->params[i].name, r->values[i].text);
+    tw_json_string(j, text);
+    free(text);
+    return TW_OK;
+}
+
+static int rule_report(tw_rule *r, tw_json *j)
+{
+    const tw_rule_descriptor *d = r->desc;
+    if (d->abi_version < 2)
+        return d->report(r->state, j);
+    tw_json_object_begin(j);
+    tw_json_key(j, "RuleTriggered");
+    tw_json_int(j, r->last.rule_triggered);
+    tw_json_key(j, "Violations");
+    tw_json_int(j, r->last.violations);
+    tw_json_key(j, "Details");
+    size_t before = tw_json_len(j);
+    if (d->details(r->state, j) != TW_OK)
+        return TW_ERR;
+    if (tw_json_len(j) == before) { /* wrote nothing: an empty Details */
+        tw_json_object_begin(j);
+        tw_json_object_end(j);
+    }
+    tw_json_key(j, "Datapoints");
+    tw_json_int(j, r->last.datapoints);
+    tw_json_key(j, "RuleParameters");
+    const char *text =
+        d->parameters_text != NULL ? d->parameters_text(r->state) : NULL;
+    if (text != NULL)
+        tw_json_string(j, text);
+    else if (write_default_parameters(r, j) != TW_OK)
+        return TW_ERR;
+    tw_json_object_end(j);
+    return TW_OK;
+}
+
 int tw_rule_report(tw_rule *r, tw_json *j)
 {
-    return r->desc->report(r->state, j);
+    tw_c_locale loc; /* numbers the rule formats itself keep their point */
+    tw_c_locale_enter(&loc);
+    int rc = rule_report(r, j);
+    tw_c_locale_leave(&loc);
+    return rc;
 }
 
 /* Host bookkeeping header written before the plugin's own bytes.
@@ -1178,7 +1240,11 @@ int tw_rule_finding(const tw_rule *r, tw_finding *out)
                               .first_timestamp_us = r->host->first_us,
                               .counters = &r->last};
         char err[256] = "";
-        if (r->desc->finding(r->state, &ctx, out, err, sizeof(err)) != TW_OK) {
+        tw_c_locale loc; /* the rule's texts keep their decimal point */
+        tw_c_locale_enter(&loc);
+        int rc = r->desc->finding(r->state, &ctx, out, err, sizeof(err));
+        tw_c_locale_leave(&loc);
+        if (rc != TW_OK) {
             tw_log(TW_LOG_WARN, "rule %s: finding: %s (a generic one is shown)",
                    r->name, err[0] ? err : "failed without a reason");
             memset(out, 0, sizeof(*out));

@@ -23,6 +23,7 @@
 
 #include <trainwatch/finding.h>
 #include <trainwatch/plugin.h>
+#include <trainwatch/ser.h>
 
 typedef struct ceiling_rule {
     const tw_host *host;
@@ -112,25 +113,19 @@ static int scan(void *state, const tw_scan *s, tw_scan_result *out, char *err,
     return TW_OK;
 }
 
-static int report(void *state, tw_json *j)
+/* The report's Details: the longest run so far and where. The host
+ * writes the rest of the report (counters from scan(), the parameters). */
+static int details(void *state, tw_json *j)
 {
     ceiling_rule *r = state;
     const tw_host *h = r->host;
     h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, r->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, r->violations);
-    h->json_key(j, "Details");
-    h->json_object_begin(j);
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, r->datapoints);
-    h->json_key(j, "RuleParameters");
-    char text[128];
-    snprintf(text, sizeof(text), "ceiling:%g\npatience:%lld", r->ceiling,
-             (long long)r->patience);
-    h->json_string(j, text);
+    h->json_key(j, "longest_run");
+    h->json_int(j, r->worst_streak);
+    if (r->worst_streak > 0) {
+        h->json_key(j, "gpu");
+        h->json_string(j, r->worst_name);
+    }
     h->json_object_end(j);
     return TW_OK;
 }
@@ -172,85 +167,75 @@ static int finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     return TW_OK;
 }
 
-/* Checkpoint: a version word, the counters, the finding's facts, then
- * one streak per series. Native byte order: checkpoints are read back by
- * the same build on the same kind of machine. */
-#define CEILING_CKPT_VERSION 1u
-
-typedef struct ceiling_wire {
-    uint32_t version;
-    uint32_t worst_series, worst_node;
-    uint32_t pad;
-    int64_t triggered, violations, datapoints;
-    int64_t first_us, last_us, worst_streak;
-    uint64_t nstreak;
-    char worst_name[32];
-} ceiling_wire;
+/* Checkpoint, through trainwatch/ser.h (fixed-width little-endian
+ * fields, doubles bit-exact, bounds-checked reads): a version word, the
+ * counters, the finding's facts, then the streak of every series. */
+#define CEILING_CKPT_VERSION 2u
 
 static int save(void *state, tw_buf *out)
 {
     ceiling_rule *r = state;
-    ceiling_wire w;
-    memset(&w, 0, sizeof(w));
-    w.version = CEILING_CKPT_VERSION;
-    w.worst_series = r->worst_series;
-    w.worst_node = r->worst_node;
-    w.triggered = r->triggered;
-    w.violations = r->violations;
-    w.datapoints = r->datapoints;
-    w.first_us = r->first_us;
-    w.last_us = r->last_us;
-    w.worst_streak = r->worst_streak;
-    w.nstreak = r->nstreak;
-    memcpy(w.worst_name, r->worst_name, sizeof(w.worst_name));
-    if (r->host->buf_write(out, &w, sizeof(w)) != TW_OK)
-        return TW_ERR;
-    return r->host->buf_write(out, r->streak, r->nstreak * sizeof(int64_t));
+    tw_ser s;
+    tw_ser_init(&s, r->host, out);
+    tw_ser_u32(&s, CEILING_CKPT_VERSION);
+    tw_ser_i64(&s, r->triggered);
+    tw_ser_i64(&s, r->violations);
+    tw_ser_i64(&s, r->datapoints);
+    tw_ser_i64(&s, r->first_us);
+    tw_ser_i64(&s, r->last_us);
+    tw_ser_i64(&s, r->worst_streak);
+    tw_ser_u32(&s, r->worst_series);
+    tw_ser_u32(&s, r->worst_node);
+    tw_ser_str(&s, r->worst_name);
+    tw_ser_u64(&s, r->nstreak);
+    for (size_t i = 0; i < r->nstreak; i++)
+        tw_ser_i64(&s, r->streak[i]);
+    return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
 static int restore(void *state, const void *data, size_t len, char *err,
                    size_t errlen)
 {
     ceiling_rule *r = state;
-    ceiling_wire w;
-    if (len < sizeof(w)) {
-        snprintf(err, errlen, "checkpoint of %zu bytes is truncated", len);
+    tw_deser d;
+    tw_deser_init(&d, data, len);
+    uint32_t version = tw_deser_u32(&d);
+    if (tw_deser_ok(&d) && version != CEILING_CKPT_VERSION) {
+        snprintf(err, errlen, "checkpoint version %u, this build reads %u",
+                 version, CEILING_CKPT_VERSION);
         return TW_ERR;
     }
-    memcpy(&w, data, sizeof(w));
-    if (w.version != CEILING_CKPT_VERSION ||
-        w.nstreak != (len - sizeof(w)) / sizeof(int64_t) ||
-        (len - sizeof(w)) % sizeof(int64_t) != 0) {
+    r->triggered = tw_deser_i64(&d);
+    r->violations = tw_deser_i64(&d);
+    r->datapoints = tw_deser_i64(&d);
+    r->first_us = tw_deser_i64(&d);
+    r->last_us = tw_deser_i64(&d);
+    r->worst_streak = tw_deser_i64(&d);
+    r->worst_series = tw_deser_u32(&d);
+    r->worst_node = tw_deser_u32(&d);
+    char *name = tw_deser_str(&d);
+    snprintf(r->worst_name, sizeof(r->worst_name), "%s", name ? name : "");
+    free(name);
+    /* the count is checked against the bytes left before allocating */
+    uint64_t n = tw_deser_count(&d, sizeof(int64_t));
+    int64_t *streak = n > 0 ? malloc(n * sizeof(int64_t)) : NULL;
+    if (n > 0 && streak == NULL) {
+        snprintf(err, errlen, "out of memory for %llu series",
+                 (unsigned long long)n);
+        return TW_ERR;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        streak[i] = tw_deser_i64(&d);
+    if (!tw_deser_done(&d)) {
+        free(streak);
         snprintf(err, errlen,
-                 "checkpoint is not version %u or has a bad "
-                 "series count",
-                 CEILING_CKPT_VERSION);
+                 "checkpoint of %zu bytes is truncated or has extra bytes",
+                 len);
         return TW_ERR;
-    }
-    int64_t *streak = NULL;
-    if (w.nstreak > 0) {
-        streak = malloc(w.nstreak * sizeof(int64_t));
-        if (streak == NULL) {
-            snprintf(err, errlen, "out of memory for %llu series",
-                     (unsigned long long)w.nstreak);
-            return TW_ERR;
-        }
-        memcpy(streak, (const char *)data + sizeof(w),
-               w.nstreak * sizeof(int64_t));
     }
     free(r->streak);
     r->streak = streak;
-    r->nstreak = (size_t)w.nstreak;
-    r->triggered = w.triggered;
-    r->violations = w.violations;
-    r->datapoints = w.datapoints;
-    r->first_us = w.first_us;
-    r->last_us = w.last_us;
-    r->worst_streak = w.worst_streak;
-    r->worst_series = w.worst_series;
-    r->worst_node = w.worst_node;
-    memcpy(r->worst_name, w.worst_name, sizeof(r->worst_name));
-    r->worst_name[sizeof(r->worst_name) - 1] = '\0';
+    r->nstreak = (size_t)n;
     return TW_OK;
 }
 
@@ -269,7 +254,7 @@ static const tw_rule_descriptor descriptor = {
     .nparams = sizeof(params) / sizeof(params[0]),
     .create = create,
     .scan = scan,
-    .report = report,
+    .details = details,
     .save = save,
     .restore = restore,
     .destroy = destroy,

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dmap.h"
 #include "fwagg.h"
-#include "ser.h"
+#include "trainwatch/dmap.h"
 #include "trainwatch/finding.h"
+#include "trainwatch/ser.h"
 
 #define BNECK_MAX_DATAPOINTS 1000000u
 #define BNECK_SNAPSHOT_S 0.02
@@ -62,6 +62,7 @@ typedef struct bneck {
     uint64_t high_peak_pct; /* highest "high" sample in a bottleneck, % */
     tw_fwagg agg;
     tw_keyorder order;
+    char params_text[512]; /* RuleParameters, the reference's order */
 } bneck;
 
 void tw_bneck_destroy(void *state)
@@ -102,6 +103,11 @@ int tw_bneck_create(const tw_bneck_kind *kind, const tw_host *host,
     b->patience = p->values[TW_BNECK_P_PATIENCE].i;
     for (int i = 0; i < TW_BNECK_P_COUNT; i++)
         b->param_text[i] = p->values[i].text;
+    snprintf(b->params_text, sizeof(b->params_text),
+             "threshold:%s\n%s:%s\ngpu_threshold:%s\npatience:%s",
+             b->param_text[TW_BNECK_P_THRESHOLD], b->kind->high_label,
+             b->param_text[TW_BNECK_P_HIGH], b->param_text[TW_BNECK_P_GPU],
+             b->param_text[TW_BNECK_P_PATIENCE]);
     b->ring_max = b->sem == TW_SEMANTICS_FIXED
                       ? (size_t)p->values[TW_BNECK_P_MAX_REPORT].i
                       : 0;
@@ -388,29 +394,18 @@ static void write_own(void *ctx, unsigned id, tw_json *j)
     h->json_object_end(j);
 }
 
-int tw_bneck_report(void *state, tw_json *j)
+const char *tw_bneck_parameters_text(void *state)
+{
+    const bneck *b = state;
+    return b->params_text;
+}
+
+int tw_bneck_details(void *state, tw_json *j)
 {
     bneck *b = state;
     const tw_host *h = b->host;
     h->json_object_begin(j);
-    h->json_key(j, "RuleTriggered");
-    h->json_int(j, b->triggered);
-    h->json_key(j, "Violations");
-    h->json_int(j, (int64_t)b->nb);
-    h->json_key(j, "Details");
-    h->json_object_begin(j);
     tw_fwagg_write_details(&b->agg, &b->order, h, j, write_own, b);
-    h->json_object_end(j);
-    h->json_key(j, "Datapoints");
-    h->json_int(j, (int64_t)b->datapoints);
-    h->json_key(j, "RuleParameters");
-    char buf[512];
-    snprintf(buf, sizeof(buf),
-             "threshold:%s\n%s:%s\ngpu_threshold:%s\npatience:%s",
-             b->param_text[TW_BNECK_P_THRESHOLD], b->kind->high_label,
-             b->param_text[TW_BNECK_P_HIGH], b->param_text[TW_BNECK_P_GPU],
-             b->param_text[TW_BNECK_P_PATIENCE]);
-    h->json_string(j, buf);
     h->json_object_end(j);
     return TW_OK;
 }

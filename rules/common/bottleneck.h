@@ -109,7 +109,8 @@ int tw_bneck_create(const tw_bneck_kind *kind, const tw_host *host,
                     const tw_params *p, void **state, char *err, size_t errlen);
 int tw_bneck_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                   char *err, size_t errlen);
-int tw_bneck_report(void *state, tw_json *j);
+int tw_bneck_details(void *state, tw_json *j);
+const char *tw_bneck_parameters_text(void *state);
 int tw_bneck_save(void *state, tw_buf *out);
 int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
                      size_t errlen);

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "countmap.h"
+#include "trainwatch/countmap.h"
 #include "trainwatch/plugin.h"
 
 /* With `below` non-zero only values v < limit are counted. */

@@ -57,9 +57,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ser.h"
-#include "smap.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
+#include "trainwatch/smap.h"
 
 /* ---- Details key order -------------------------------------------------
  * The reference's Details is a dict: a key keeps the position of its first

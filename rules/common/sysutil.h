@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ser.h"
 #include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
 
 /* ---- ring of doubles ------------------------------------------------ */
 

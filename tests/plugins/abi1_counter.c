@@ -70,6 +70,8 @@ static const tw_rule_descriptor d = {
     0,
     NULL,
     NULL,
+    NULL,
+    NULL,
 };
 TW_PLUGIN_EXPORT const tw_rule_descriptor *abi1_counter(void)
 {

@@ -14,7 +14,8 @@ static int scan(void *s, const tw_scan *sc, tw_scan_result *o, char *e,
     (void)s, (void)sc, (void)o, (void)e, (void)n;
     return TW_OK;
 }
-static int report(void *s, tw_json *j)
+/* Writes nothing: the host makes that an empty Details object. */
+static int details(void *s, tw_json *j)
 {
     (void)s, (void)j;
     return TW_OK;
@@ -28,7 +29,7 @@ static const tw_rule_descriptor d = {
     .name = "FutureRule",
     .create = create,
     .scan = scan,
-    .report = report,
+    .details = details,
     .destroy = destroy,
 };
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

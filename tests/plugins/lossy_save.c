@@ -43,11 +43,11 @@ static int scan(void *s, const tw_scan *sc, tw_scan_result *o, char *e,
     o->datapoints = l->datapoints;
     return TW_OK;
 }
-static int report(void *s, tw_json *j)
+static int details(void *s, tw_json *j)
 {
     lossy *l = s;
     l->host->json_object_begin(j);
-    l->host->json_key(j, "Datapoints");
+    l->host->json_key(j, "datapoints");
     l->host->json_int(j, l->datapoints);
     l->host->json_object_end(j);
     return TW_OK;
@@ -78,7 +78,7 @@ static const tw_rule_descriptor d = {
     .nparams = 1,
     .create = create,
     .scan = scan,
-    .report = report,
+    .details = details,
     .save = save,
     .restore = restore,
     .destroy = destroy,

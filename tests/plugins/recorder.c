@@ -81,7 +81,8 @@ oom:
     return TW_ERR;
 }
 
-static int report(void *s, tw_json *j)
+/* Details: {"scans": [...]} */
+static int details(void *s, tw_json *j)
 {
     rec *r = s;
     size_t n = r->len + 32;
@@ -106,7 +107,7 @@ static const tw_rule_descriptor d = {
     .name = "Recorder",
     .create = create,
     .scan = scan,
-    .report = report,
+    .details = details,
     .destroy = destroy,
 };
 

@@ -18,7 +18,8 @@ static int scan(void *s, const tw_scan *sc, tw_scan_result *o, char *e,
     o->condition_met = sc->nsamples > 0;
     return TW_OK;
 }
-static int report(void *s, tw_json *j)
+/* Writes nothing: the host makes that an empty Details object. */
+static int details(void *s, tw_json *j)
 {
     (void)s, (void)j;
     return TW_OK;
@@ -32,7 +33,7 @@ static const tw_rule_descriptor d = {
     .name = "StatelessRule",
     .create = create,
     .scan = scan,
-    .report = report,
+    .details = details,
     .destroy = destroy,
     .flags = TW_RULE_STATELESS,
 };

@@ -396,10 +396,34 @@ static void test_run_actions_sms_from_finding(void **st)
     quiet.kind = TW_ALERT_STATUS;
     quiet.status = TW_STATUS_NO_ISSUES_FOUND;
     tw_run_actions_alert(ra, "job-fnd", "alert-10", "{}", 2, &quiet);
+    /* a finding as CPUBottleneck writes it (eval of the cpu_bottleneck
+     * preset): the whole summary fits, with the rule, job and node */
+    tw_alert_facts g = f;
+    snprintf(g.finding.summary, sizeof(g.finding.summary),
+             "The GPUs sat idle while CPU cores were saturated: training is "
+             "held back by work on the CPU.");
+    snprintf(g.finding.names[0], sizeof(g.finding.names[0]), "algo-1");
+    tw_run_actions_alert(ra, "job-06", "alert-11", "{}", 2, &g);
     assert_int_equal(tw_run_actions_drain(ra, 30000), TW_OK);
+    srv_wait(&s, 2);
     json_t *recs = srv_records(&s);
-    assert_int_equal(json_array_size(recs), 1);
-    char *msg = form_get(rec_str(json_array_get(recs, 0), "body"), "Message");
+    assert_int_equal(json_array_size(recs), 2);
+    char *msg = NULL, *real = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        char *m = form_get(rec_str(json_array_get(recs, i), "body"), "Message");
+        assert_non_null(m);
+        if (strstr(m, "job job-06") != NULL)
+            real = m;
+        else
+            msg = m;
+    }
+    assert_non_null(real);
+    assert_string_equal(real, "trainwatch CPUBottleneck, job job-06, algo-1: "
+                              "The GPUs sat idle while CPU cores were "
+                              "saturated: training is held back by work on "
+                              "the CPU.");
+    print_message("SNS Message (%zu bytes): %s\n", strlen(real), real);
+    free(real);
     assert_non_null(msg);
     size_t n = strlen(msg);
     assert_true(n <= 160 && n > 150);
@@ -410,6 +434,7 @@ static void test_run_actions_sms_from_finding(void **st)
     print_message("SNS Message (%zu bytes): %s\n", n, msg);
     free(msg);
     json_decref(recs);
+
     tw_run_actions_free(ra);
     tw_job_free(probe);
     tw_registry_free(reg);

@@ -1,21 +1,18 @@
-/* Unit tests of rules/common/countmap.c: quantiles bit-identical to the
- * engine's numpy-exact tw_quantile_sorted over the full sorted list, any
- * insertion order, coarsening under a cap, checkpoint round trip. The
- * helper sources are compiled into this test directly (they are not part
- * of twcore). */
+/* Unit tests of the public header-only trainwatch/countmap.h: quantiles
+ * bit-identical to the engine's numpy-exact tw_quantile_sorted over the
+ * full sorted list, any insertion order, coarsening under a cap,
+ * checkpoint round trip (trainwatch/ser.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
 
-#include "../../rules/common/countmap.c"
-#include "../../rules/common/dmap.c"
-#include "../../rules/common/ser.c"
 #include "numeric.h"
+#include "trainwatch/countmap.h"
 
 static int bits_eq(double a, double b)
 {

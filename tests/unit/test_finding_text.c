@@ -5,8 +5,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,20 @@ static void test_times(void **st)
     assert_string_equal(b, "42 s");
     tw_finding_duration(3 * 3600 + 5 * 60 + 9, b, sizeof(b));
     assert_string_equal(b, "3h 05m");
+    tw_finding_duration(59.9, b, sizeof(b)); /* cut, as a clock shows */
+    assert_string_equal(b, "59 s");
+    tw_finding_duration(-3, b, sizeof(b));
+    assert_string_equal(b, "0 s");
+    tw_finding_size(512, b, sizeof(b));
+    assert_string_equal(b, "512 B");
+    tw_finding_size(1536, b, sizeof(b));
+    assert_string_equal(b, "1.5 KiB");
+    tw_finding_size(1.4 * 1024 * 1024 * 1024, b, sizeof(b));
+    assert_string_equal(b, "1.4 GiB");
+    tw_finding_size(1023.99 * 1024 * 1024, b, sizeof(b)); /* not "1024.0" */
+    assert_string_equal(b, "1.0 GiB");
+    tw_finding_size(3.0 * 1024 * 1024 * 1024 * 1024, b, sizeof(b));
+    assert_string_equal(b, "3.0 TiB");
 }
 
 static tw_finding sample(void)

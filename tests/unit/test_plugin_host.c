@@ -52,6 +52,14 @@ static void test_load_errors(void **st)
     assert_non_null(strstr(err, "ABI version 3"));
     assert_non_null(strstr(err, "bad_abi.so"));
 
+    /* ABI 2 without details: refused at load, naming the member. */
+    assert_int_equal(tw_registry_load(reg,
+                                      build_path("tests/plugins/no_details.so"),
+                                      NULL, &p, err, sizeof(err)),
+                     TW_ERR);
+    assert_non_null(strstr(err, "no_details.so"));
+    assert_non_null(strstr(err, "has no 'details"));
+
     /* Not a shared object at all. */
     char tmp[] = "/tmp/tw_notso_XXXXXX";
     int fd = mkstemp(tmp);
@@ -495,6 +503,16 @@ static void test_example_roundtrip_and_finding(void **st)
     /* violations: the 3rd sample above 90 in a row: 97 (scan 0, ts 1003),
      * 93 (scan 2, ts 1022), 98 (scan 4, ts 1042) */
     assert_int_equal(tw_rule_last_result(a)->violations, 3);
+    /* The host writes the envelope from the last scan's counters (3
+     * scans met, 15 samples) and the parameters in descriptor order; the
+     * example writes Details only. */
+    char *rep = report_text(a);
+    assert_string_equal(rep,
+                        "{\"RuleTriggered\": 3, \"Violations\": 3, "
+                        "\"Details\": {\"longest_run\": 5, \"gpu\": "
+                        "\"gpu0\"}, \"Datapoints\": 15, "
+                        "\"RuleParameters\": \"ceiling:90\\npatience:2\"}");
+    free(rep);
     tw_finding fa, fb;
     assert_int_equal(tw_rule_finding(a, &fa), TW_OK);
     assert_int_equal(tw_rule_finding(b, &fb), TW_OK);

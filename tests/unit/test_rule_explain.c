@@ -7,8 +7,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
+/* cmocka.h needs the four above first */
 #include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

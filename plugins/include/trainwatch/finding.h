@@ -52,21 +52,48 @@ static inline void tw_finding_time(tw_finding *f, int64_t t)
         f->last_us = t;
 }
 
-/* A duration as a person reads it: "850 ms", "42 s", "8m 32s",
- * "3h 05m"; negative durations print as 0 s. */
+/* A duration as a person reads it: "250 ms", "42 s", "8m 32s",
+ * "3h 05m" (whole seconds and minutes cut, not rounded, as a clock
+ * shows them); negative durations (and NaN) print as "0 s". Integer
+ * arithmetic only, so no locale can change it. */
 static inline void tw_finding_duration(double seconds, char *out, size_t n)
 {
     if (!(seconds > 0)) /* NaN too */
         seconds = 0;
-    if (seconds < 1 && seconds > 0)
-        snprintf(out, n, "%.0f ms", seconds * 1000);
-    else if (seconds < 60)
-        snprintf(out, n, "%.0f s", seconds);
-    else if (seconds < 3600)
-        snprintf(out, n, "%dm %02ds", (int)(seconds / 60), (int)seconds % 60);
+    if (seconds > 0 && seconds < 1) {
+        snprintf(out, n, "%lld ms", (long long)(seconds * 1000 + 0.5));
+        return;
+    }
+    long long s = (long long)seconds; /* whole seconds, as a clock shows */
+    if (s < 60)
+        snprintf(out, n, "%lld s", s);
+    else if (s < 3600)
+        snprintf(out, n, "%lldm %02llds", s / 60, s % 60);
     else
-        snprintf(out, n, "%lldh %02dm", (long long)(seconds / 3600),
-                 (int)(seconds / 60) % 60);
+        snprintf(out, n, "%lldh %02lldm", s / 3600, s / 60 % 60);
+}
+
+/* A size in bytes as a person reads it, in binary units with one decimal
+ * from KiB on: "512 B", "1.4 KiB", "1.4 GiB", "3.0 TiB"; negative or NaN
+ * sizes print as "0 B". Integer arithmetic for the digits, so no locale
+ * can turn the point into a comma. */
+static inline void tw_finding_size(double bytes, char *out, size_t n)
+{
+    static const char *const units[] = {"B",   "KiB", "MiB", "GiB",
+                                        "TiB", "PiB", "EiB"};
+    if (!(bytes > 0))
+        bytes = 0;
+    size_t u = 0;
+    while (bytes >= 1023.95 && u + 1 < sizeof(units) / sizeof(units[0])) {
+        bytes /= 1024;
+        u++;
+    }
+    if (u == 0) {
+        snprintf(out, n, "%lld B", (long long)(bytes + 0.5));
+        return;
+    }
+    long long tenths = (long long)(bytes * 10 + 0.5);
+    snprintf(out, n, "%lld.%lld %s", tenths / 10, tenths % 10, units[u]);
 }
 
 #ifdef __cplusplus

@@ -10,7 +10,10 @@
  *
  *     create()  once per (job, rule)
  *     scan()    once per evaluation interval, in order k = 0, 1, 2, ...
- *     report()  whenever the host wants the rule's report JSON
+ *     details() (ABI 2) whenever the host writes the rule's report: the
+ *               host writes its envelope (RuleTriggered, Violations,
+ *               Datapoints, RuleParameters) and asks the rule for Details
+ *     report()  (ABI 1 only) the same, the whole report written by the rule
  *     finding() (ABI 2) whenever the host shows a problem to a person:
  *               after a scan whose condition was met, at the job's end
  *     save() / restore() for checkpoints
@@ -38,9 +41,12 @@ extern "C" {
 /* Bumped on any incompatible change to a struct or callback below.
  *
  * Version 2 (this header) appends to tw_rule_descriptor the `flags` word,
- * the `finding` callback and `finding_help`, and adds tw_host.size. Every ABI 1
+ * the `finding` callback, `finding_help`, `details` (which replaces
+ * `report`: the host writes the report's envelope from the counters scan()
+ * returned) and `parameters_text`, and adds tw_host.size. Every ABI 1
  * member keeps its offset, so the host still loads ABI 1 plugins: it reads the
- * version 2 members only from descriptors that say version 2, and gives
+ * version 2 members only from descriptors that say version 2, calls an
+ * ABI 1 rule's own report(), and gives
  * an ABI 1 rule a generic finding built from its counters (violations,
  * datapoints, the scans whose condition was met). Refusing them would
  * break every custom rule in the field for a text they can gain by a
@@ -449,7 +455,9 @@ typedef struct tw_rule_descriptor {
     int (*scan)(void *state, const tw_scan *scan, tw_scan_result *out,
                 char *err, size_t errlen);
 
-    /* Write the whole report object:
+    /* ABI 1 only (an ABI 2 host ignores it in a version 2 descriptor;
+     * leave it NULL there and write `details` below). Writes the whole
+     * report object:
      * {"RuleTriggered":..,"Violations":..,"Details":{..},"Datapoints":..,
      *  "RuleParameters":".."} (docs/plugins.md, "The report"). */
     int (*report)(void *state, tw_json *out);
@@ -480,6 +488,25 @@ typedef struct tw_rule_descriptor {
     /* What a finding of this rule means and what to try first, a short
      * paragraph for `trainwatch explain` (NULL: none). */
     const char *finding_help;
+
+    /* Mandatory in ABI 2. Write one JSON value, the report's Details
+     * (normally an object; writing nothing gives {}), from the rule's
+     * state; it must not change the state. The host writes the report around
+     * it, in this order:
+     *   {"RuleTriggered": counters.rule_triggered,
+     *    "Violations": counters.violations, "Details": <this>,
+     *    "Datapoints": counters.datapoints, "RuleParameters": "<text>"}
+     * where counters are the tw_scan_result of the rule's last successful
+     * scan (all 0 before the first one). Called whenever the host writes
+     * results or an alert, so keep it proportional to what it writes. */
+    int (*details)(void *state, tw_json *out);
+
+    /* Optional: the report's RuleParameters text, owned by the rule and
+     * valid until its next call or destroy(). NULL (the callback or its
+     * result): the host writes `name:value` lines, one per parameter that
+     * is not None, in the order of `params`, values as tw_param_value.text.
+     * The built-in rules use it to list exactly what the reference lists. */
+    const char *(*parameters_text)(void *state);
 } tw_rule_descriptor;
 
 typedef const tw_rule_descriptor *(*tw_rule_entry_fn)(void);

@@ -126,6 +126,8 @@ def low_gpu(job, res, listed, under):
     if under:
         check(m["value"] < 70 and m["limit"] == 70, "LowGPU p95 %s" % m)
         check("under-used" in f["summary"], "LowGPU summary %r" % f["summary"])
+        # planted from the start: found once the patience is reached
+        patience_window(job, res, "LowGPU", f["time_range"], listed[0])
     else:
         check(m["value"] > 70, "LowGPU p95 %s" % m)
         check("fluctuated" in f["summary"], "LowGPU summary %r" % f["summary"])
@@ -159,7 +161,22 @@ def gpu_memory_growth(job, res):
     check(m["value"] > 5 and m["limit"] == 5, "GMI magnitude %s" % m)
 
 
-def small_batch(job, res, listed):
+def patience_window(job, res, name, tr, where):
+    """A problem planted from the start is found in the scan (60 s) that
+    holds the GPU's 1001st sample (patience 1000): the time is that scan's
+    start or end, as the rule knows it; and it lasts to the end."""
+    node, gpu = where.split("/")
+    t1001 = [s for s in gpu_series(job, "GPUUtilization", node)
+             if s["Name"] == gpu][1000]["Timestamp"]
+    check(t1001 - 60 <= tr["first_us"] / 1e6 <= t1001 + 60,
+          "%s first %s, sample 1001 at %s" % (name, tr["first_us"], t1001))
+    check(res["latest_timestamp_us"] - 60e6 <= tr["last_us"] <=
+          res["latest_timestamp_us"] + 60e6,
+          "%s last %s, job's latest %s" % (name, tr["last_us"],
+                                           res["latest_timestamp_us"]))
+
+
+def small_batch(job, res, listed, planted_from_start=True):
     r, f = finding(res, "BatchSize")
     check(f["nodes"]["listed"] == listed, "BatchSize nodes %s" % f["nodes"])
     m = f["magnitude"]
@@ -167,6 +184,8 @@ def small_batch(job, res, listed):
     tr = f["time_range"]
     check(res["first_timestamp_us"] < tr["first_us"] <= tr["last_us"],
           "BatchSize range %s" % tr)
+    if planted_from_start:
+        patience_window(job, res, "BatchSize", tr, listed[0])
 
 
 def step_outliers(job, res):
@@ -208,6 +227,8 @@ def load_imbalance(job, res):
           "LoadBalancing nodes %s" % f["nodes"])
     m = f["magnitude"]
     check(m["value"] > 0.2 and m["limit"] == 0.2, "LoadBalancing %s" % m)
+    patience_window(job, res, "LoadBalancing", f["time_range"],
+                    "algo-1/gpu0")
 
 
 def slow_init(job, res):
@@ -236,6 +257,15 @@ def dataloader(job, res):
     check("num_workers 0" in m["text"] and "pin_memory false" in m["text"],
           "Dataloader text %r" % m["text"])
     check("Too few" in f["summary"], "Dataloader summary %r" % f["summary"])
+    # planted from the first to the last second: every scan's window
+    tr = f["time_range"]
+    check(tr["first_us"] == res["first_timestamp_us"],
+          "Dataloader first %s, job start %s" % (tr["first_us"],
+                                                 res["first_timestamp_us"]))
+    check(res["latest_timestamp_us"] - 60e6 <= tr["last_us"] <=
+          res["latest_timestamp_us"] + 60e6,
+          "Dataloader last %s, job's latest %s" % (tr["last_us"],
+                                                   res["latest_timestamp_us"]))
 
 
 def main():

@@ -133,6 +133,14 @@ state_check() {
     diff <(state_ids "$WORK/base.alerts.jsonl") <(state_ids "$2") >"$WORK/ids.diff" ||
         fail "alerts (id, bytes) differ from the uninterrupted run: $(head -5 "$WORK/ids.diff")"
     echo "results identical to eval and to the uninterrupted run; $(grep -c . "$2") alerts, byte-identical, no id twice, none missing"
+    echo "example plugin GPUMemoryCeiling: restored run $(state_ceiling "$1"), eval $(state_ceiling "$WORK/$STATE_JOB.eval.json")"
+}
+
+# state_ceiling RESULTS: the example rule's counters in a results file.
+state_ceiling() {
+    python3 -c 'import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["rules"] if x["name"] == "GPUMemoryCeiling"][0]
+print("%s: %d violations / %d datapoints" % (r["status"], r["violations"], r["datapoints"]))' "$1"
 }
 
 # state_redis_kill / state_redis_restart: SIGKILL the redis-server of

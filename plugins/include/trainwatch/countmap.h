@@ -1,0 +1,417 @@
+/*
+ * trainwatch/countmap.h - an exact multiset of doubles (value -> count) giving
+ * the count, min, max and numpy-exact quantiles of every value ever added, in
+ * memory proportional to the number of DISTINCT values, independent of the
+ * insertion order. This is how whole-history box plots and maxima stay
+ * bounded: utilisation percentages with two decimals have at
+ * most 10 001 distinct values per series.
+ *
+ * Quantiles: numpy's default ("linear") quantile: with n values,
+ * h = (n-1)*q; if h >= n-1 the answer is the maximum, otherwise i = floor(h),
+ * t = h - i and the answer is numpy's _lerp of the i-th and (i+1)-th
+ * smallest values (a + (b-a)*t if t < 0.5 else b - (b-a)*(1-t)). The sorted
+ * view of the distinct keys and their cumulative counts is rebuilt lazily
+ * (O(K log K) after new keys, O(K) after new counts), then each quantile
+ * is a binary search. Results are bit-identical to numpy over the list.
+ *
+ * Cap (`max_keys`, 0 = none). With a cap, when an insertion would exceed
+ * it the map is coarsened: every key (present and future) is rounded to a
+ * multiple of a quantum, first 0.01 (rint(v*100)/100), then doubled
+ * (0.02, 0.04, ...) each time the cap is hit again, merging counts. From
+ * then on quantiles are approximate (error <= quantum/2 per order
+ * statistic) but min, max and count stay exact (the extremes of the order
+ * statistics are served from the exact min/max). Rules use no cap in
+ * `reference` semantics and a cap in `fixed` (TW_COUNTMAP_DEFAULT_CAP).
+ *
+ * NaN values are counted apart: while any NaN was added, quantiles, min
+ * and max are NaN (numpy propagates NaN).
+ *
+ * Memory: tw_countmap_memory(); about 24-48 bytes per distinct key in the
+ * map plus 16 bytes per distinct key for the sorted view, i.e. <= ~0.7 MB
+ * for the default cap.
+ *
+ * Ownership: the struct is embedded by its user; tw_countmap_free()
+ * releases its arrays.
+ *
+ * Header-only (every function static inline): a plugin needs nothing
+ * beyond the trainwatch/ headers and libc (libm for countmap).
+ */
+#ifndef TRAINWATCH_COUNTMAP_H
+#define TRAINWATCH_COUNTMAP_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainwatch/dmap.h"
+#include "trainwatch/plugin.h"
+#include "trainwatch/ser.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Distinct keys kept in `fixed` semantics before coarsening: all values
+ * 0.00 .. 100.00 of a percentage with two decimals fit. */
+#define TW_COUNTMAP_DEFAULT_CAP 10001u
+
+typedef struct tw_countmap {
+    tw_dmap map; /* key -> count                                     */
+    uint64_t n;  /* values added (NaNs excluded)                     */
+    uint64_t nnan;
+    double min, max; /* exact, even after coarsening                     */
+    size_t max_keys; /* 0 = no cap                                       */
+    double quantum;  /* 0 = exact keys; else keys are multiples of it    */
+    /* lazily rebuilt sorted view */
+    double *skeys;
+    uint64_t *cum; /* cum[i] = number of values <= skeys[i]            */
+    size_t scap;
+    size_t sn;
+    int keys_dirty;   /* a key was added since the view was built         */
+    int counts_dirty; /* a count changed since the view was built         */
+} tw_countmap;
+
+/* A box plot: quartiles, p95 and the whiskers (tw_countmap_box). */
+typedef struct tw_box {
+    double p25, p50, p75, p95, upper, lower;
+} tw_box;
+
+static inline void tw_countmap_init(tw_countmap *m, size_t max_keys);
+static inline void tw_countmap_free(tw_countmap *m);
+/* Forget every value (keeps the cap and the memory). */
+static inline void tw_countmap_clear(tw_countmap *m);
+
+/* Add `count` copies of v. TW_OK, or TW_ERR when memory runs out (the
+ * value is then not counted). */
+static inline int tw_countmap_add_n(tw_countmap *m, double v, uint64_t count);
+static inline int tw_countmap_add(tw_countmap *m, double v);
+
+static inline uint64_t
+tw_countmap_count(const tw_countmap *m); /* NaNs included */
+static inline size_t tw_countmap_distinct(const tw_countmap *m);
+/* Non-zero while no coarsening happened (all answers exact). */
+static inline int tw_countmap_exact(const tw_countmap *m);
+/* NaN when empty. */
+static inline double tw_countmap_min(const tw_countmap *m);
+static inline double tw_countmap_max(const tw_countmap *m);
+
+/* Q(v, q) into *out. TW_ERR when empty or out of memory. */
+static inline int tw_countmap_quantile(tw_countmap *m, double q, double *out);
+/* BOX(v): p25, p50, p75, p95, upper = min(p75 + 1.5*iqr, max),
+ * lower = max(p25 - 1.5*iqr, min). TW_ERR when empty or out of memory. */
+static inline int tw_countmap_box(tw_countmap *m, tw_box *out);
+
+/* Bytes held by the map and its sorted view. */
+static inline size_t tw_countmap_memory(const tw_countmap *m);
+
+/* Checkpoint: the distinct keys with their counts, the exact min/max and
+ * the coarsening state. restore() replaces the content of an initialised
+ * map (its cap is kept). */
+static inline void tw_countmap_save(const tw_countmap *m, tw_ser *s);
+static inline int tw_countmap_restore(tw_countmap *m, tw_deser *d);
+
+/* ---- implementation ---------------------------------------------------- */
+
+static inline void tw_countmap_init(tw_countmap *m, size_t max_keys)
+{
+    memset(m, 0, sizeof(*m));
+    tw_dmap_init(&m->map);
+    m->max_keys = max_keys;
+    m->min = NAN;
+    m->max = NAN;
+}
+
+static inline void tw_countmap_free(tw_countmap *m)
+{
+    tw_dmap_free(&m->map);
+    free(m->skeys);
+    free(m->cum);
+    size_t cap = m->max_keys;
+    tw_countmap_init(m, cap);
+}
+
+static inline void tw_countmap_clear(tw_countmap *m)
+{
+    tw_dmap_clear(&m->map);
+    m->n = 0;
+    m->nnan = 0;
+    m->min = NAN;
+    m->max = NAN;
+    m->quantum = 0.0;
+    m->sn = 0;
+    m->keys_dirty = 0;
+    m->counts_dirty = 0;
+}
+
+static inline double tw_countmap_quantize_(double v, double quantum)
+{
+    if (quantum == 0.0 || !isfinite(v))
+        return v;
+    if (quantum == 0.01)
+        return rint(v * 100.0) / 100.0;
+    return rint(v / quantum) * quantum;
+}
+
+/* Re-key every entry with the next quantum until the cap holds. */
+static inline int tw_countmap_coarsen_(tw_countmap *m)
+{
+    while (m->map.n > m->max_keys) {
+        double q = m->quantum == 0.0 ? 0.01 : m->quantum * 2.0;
+        tw_dmap next;
+        tw_dmap_init(&next);
+        for (size_t i = 0; i < m->map.n; i++) {
+            double k = tw_countmap_quantize_(m->map.ent[i].key, q);
+            uint64_t *c = tw_dmap_put(&next, k, 0, NULL);
+            if (c == NULL) {
+                tw_dmap_free(&next);
+                return TW_ERR;
+            }
+            *c += m->map.ent[i].val;
+        }
+        tw_dmap_free(&m->map);
+        m->map = next;
+        m->quantum = q;
+        m->keys_dirty = 1;
+    }
+    return TW_OK;
+}
+
+static inline int tw_countmap_add_n(tw_countmap *m, double v, uint64_t count)
+{
+    if (count == 0)
+        return TW_OK;
+    if (isnan(v)) {
+        m->nnan += count;
+        return TW_OK;
+    }
+    double k = tw_countmap_quantize_(v, m->quantum);
+    int inserted = 0;
+    uint64_t *c = tw_dmap_put(&m->map, k, 0, &inserted);
+    if (c == NULL)
+        return TW_ERR;
+    *c += count;
+    if (m->n == 0 || v < m->min)
+        m->min = v;
+    if (m->n == 0 || v > m->max)
+        m->max = v;
+    m->n += count;
+    m->counts_dirty = 1;
+    if (inserted) {
+        m->keys_dirty = 1;
+        if (m->max_keys > 0 && m->map.n > m->max_keys)
+            return tw_countmap_coarsen_(m);
+    }
+    return TW_OK;
+}
+
+static inline int tw_countmap_add(tw_countmap *m, double v)
+{
+    return tw_countmap_add_n(m, v, 1);
+}
+
+static inline uint64_t tw_countmap_count(const tw_countmap *m)
+{
+    return m->n + m->nnan;
+}
+
+static inline size_t tw_countmap_distinct(const tw_countmap *m)
+{
+    return m->map.n;
+}
+
+static inline int tw_countmap_exact(const tw_countmap *m)
+{
+    return m->quantum == 0.0;
+}
+
+static inline double tw_countmap_min(const tw_countmap *m)
+{
+    return m->nnan > 0 ? NAN : m->min;
+}
+
+static inline double tw_countmap_max(const tw_countmap *m)
+{
+    return m->nnan > 0 ? NAN : m->max;
+}
+
+static inline int tw_countmap_cmp_double_(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Build the sorted keys and cumulative counts. */
+static inline int tw_countmap_build_view_(tw_countmap *m)
+{
+    if (!m->keys_dirty && !m->counts_dirty)
+        return TW_OK;
+    size_t k = m->map.n;
+    if (k > m->scap) {
+        double *sk = (double *)realloc(m->skeys, k * sizeof(*sk));
+        if (sk == NULL)
+            return TW_ERR;
+        m->skeys = sk;
+        uint64_t *cu = (uint64_t *)realloc(m->cum, k * sizeof(*cu));
+        if (cu == NULL)
+            return TW_ERR;
+        m->cum = cu;
+        m->scap = k;
+    }
+    if (m->keys_dirty) {
+        for (size_t i = 0; i < k; i++)
+            m->skeys[i] = m->map.ent[i].key;
+        qsort(m->skeys, k, sizeof(double), tw_countmap_cmp_double_);
+    }
+    uint64_t acc = 0;
+    for (size_t i = 0; i < k; i++) {
+        acc += *tw_dmap_get(&m->map, m->skeys[i]);
+        m->cum[i] = acc;
+    }
+    m->sn = k;
+    m->keys_dirty = 0;
+    m->counts_dirty = 0;
+    return TW_OK;
+}
+
+/* The value of rank r (0-based) in the sorted multiset. */
+static inline double tw_countmap_at_rank_(const tw_countmap *m, uint64_t r)
+{
+    if (r == 0)
+        return m->min;
+    if (r == m->n - 1)
+        return m->max;
+    size_t lo = 0, hi = m->sn - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->cum[mid] > r)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return m->skeys[lo];
+}
+
+/* numpy's _lerp (numpy >= 1.22), as in engine/base/numeric.c. */
+static inline double tw_countmap_lerp_(double a, double b, double t)
+{
+    double d = b - a;
+    return t < 0.5 ? a + d * t : b - d * (1.0 - t);
+}
+
+static inline int tw_countmap_quantile(tw_countmap *m, double q, double *out)
+{
+    if (m->n + m->nnan == 0)
+        return TW_ERR;
+    if (m->nnan > 0) {
+        *out = NAN;
+        return TW_OK;
+    }
+    if (tw_countmap_build_view_(m) != TW_OK)
+        return TW_ERR;
+    double last = (double)(m->n - 1);
+    double h = last * q;
+    if (h >= last) {
+        *out = m->max;
+        return TW_OK;
+    }
+    if (h < 0)
+        h = 0;
+    double fi = floor(h);
+    uint64_t i = (uint64_t)fi;
+    *out = tw_countmap_lerp_(tw_countmap_at_rank_(m, i),
+                             tw_countmap_at_rank_(m, i + 1), h - fi);
+    return TW_OK;
+}
+
+static inline int tw_countmap_box(tw_countmap *m, tw_box *out)
+{
+    if (tw_countmap_quantile(m, 0.25, &out->p25) != TW_OK ||
+        tw_countmap_quantile(m, 0.5, &out->p50) != TW_OK ||
+        tw_countmap_quantile(m, 0.75, &out->p75) != TW_OK ||
+        tw_countmap_quantile(m, 0.95, &out->p95) != TW_OK)
+        return TW_ERR;
+    double iqr = out->p75 - out->p25;
+    double up = out->p75 + 1.5 * iqr;
+    double lo = out->p25 - 1.5 * iqr;
+    double mx = tw_countmap_max(m), mn = tw_countmap_min(m);
+    /* Python's min(a, b)/max(a, b): the first unless the second wins. */
+    out->upper = mx < up ? mx : up;
+    out->lower = mn > lo ? mn : lo;
+    return TW_OK;
+}
+
+static inline size_t tw_countmap_memory(const tw_countmap *m)
+{
+    return tw_dmap_memory(&m->map) +
+           m->scap * (sizeof(*m->skeys) + sizeof(*m->cum));
+}
+
+#define COUNTMAP_TAG 0x434d4150u /* "CMAP" */
+
+static inline void tw_countmap_save(const tw_countmap *m, tw_ser *s)
+{
+    tw_ser_u32(s, COUNTMAP_TAG);
+    tw_ser_u64(s, m->n);
+    tw_ser_u64(s, m->nnan);
+    tw_ser_f64(s, m->min);
+    tw_ser_f64(s, m->max);
+    tw_ser_f64(s, m->quantum);
+    tw_ser_u64(s, m->map.n);
+    for (size_t i = 0; i < m->map.n; i++) {
+        tw_ser_f64(s, m->map.ent[i].key);
+        tw_ser_u64(s, m->map.ent[i].val);
+    }
+}
+
+static inline int tw_countmap_restore(tw_countmap *m, tw_deser *d)
+{
+    tw_countmap_clear(m);
+    if (tw_deser_u32(d) != COUNTMAP_TAG)
+        tw_deser_fail(d);
+    uint64_t n = tw_deser_u64(d);
+    uint64_t nnan = tw_deser_u64(d);
+    double mn = tw_deser_f64(d);
+    double mx = tw_deser_f64(d);
+    double quantum = tw_deser_f64(d);
+    uint64_t k = tw_deser_count(d, 16);
+    if (!tw_deser_ok(d))
+        return TW_ERR;
+    if (tw_dmap_reserve(&m->map, (size_t)k) != TW_OK) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < k; i++) {
+        double key = tw_deser_f64(d);
+        uint64_t c = tw_deser_u64(d);
+        if (!tw_deser_ok(d))
+            return TW_ERR;
+        int inserted = 0;
+        uint64_t *slot = tw_dmap_put(&m->map, key, c, &inserted);
+        if (slot == NULL || !inserted || c == 0) {
+            tw_deser_fail(d);
+            return TW_ERR;
+        }
+        total += c;
+    }
+    if (total != n) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    m->n = n;
+    m->nnan = nnan;
+    m->min = mn;
+    m->max = mx;
+    m->quantum = quantum;
+    m->keys_dirty = 1;
+    m->counts_dirty = 1;
+    return TW_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TRAINWATCH_COUNTMAP_H */

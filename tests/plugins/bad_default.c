@@ -16,7 +16,7 @@ static int scan(void *s, const tw_scan *sc, tw_scan_result *o, char *e,
     (void)s, (void)sc, (void)o, (void)e, (void)n;
     return TW_OK;
 }
-static int report(void *s, tw_json *j)
+static int details(void *s, tw_json *j)
 {
     (void)s, (void)j;
     return TW_OK;
@@ -35,7 +35,7 @@ static const tw_rule_descriptor d = {
     .nparams = 1,
     .create = create,
     .scan = scan,
-    .report = report,
+    .details = details,
     .destroy = destroy,
     .flags = TW_RULE_STATELESS,
 };

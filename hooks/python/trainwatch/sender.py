@@ -30,9 +30,17 @@ class _Marker:
         self.marker = m
 
 
+class _Profile:
+    __slots__ = ("profile",)
+
+    def __init__(self, p):
+        self.profile = p
+
+
 class SenderStats:
     __slots__ = ("events", "dropped", "batches", "delivered", "failed",
-                 "bytes", "worker_dropped", "errors", "sender_cpu_s")
+                 "bytes", "worker_dropped", "errors", "sender_cpu_s",
+                 "profiles")
 
     def __init__(self):
         self.events = 0          # events accepted into the queue
@@ -44,6 +52,7 @@ class SenderStats:
         self.worker_dropped = 0  # dataloader worker events dropped there
         self.errors = 0          # errors of the sending thread
         self.sender_cpu_s = 0.0  # CPU time of the sending thread
+        self.profiles = 0        # Python profiles queued (PythonProfile)
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.__slots__}
@@ -92,10 +101,20 @@ class Sender:
         self._queue.append(_Marker(m))
         self._wake.set()
 
-    def add_source(self, fn):
+    def profile(self, p):
+        """A Python profile (a PythonProfile dict): in the same queue, under
+        the same cap (a drop counts in dropped), in a batch of its own."""
+        if len(self._queue) >= self._cap:
+            self.stats.dropped += 1
+            return
+        self._queue.append(_Profile(p))
+        self.stats.profiles += 1
+
+    def add_source(self, fn, drop_counter="worker_dropped"):
         """fn() -> list of events, called by the sending thread each round
-        (e.g. the dataloader workers' queue)."""
-        self._sources.append(fn)
+        (e.g. the dataloader workers' queue); events the full queue refuses
+        count in the stats' drop_counter."""
+        self._sources.append((fn, drop_counter))
 
     # ---- sending thread --------------------------------------------------
     def _error_once(self, what):
@@ -135,10 +154,10 @@ class Sender:
         self.stats.bytes += len(data)
         return True
 
-    def _send(self, events, markers):
+    def _send(self, events, markers, profiles=()):
         try:
             data = encode_batch(self._job, self._node, self._next_seq,
-                                events, markers)
+                                events, markers, profiles=profiles)
         except Exception:  # e.g. an argument value JSON cannot hold
             self.stats.dropped += len(events)
             self._error_once("cannot encode a batch (its events are "
@@ -151,10 +170,11 @@ class Sender:
         return True
 
     def _pull_sources(self):
-        for fn in self._sources:
+        for fn, counter in self._sources:
             for ev in fn():
                 if len(self._queue) >= self._cap:
-                    self.stats.worker_dropped += 1
+                    setattr(self.stats, counter,
+                            getattr(self.stats, counter) + 1)
                 else:
                     self._queue.append(ev)
 
@@ -170,11 +190,13 @@ class Sender:
                 continue
             events = []
             while q and len(events) < self._max_batch:
-                if q[0].__class__ is _Marker:
+                if q[0].__class__ in (_Marker, _Profile):
                     break
                 events.append(q.popleft())
             if events:
                 self._send(events, ())
+            elif q and q[0].__class__ is _Profile:
+                self._send((), (), (q.popleft().profile,))
             elif q:
                 self._send((), (q.popleft().marker,))
         return True

@@ -33,7 +33,7 @@ import threading
 import time
 import weakref
 
-from .identity import Identity, process_start_us
+from .identity import Identity, node_id_for, process_start_us
 from .profiler_config import ConfigError, ProfilerConfig
 
 log = logging.getLogger("trainwatch")
@@ -69,7 +69,7 @@ class Hook:
                  rank=None, local_rank=None, world_size=None, host=None,
                  node=None, topic="trainwatch.metrics", flush_interval=1.0,
                  max_queue=100000, close_timeout=10.0, kafka_config=None,
-                 handle_sigterm=True):
+                 handle_sigterm=True, profiler_output=None):
         if profiler_config is None:
             profiler_config = ProfilerConfig()
         if not isinstance(profiler_config, ProfilerConfig):
@@ -81,6 +81,9 @@ class Hook:
             "TRAINWATCH_JOB")
         self.brokers = brokers if brokers is not None else os.environ.get(
             "TRAINWATCH_BROKERS")
+        self.profiler_output = (
+            profiler_output if profiler_output is not None
+            else os.environ.get("TRAINWATCH_PROFILER_OUTPUT"))
         self._pid = os.getpid()
         self._active = False
         self._closed = False
@@ -153,9 +156,21 @@ class Hook:
         holder = {}
         conf["error_cb"] = lambda err: holder["s"].on_error(err)
         producer = confluent_kafka.Producer(conf)
+        legacy = None
+        if self.profiler_output:
+            from .legacy_writer import LegacyWriter
+            ident = self.identity.node if self.identity.node != node_id_for(
+                self.identity.rank, self.identity.host) else \
+                f"{self.identity.rank}-{self.identity.host}"
+            try:
+                legacy = LegacyWriter(self.profiler_output, ident)
+            except OSError as e:  # the stream still goes
+                log.warning("trainwatch: cannot write profiler-output "
+                            "folder %s (%s): streaming only",
+                            self.profiler_output, e)
         self._sender = Sender(producer, topic, self.job, self.identity.node,
                               max_queue=max_queue,
-                              flush_interval=flush_interval)
+                              flush_interval=flush_interval, legacy=legacy)
         holder["s"] = self._sender
         config = self.profiler_config.to_dict()
         self._sender.marker(

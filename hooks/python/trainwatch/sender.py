@@ -60,7 +60,7 @@ class SenderStats:
 
 class Sender:
     def __init__(self, producer, topic, job, node, *, max_queue=100000,
-                 max_batch_events=4000, flush_interval=1.0):
+                 max_batch_events=4000, flush_interval=1.0, legacy=None):
         self._producer = producer
         self._topic = topic
         self._job = job
@@ -73,6 +73,8 @@ class Sender:
         self._next_seq = 1
         self._pending = None      # encoded bytes librdkafka refused (full)
         self._end_marker = None   # JOB_END, sent last by close()
+        self._end_sent = None     # the same, once queued
+        self._legacy = legacy     # a LegacyWriter, or None
         self._wake = threading.Event()
         self._stop = False
         self._broker_down = False
@@ -154,7 +156,27 @@ class Sender:
         self.stats.bytes += len(data)
         return True
 
+    def _write_legacy(self, events=(), profiles=(), end_us=None):
+        """The same items into the legacy folder; its first error is logged
+        and ends the folder's writing (the stream goes on)."""
+        if self._legacy is None:
+            return
+        try:
+            if events:
+                self._legacy.events(events)
+            for p in profiles:
+                self._legacy.profile(p)
+            if end_us is not None:
+                self._legacy.close(end_us)
+            else:
+                self._legacy.rotate()
+        except Exception:
+            self._legacy = None
+            self._error_once("cannot write the profiler-output folder (no "
+                             "more is written there)")
+
     def _send(self, events, markers, profiles=()):
+        self._write_legacy(events, profiles)
         try:
             data = encode_batch(self._job, self._node, self._next_seq,
                                 events, markers, profiles=profiles)
@@ -198,7 +220,10 @@ class Sender:
             elif q and q[0].__class__ is _Profile:
                 self._send((), (), (q.popleft().profile,))
             elif q:
-                self._send((), (q.popleft().marker,))
+                m = q.popleft().marker
+                if m is self._end_sent:
+                    self._write_legacy(end_us=m[1])
+                self._send((), (m,))
         return True
 
     def _run(self):
@@ -207,9 +232,11 @@ class Sender:
             self._wake.clear()
             stop = self._stop
             try:
+                self._write_legacy()  # closes the files due by age
                 self._pull_sources()
                 if stop and self._end_marker is not None:
                     # last: after everything the sources still had
+                    self._end_sent = self._end_marker
                     self._queue.append(_Marker(self._end_marker))
                     self._end_marker = None
                 self._drain()
@@ -231,6 +258,7 @@ class Sender:
         deadline = time.monotonic() + timeout
         self._thread.join(max(0.0, deadline - time.monotonic()))
         if not self._thread.is_alive() and self._end_marker is not None:
+            self._end_sent = self._end_marker
             self._queue.append(_Marker(self._end_marker))
             self._end_marker = None
         # whatever the full producer refused: keep trying until the deadline

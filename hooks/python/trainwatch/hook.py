@@ -156,6 +156,7 @@ class Hook:
         holder = {}
         conf["error_cb"] = lambda err: holder["s"].on_error(err)
         producer = confluent_kafka.Producer(conf)
+        start_us = process_start_us()  # JOB_START's time: the job's start
         legacy = None
         if self.profiler_output:
             from .legacy_writer import LegacyWriter
@@ -163,7 +164,8 @@ class Hook:
                 self.identity.rank, self.identity.host) else \
                 f"{self.identity.rank}-{self.identity.host}"
             try:
-                legacy = LegacyWriter(self.profiler_output, ident)
+                legacy = LegacyWriter(self.profiler_output, ident,
+                                      start_us)
             except OSError as e:  # the stream still goes
                 log.warning("trainwatch: cannot write profiler-output "
                             "folder %s (%s): streaming only",
@@ -174,7 +176,7 @@ class Hook:
         holder["s"] = self._sender
         config = self.profiler_config.to_dict()
         self._sender.marker(
-            (MARKER_JOB_START, process_start_us(),
+            (MARKER_JOB_START, start_us,
              self.profiler_config.system_monitor_interval_millis,
              json.dumps(config, separators=(",", ":"))))
         prof = Profiling(self.profiler_config, self._pid,

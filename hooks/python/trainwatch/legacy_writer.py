@@ -11,9 +11,10 @@ beside the stream when the hook is given a local folder:
       <end_us>, the end of the file's last-ending event. A file is closed
       and renamed into place after 60 s, at 10 MB, or when an event ends
       in another UTC hour; until then it is written under framework/.open/
-      with a name the reader ignores. The very first file holds only the
-      first event, so that the folder's first timestamp (its earliest
-      file's) is where the record starts, not a minute into it.
+      with a name the reader ignores. The first file, written at once,
+      holds no event: it is named with the job's start (the JOB_START
+      time, the process start), which makes that the folder's first
+      timestamp (its earliest file's, RULES.md 1.4), as the stream's is.
   framework/pytorch/cprofile/<rank>-<host>/<start_us>_<start_phase>-
       <start_step>_<end_us>_<end_phase>-<end_step>/python_stats
       one Python profile (PythonProfile) as a pstats file (marshal of
@@ -93,7 +94,7 @@ class _TraceFile:
 
 
 class LegacyWriter:
-    def __init__(self, root, ident):
+    def __init__(self, root, ident, start_us):
         self.root = root
         self.ident = ident.replace("_", "-")
         self._open_dir = os.path.join(root, "framework", ".open")
@@ -101,6 +102,11 @@ class LegacyWriter:
         self._files = {}
         self.files = 0      # trace files written
         self.profiles = 0   # python_stats files written
+        # the opening file: no event, named with the job's start
+        f = _TraceFile(self._open_dir, SUFFIX[0], start_us, start_us)
+        f.end_us = start_us
+        f.close(root, self.ident)
+        self.files += 1
 
     def events(self, events):
         for name, phase, start_us, end_us, _pid, args, source in events:
@@ -115,11 +121,6 @@ class LegacyWriter:
                 f = self._files[suffix] = _TraceFile(
                     self._open_dir, suffix, start_us, end_us)
             f.event(name, phase, start_us, end_us, args)
-            if self.files == 0:
-                # the folder's first timestamp is its earliest file's (the
-                # end of that file's last event): a first file of one
-                # event starts the scans where the record starts
-                self._close(suffix)
 
     def rotate(self):
         """Closes the files that are due by age (called each round)."""

@@ -145,7 +145,8 @@ void batch(fb::FlatBufferBuilder &fbb, const Knobs &k)
     fbb.AddOffset(tww::Batch::VT_EVENTS, events_v);
     fbb.AddOffset(tww::Batch::VT_MARKERS, markers_v);
     if (k.append_field) /* the slot after the last field this reader knows */
-        fbb.AddElement<uint32_t>(tww::Batch::VT_FILE_PATH + 2, 0xC0FFEE, 0);
+        fbb.AddElement<uint32_t>(tww::Batch::VT_PYTHON_PROFILES + 2, 0xC0FFEE,
+                                 0);
     fbb.Finish(fb::Offset<tww::Batch>(fbb.EndTable(start)),
                tww::BatchIdentifier());
 }

@@ -88,10 +88,28 @@ def function_stats(stats, max_functions=MAX_PROFILE_FUNCTIONS,
     return out, cut
 
 
+class _PendingProfile:
+    """A stopped cProfile and its interval; calling it builds the
+    PythonProfile dict (on the sending thread: the statistics of a step
+    cost more than the step's own Python work)."""
+
+    __slots__ = ("prof", "meta")
+
+    def __init__(self, prof, meta):
+        self.prof = prof
+        self.meta = meta
+
+    def __call__(self):
+        self.prof.create_stats()
+        d = dict(self.meta)
+        d["functions"], d["functions_cut"] = function_stats(self.prof.stats)
+        return d
+
+
 class Profiling:
-    """Per-process profiling state of one Hook. `publish(profile)` queues
-    a PythonProfile dict; drain_detailed() (on the sending thread) returns
-    the detailed events."""
+    """Per-process profiling state of one Hook. `publish(pending)` queues
+    a callable that returns a PythonProfile dict; drain_detailed() (on the
+    sending thread) returns the detailed events."""
 
     def __init__(self, config, pid, publish, source_model_timeline):
         self.active = False
@@ -179,15 +197,12 @@ class Profiling:
         if prof is not None:
             prof.disable()
             self._cprof = None
-            prof.create_stats()
-            functions, cut = function_stats(prof.stats)
             s_phase, s_step, s_mode, s_us = self._seg
-            self._publish({
+            self._publish(_PendingProfile(prof, {
                 "profiler": "cprofile", "timer": self._timer_name,
                 "mode": s_mode, "start_step": s_step, "end_step": step,
                 "start_phase": s_phase, "end_phase": phase,
-                "start_us": s_us, "end_us": now_us, "pid": self._pid,
-                "functions": functions, "functions_cut": cut})
+                "start_us": s_us, "end_us": now_us, "pid": self._pid}))
             self.profiles += 1
         if reopen:
             self._open(phase, step, mode, now_us)

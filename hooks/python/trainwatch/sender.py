@@ -104,7 +104,8 @@ class Sender:
         self._wake.set()
 
     def profile(self, p):
-        """A Python profile (a PythonProfile dict): in the same queue, under
+        """A Python profile (a PythonProfile dict, or a callable returning
+        one, called on this thread): in the same queue, under
         the same cap (a drop counts in dropped), in a batch of its own."""
         if len(self._queue) >= self._cap:
             self.stats.dropped += 1
@@ -218,7 +219,15 @@ class Sender:
             if events:
                 self._send(events, ())
             elif q and q[0].__class__ is _Profile:
-                self._send((), (), (q.popleft().profile,))
+                p = q.popleft().profile
+                if callable(p):  # built here, off the training thread
+                    try:
+                        p = p()
+                    except Exception:
+                        self._error_once("cannot read a Python profile (it "
+                                         "is dropped)")
+                        continue
+                self._send((), (), (p,))
             elif q:
                 m = q.popleft().marker
                 if m is self._end_sent:

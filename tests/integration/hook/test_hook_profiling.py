@@ -42,7 +42,8 @@ class Ranges(unittest.TestCase):
         s.profile = self.profiles.append
         s._sources.clear()  # the detailed events: drained here instead
         if self.hook._profiling is not None:
-            self.hook._profiling._publish = self.profiles.append
+            self.hook._profiling._publish = (
+                lambda pending: self.profiles.append(pending()))
         self.model = torch.nn.Sequential(torch.nn.Linear(4, 8),
                                          torch.nn.ReLU(),
                                          torch.nn.Linear(8, 1))

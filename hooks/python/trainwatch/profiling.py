@@ -22,9 +22,11 @@ on the training thread inside Hook callbacks, which catch its errors.
 import collections
 import cProfile
 import logging
+import os
 import re
 import sys
 import time
+import weakref
 
 log = logging.getLogger("trainwatch")
 
@@ -143,6 +145,18 @@ class Profiling:
         self.detailed_cut = 0
         self.profiles = 0
         self.active = True
+        # a DataLoader worker forked while cProfile runs would inherit it
+        # for its whole life: the child drops it
+        forked = weakref.WeakMethod(self._forked)
+        os.register_at_fork(
+            after_in_child=lambda: forked() is not None and forked()())
+
+    def _forked(self):
+        if self._cprof is not None:
+            sys.setprofile(None)
+            self._cprof = None
+            self._python_on = False
+            self.active = False
 
     # ---- the hook's step points --------------------------------------------
     def start(self, mode, now_us):

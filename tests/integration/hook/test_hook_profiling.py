@@ -190,6 +190,29 @@ class Ranges(unittest.TestCase):
         self.assertGreater(self.hook._profiling.detailed_cut, 0)
 
 
+class Fork(unittest.TestCase):
+    def test_forked_child_drops_cprofile(self):
+        import os
+        import sys
+        h = trainwatch.Hook(job="j", brokers="127.0.0.1:1",
+                            profiler_config=config(start_step=0, num_steps=2),
+                            close_timeout=0.2, handle_sigterm=False)
+        h._sender.profile = lambda p: None
+        try:
+            self.assertIsNotNone(sys.getprofile())  # the START interval
+            pid = os.fork()
+            if pid == 0:  # a DataLoader worker, say
+                os._exit(0 if sys.getprofile() is None else 3)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            self.assertIsNotNone(sys.getprofile())  # the parent goes on
+        finally:
+            logging.disable(logging.CRITICAL)
+            h.close()
+            logging.disable(logging.NOTSET)
+        self.assertIsNone(sys.getprofile())
+
+
 class Stats(unittest.TestCase):
     def test_function_stats_and_wire(self):
         import cProfile

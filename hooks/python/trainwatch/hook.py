@@ -11,6 +11,10 @@ them to trainwatch's metrics topic:
   operator events (cpu_functions), DataLoader iterator details, and
   cProfile function statistics per step interval (PythonProfile)
 
+With profiler_output (or TRAINWATCH_PROFILER_OUTPUT) the same is also
+written in the legacy profiler-output layout there (legacy_writer.py), for
+`trainwatch eval`.
+
 Steps: by default a step starts at each forward of the watched model (as
 the managed service's hook counted them) and the mode follows
 model.train()/model.eval(). An explicit hook.step() (call it at the start

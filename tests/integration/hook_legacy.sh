@@ -123,7 +123,9 @@ print("healthy: %d python_stats files, %d calls in the first" % (len(files), st.
 PYEOF
 
 # ---- (c) periodic 6x slow steps ---------------------------------------------
-compare slow "" --epochs 4 --batches 120 --slow-every 15 --slow-factor 6
+# every 30th step: 16 slow steps in 480 (more than n_outliers 10) keep the
+# standard deviation low enough that 6x is an outlier in a 60 s scan too
+compare slow "" --epochs 4 --batches 120 --slow-every 30 --slow-factor 6
 grep -q '"name":"StepOutlier".*"status":"IssuesFound"' "$WORK/slow.eval.json" ||
     "$PY" -c 'import json,sys; r={x["name"]:x for x in json.load(open(sys.argv[1]))["rules"]}; sys.exit(r["StepOutlier"]["status"]!="IssuesFound")' "$WORK/slow.eval.json" ||
     fail "slow: StepOutlier not IssuesFound through eval"

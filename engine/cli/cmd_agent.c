@@ -10,6 +10,8 @@
  * file naming, RULES.md §1.1). Sequence numbers run 1, 2, ... for this
  * (job, node): 1 is the JOB_START marker (with the sampling interval), the
  * last the JOB_END marker sent when --duration is over or on SIGINT/SIGTERM.
+ * With --profiler-config, JOB_START carries the job's ProfilerConfig (JSON,
+ * validated by the hook's table, profiler_config.h), as the hook's does.
  *
  * Exit status: 0 everything delivered, 1 a failure (sampling, Kafka),
  * 2 usage error.
@@ -23,12 +25,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli_options.h"
 #include "clock.h"
 #include "commands.h"
 #include "host_sampler.h"
 #include "kafka_producer.h"
 #include "log.h"
+#include "profiler_config.h"
 #include "signals.h"
 #include "wire.h"
 
@@ -46,7 +51,8 @@ enum {
     OPT_TOPIC,
     OPT_NO_GPUS,
     OPT_PROP,
-    OPT_QUIET
+    OPT_QUIET,
+    OPT_PROFILER_CONFIG
 };
 
 static const tw_cli_option tw_agent_options[] = {
@@ -62,6 +68,12 @@ static const tw_cli_option tw_agent_options[] = {
      "stop after S seconds (decimals allowed; default: run until "
      "SIGINT/SIGTERM)",
      OPT_DURATION},
+    {"profiler-config", 0, "JSON|@FILE",
+     "the job's ProfilerConfig as JSON (the hook's ProfilerConfig.to_dict() "
+     "form), or @FILE holding it: validated as the hook validates it and "
+     "sent in JOB_START; its system_monitor_interval_millis is the "
+     "sampling interval (--interval-ms, if given, must equal it)",
+     OPT_PROFILER_CONFIG},
     {"topic", 0, "T", "topic (default trainwatch.metrics)", OPT_TOPIC},
     {"no-gpus", 0, NULL, "do not load NVML", OPT_NO_GPUS},
     {NULL, 'X', "KEY=VALUE",
@@ -98,6 +110,9 @@ static const tw_cli_command tw_agent_command = {
 /* What the options ask for. */
 typedef struct tw_agent_cmd {
     const char *brokers, *job, *node, *topic;
+    const char *profiler_arg; /* --profiler-config as given */
+    char *profiler_config;    /* its validated JSON text (owned) */
+    int interval_given;
     uint32_t interval_ms;
     double duration_s; /* 0: until a signal */
     int gpus;
@@ -122,6 +137,7 @@ static int64_t tw_agent_minute_us(double ts_s)
 
 typedef struct tw_agent {
     tw_producer *producer;
+    const char *profiler_config; /* JOB_START's, or NULL */
     const char *topic;
     const char *job;
     const char *node;
@@ -163,6 +179,8 @@ static int tw_agent_marker(tw_agent *a, tw_marker_kind kind,
     tw_marker m = {.kind = kind,
                    .time_us = tw_wall_us(),
                    .sampling_interval_ms = interval_ms};
+    if (kind == TW_MARKER_JOB_START)
+        m.profiler_config = a->profiler_config;
     tw_batch b;
     memset(&b, 0, sizeof(b));
     b.file_ts_us = tw_agent_minute_us((double)m.time_us / 1e6);
@@ -218,8 +236,12 @@ static int tw_agent_cmd_option(tw_agent_cmd *c, int id, const char *arg)
             return -1;
         }
         c->interval_ms = (uint32_t)v;
+        c->interval_given = 1;
         break;
     }
+    case OPT_PROFILER_CONFIG:
+        c->profiler_arg = arg;
+        break;
     case OPT_DURATION:
         c->duration_s = strtod(arg, &end);
         if (errno != 0 || end == arg || *end != '\0' || !(c->duration_s > 0) ||
@@ -246,6 +268,57 @@ static int tw_agent_cmd_option(tw_agent_cmd *c, int id, const char *arg)
         tw_log_set_level(TW_LOG_WARN);
         break;
     }
+    return 0;
+}
+
+/* --profiler-config: the JSON text (from @FILE: the file's JSON, compact)
+ * into c->profiler_config, validated; its interval is the sampling
+ * interval. -1 on an error (said on stderr). */
+static int tw_agent_profiler_config(tw_agent_cmd *c)
+{
+    const char *arg = c->profiler_arg;
+    if (arg[0] == '@') {
+        json_error_t je;
+        json_t *root = json_load_file(arg + 1, JSON_REJECT_DUPLICATES, &je);
+        if (root == NULL) {
+            fprintf(stderr,
+                    "trainwatch agent: --profiler-config %s: line %d "
+                    "column %d: %s\n",
+                    arg, je.line, je.column, je.text);
+            return -1;
+        }
+        c->profiler_config = json_dumps(root, JSON_COMPACT);
+        json_decref(root);
+    } else {
+        c->profiler_config = strdup(arg);
+    }
+    if (c->profiler_config == NULL) {
+        fprintf(stderr, "trainwatch agent: --profiler-config: out of "
+                        "memory\n");
+        return -1;
+    }
+    char err[512];
+    size_t len = strlen(c->profiler_config);
+    if (tw_profiler_config_check(c->profiler_config, len, err, sizeof(err)) !=
+        0) {
+        fprintf(stderr, "trainwatch agent: --profiler-config: %s\n", err);
+        return -1;
+    }
+    uint32_t ms = 500; /* ProfilerConfig's default */
+    if (tw_profiler_config_interval(c->profiler_config, len, &ms) < 0) {
+        fprintf(stderr, "trainwatch agent: --profiler-config: not a JSON "
+                        "object\n");
+        return -1;
+    }
+    if (c->interval_given && ms != c->interval_ms) {
+        fprintf(stderr,
+                "trainwatch agent: --interval-ms %" PRIu32
+                " and --profiler-config's "
+                "system_monitor_interval_millis %" PRIu32 " differ\n",
+                c->interval_ms, ms);
+        return -1;
+    }
+    c->interval_ms = ms;
     return 0;
 }
 
@@ -277,6 +350,8 @@ static int tw_agent_cmd_load(tw_agent_cmd *c, int argc, char **argv,
                         "(see --help)\n");
         return -1;
     }
+    if (c->profiler_arg != NULL && tw_agent_profiler_config(c) != 0)
+        return -1;
     if (c->node == NULL) {
         if (gethostname(c->hostname, sizeof(c->hostname)) != 0) {
             fprintf(stderr,
@@ -301,8 +376,11 @@ static int tw_agent_open(const tw_agent_cmd *c, tw_agent *a,
         tw_log(TW_LOG_ERROR, "agent: %s", err);
         return -1;
     }
-    *a = (tw_agent){
-        .topic = c->topic, .job = c->job, .node = c->node, .next_seq = 1};
+    *a = (tw_agent){.topic = c->topic,
+                    .job = c->job,
+                    .node = c->node,
+                    .profiler_config = c->profiler_config,
+                    .next_seq = 1};
     if (tw_producer_new(c->brokers, c->props, c->nprops, &a->producer, err,
                         sizeof(err)) != 0) {
         tw_log(TW_LOG_ERROR, "agent: %s", err);
@@ -416,12 +494,15 @@ int tw_cmd_agent(int argc, char **argv)
 {
     tw_agent_cmd c;
     int status;
-    if (tw_agent_cmd_load(&c, argc, argv, &status) != 0)
+    if (tw_agent_cmd_load(&c, argc, argv, &status) != 0) {
+        free(c.profiler_config);
         return status;
+    }
     sigset_t sigs;
     if (tw_signals_block(&sigs) != 0) {
         tw_log(TW_LOG_ERROR, "agent: cannot block signals: %s",
                strerror(errno));
+        free(c.profiler_config);
         return 1;
     }
     tw_host_sampler *hs = NULL;
@@ -435,5 +516,6 @@ int tw_cmd_agent(int argc, char **argv)
     }
     tw_producer_free(a.producer);
     tw_host_sampler_free(hs);
+    free(c.profiler_config);
     return status;
 }

@@ -244,3 +244,21 @@ int tw_profiler_config_check(const char *json, size_t len, char *err,
     json_decref(root);
     return rc;
 }
+
+int tw_profiler_config_interval(const char *json, size_t len, uint32_t *ms)
+{
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, NULL);
+    if (root == NULL || !json_is_object(root)) {
+        json_decref(root);
+        return -1;
+    }
+    json_t *v = json_object_get(root, "system_monitor_interval_millis");
+    int rc = 1;
+    if (json_is_integer(v) && json_integer_value(v) > 0 &&
+        json_integer_value(v) <= UINT32_MAX) {
+        *ms = (uint32_t)json_integer_value(v);
+        rc = 0;
+    }
+    json_decref(root);
+    return rc;
+}

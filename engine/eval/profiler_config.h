@@ -17,6 +17,7 @@
 #define TW_PROFILER_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,11 @@ extern "C" {
  * framework_profile_params.duration cannot both be set ..."). */
 int tw_profiler_config_check(const char *json, size_t len, char *err,
                              size_t errlen);
+
+/* The system_monitor_interval_millis of the configuration json[0..len)
+ * (checked first with tw_profiler_config_check) into *ms: 0 when set, 1
+ * when absent (*ms untouched), -1 when the text is not a JSON object. */
+int tw_profiler_config_interval(const char *json, size_t len, uint32_t *ms);
 
 #ifdef __cplusplus
 }

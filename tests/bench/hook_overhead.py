@@ -16,6 +16,10 @@ is one).
 
     PYTHONPATH=build/hooks/python /usr/bin/python3 tests/bench/hook_overhead.py \\
         --brokers HOST:PORT [--blocks 40] [--block-steps 25] [--step-ms 10]
+        [--profiler-config JSON]
+
+--profiler-config: the hook's ProfilerConfig (JSON, from_dict form);
+default ProfilerConfig() (no framework profiling).
 
 --brokers: a running `trainwatch broker`. Not run by ctest (a figure)."""
 import argparse
@@ -51,6 +55,7 @@ def main():
     ap.add_argument("--block-steps", type=int, default=25)
     ap.add_argument("--step-ms", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--profiler-config")
     a = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -65,8 +70,13 @@ def main():
                             num_workers=a.workers, persistent_workers=True)
         copies.append([m, torch.optim.SGD(m.parameters(), lr=0.01), loader,
                        None])
+    config = None
+    if a.profiler_config:
+        import json
+        config = trainwatch.ProfilerConfig.from_dict(
+            json.loads(a.profiler_config))
     hook = trainwatch.Hook(job=f"overhead-{int(time.time())}",
-                           brokers=a.brokers)
+                           brokers=a.brokers, profiler_config=config)
     hook.watch(copies[0][0], optimizer=copies[0][1], dataloader=copies[0][2])
     loss_fn = torch.nn.MSELoss()
 

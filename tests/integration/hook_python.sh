@@ -13,7 +13,7 @@ export TW_SOURCE_DIR=${TW_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}
 export PYTHONPATH=$BUILD/hooks/python
 "$PY" -c 'import confluent_kafka, flatbuffers' 2>/dev/null ||
     { echo "SKIP: python3-confluent-kafka or python3-flatbuffers missing"; exit 77; }
-(cd "$HERE/hook" && "$PY" -m unittest -v test_hook_unit) || exit 1
+(cd "$HERE/hook" && "$PY" -m unittest -v test_hook_unit test_hook_profiling) || exit 1
 
 # `pip install ./hooks/python` (setup.py runs flatc on the schema), from a
 # copy so the source tree gets no build folders; offline: no isolation.

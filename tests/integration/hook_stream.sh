@@ -5,7 +5,9 @@
 # broker` into `trainwatch run` (continuous ticks, the default rule set,
 # fixed semantics):
 #  (a) healthy: 2 epochs x 65 steps (and 5 eval steps after each: EVAL
-#      step events); the job ends by the hook's JOB_END,
+#      step events), with a FrameworkProfile on steps 3-7 (detailed
+#      torch.profiler events, DataLoader iterator details, cProfile
+#      statistics); the job ends by the hook's JOB_END,
 #      every event the hook sent is evaluated, no rule has a finding or
 #      ends IssuesFound, no sequence gap;
 #  (c) every 15th step 6x slower (4 epochs x 120 steps): a StepOutlier
@@ -79,19 +81,32 @@ train healthy --batches 65 --eval-batches 5 --profiler-config \
     '{"system_monitor_interval_millis": 200, "framework_profile_params": {"start_step": 3, "num_steps": 5, "python_profiling_config": {"python_profiler": "cprofile", "cprofile_timer": "cpu_time"}}}'
 OUT=$(cat "$WORK/healthy.out")
 [ "$(field steps "$OUT")" -eq 130 ] || fail "healthy: steps $(field steps "$OUT")"
-for k in dropped failed undelivered worker_dropped; do
+for k in dropped failed undelivered worker_dropped detailed_cut; do
     [ "$(field $k "$OUT")" = 0 ] || fail "healthy: $k=$(field $k "$OUT")"
 done
+# steps 3-7 of each mode profiled: torch.profiler's operator events and
+# cProfile's statistics (2 intervals per step) went to the engine with
+# the rest, which accepted them (no dead letter, every event evaluated)
+[ "$(field detailed_events "$OUT")" -gt 0 ] || fail "healthy: no detailed events"
+[ "$(field profiles "$OUT")" -ge 10 ] || fail "healthy: profiles=$(field profiles "$OUT")"
+DETAILED=$(field detailed_events "$OUT")
+SENT=$(field events "$OUT")
 FIN=$(grep "job healthy finished" "$WORK/A.err") || fail "healthy: no finish line"
 # the hook's JOB_START carries its configuration, valid for the engine too
 grep -q "profiler configuration is invalid" "$WORK/A.err" &&
     fail "healthy: $(grep "profiler configuration is invalid" "$WORK/A.err")"
 grep -q "finished (end marker)" <<<"$FIN" || fail "healthy: not ended by JOB_END: $FIN"
-"$PY" - "$WORK/res/healthy.json" <<'PYEOF' || fail "healthy results"
+# nothing of it refused: the dead-letter topic has no message of the job
+timeout 20 kcat -b "$BOOTSTRAP" -C -t trainwatch.deadletter -o beginning -e \
+    -q -f '%k\n' >"$WORK/dead.txt" 2>"$WORK/dead.err" || true
+grep -qx healthy "$WORK/dead.txt" && fail "healthy: dead letters: $(grep -c . "$WORK/dead.txt")"
+"$PY" - "$WORK/res/healthy.json" "$SENT" "$DETAILED" <<'PYEOF' || fail "healthy results"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert not d.get("partial"), "partial: %s" % d.get("data_loss")
 assert d["input"]["late_events"] == 0, d["input"]
+# the hook's events, the detailed ones, and the workers' fetches
+assert d["input"]["events"] >= int(sys.argv[2]) + int(sys.argv[3]), d["input"]
 rules = {r["name"]: r for r in d["rules"]}
 bad = [n for n, r in rules.items() if r["status"] in ("IssuesFound", "Error")
        or r.get("violations", 0) or r.get("rule_triggered", 0)]
@@ -111,6 +126,9 @@ phase = rules["OverallFrameworkMetrics"]["report"]["Details"]["phase"]
 assert "Step:ModeKeys.EVAL" in phase and "Step:ModeKeys.TRAIN" in phase, phase
 fb = rules["OverallFrameworkMetrics"]["report"]["Details"]["forward_backward"]
 assert fb.get("Forward pass", 0) > 0 and fb.get("Backward pass", 0) > 0, fb
+ofm = rules["OverallFrameworkMetrics"]["report"]["Details"]
+assert ofm["ratio"].get("cpu_functions", 0) > 0, ofm["ratio"]
+assert "DataLoaderIterDetail" in ofm["general"], ofm["general"]
 PYEOF
 
 # ---- (c) periodic 6x slow steps -> StepOutlier -----------------------------

@@ -106,11 +106,29 @@ static void test_c_only(void **st)
                      -1);
 }
 
+static void test_interval(void **st)
+{
+    (void)st;
+    uint32_t ms = 7;
+    const char *t = "{\"system_monitor_interval_millis\":200}";
+    assert_int_equal(tw_profiler_config_interval(t, strlen(t), &ms), 0);
+    assert_int_equal(ms, 200);
+    ms = 7;
+    t = "{\"framework_profile_params\":{}}";
+    assert_int_equal(tw_profiler_config_interval(t, strlen(t), &ms), 1);
+    assert_int_equal(ms, 7); /* absent: untouched (the caller's default) */
+    t = "[500]";
+    assert_int_equal(tw_profiler_config_interval(t, strlen(t), &ms), -1);
+    t = "{";
+    assert_int_equal(tw_profiler_config_interval(t, strlen(t), &ms), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_case_table),
         cmocka_unit_test(test_c_only),
+        cmocka_unit_test(test_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -612,6 +612,22 @@ static void test_bad_reference(void **state)
     tw_batch_free(b);
 }
 
+/* The training hook's Python profiles (no rule reads them yet): a batch
+ * with one decodes, its events and markers intact. */
+static void test_python_profile_skipped(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *buf = twt_build(TWT_PYTHON_PROFILE, &len);
+    assert_non_null(buf);
+    tw_batch *got = decode_ok(buf, len);
+    assert_string_equal(got->job, "job-h");
+    assert_int_equal(got->nevents, 1);
+    assert_int_equal(got->nmarkers, 1);
+    tw_batch_free(got);
+    free(buf);
+}
+
 static void test_versions(void **state)
 {
     (void)state;
@@ -776,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_missing_required_fields),
         cmocka_unit_test(test_bad_reference),
         cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_python_profile_skipped),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_misaligned_structs),

@@ -34,6 +34,7 @@ struct Knobs {
     uint32_t sample_series = 1;
     int event_refs = 1; /* how many times the events vector names the event */
     bool misalign_samples = false;
+    bool python_profile = false;
 };
 
 fb::Offset<tww::Series> series(fb::FlatBufferBuilder &fbb, const Knobs &k,
@@ -127,6 +128,20 @@ void batch(fb::FlatBufferBuilder &fbb, const Knobs &k)
     auto markers_v = fbb.CreateVector(mv);
     auto job = fbb.CreateString("job-h");
     auto node = fbb.CreateString("node-h");
+    fb::Offset<fb::Vector<fb::Offset<tww::PythonProfile>>> profiles_v;
+    if (k.python_profile) {
+        auto caller = tww::CreateFunctionCallerDirect(fbb, "train", "t.py", 3,
+                                                      1, 1, 0.5, 2.0);
+        std::vector<fb::Offset<tww::FunctionCaller>> callers{caller};
+        auto fn = tww::CreateFunctionStatsDirect(fbb, "forward", "m.py", 7, 2,
+                                                 2, 0.25, 1.5, &callers);
+        std::vector<fb::Offset<tww::FunctionStats>> fns{fn};
+        auto prof = tww::CreatePythonProfileDirect(
+            fbb, "cprofile", "total_time", tww::Mode::Train, 9, 9, "STEP_START",
+            "FORWARD_PASS_END", 100, 200, 7, &fns, 0);
+        std::vector<fb::Offset<tww::PythonProfile>> pv{prof};
+        profiles_v = fbb.CreateVector(pv);
+    }
 
     auto start = fbb.StartTable();
     if (!k.version_absent) {
@@ -144,8 +159,11 @@ void batch(fb::FlatBufferBuilder &fbb, const Knobs &k)
     fbb.AddOffset(tww::Batch::VT_SAMPLES, samples_v);
     fbb.AddOffset(tww::Batch::VT_EVENTS, events_v);
     fbb.AddOffset(tww::Batch::VT_MARKERS, markers_v);
+    if (k.python_profile)
+        fbb.AddOffset(tww::Batch::VT_PYTHON_PROFILES, profiles_v);
     if (k.append_field) /* the slot after the last field this reader knows */
-        fbb.AddElement<uint32_t>(tww::Batch::VT_FILE_PATH + 2, 0xC0FFEE, 0);
+        fbb.AddElement<uint32_t>(tww::Batch::VT_PYTHON_PROFILES + 2, 0xC0FFEE,
+                                 0);
     fbb.Finish(fb::Offset<tww::Batch>(fbb.EndTable(start)),
                tww::BatchIdentifier());
 }
@@ -227,6 +245,9 @@ extern "C" uint8_t *twt_build(twt_case c, size_t *len)
         break;
     case TWT_MISALIGNED_SAMPLES:
         k.misalign_samples = true;
+        break;
+    case TWT_PYTHON_PROFILE:
+        k.python_profile = true;
         break;
     case TWT_CASE_COUNT:
         return nullptr;

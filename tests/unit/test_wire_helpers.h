@@ -38,6 +38,7 @@ typedef enum twt_case {
     TWT_ARGS_WITHOUT_HAS_ARGS,
     TWT_SHARED_TABLES,      /* one event referenced 1000 times          */
     TWT_MISALIGNED_SAMPLES, /* sample structs at 4 mod 8                */
+    TWT_PYTHON_PROFILE,     /* a hook's PythonProfile beside the events */
     TWT_CASE_COUNT
 } twt_case;
 

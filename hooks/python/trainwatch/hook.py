@@ -7,6 +7,13 @@ them to trainwatch's metrics topic:
   DataLoaderIterInitialize, DataLoaderIter (GetNext waits),
   DataLoaderWorker (fetches in the worker processes)        dataloader
   JOB_START (process start time, the profiler configuration), JOB_END
+  within the ProfilerConfig's ranges (profiling.py): torch.profiler
+  operator events (cpu_functions), DataLoader iterator details, and
+  cProfile function statistics per step interval (PythonProfile)
+
+With profiler_output (or TRAINWATCH_PROFILER_OUTPUT) the same is also
+written in the legacy profiler-output layout there (legacy_writer.py), for
+`trainwatch eval`.
 
 Steps: by default a step starts at each forward of the watched model (as
 the managed service's hook counted them) and the mode follows
@@ -30,7 +37,7 @@ import threading
 import time
 import weakref
 
-from .identity import Identity, process_start_us
+from .identity import Identity, node_id_for, process_start_us
 from .profiler_config import ConfigError, ProfilerConfig
 
 log = logging.getLogger("trainwatch")
@@ -66,7 +73,7 @@ class Hook:
                  rank=None, local_rank=None, world_size=None, host=None,
                  node=None, topic="trainwatch.metrics", flush_interval=1.0,
                  max_queue=100000, close_timeout=10.0, kafka_config=None,
-                 handle_sigterm=True):
+                 handle_sigterm=True, profiler_output=None):
         if profiler_config is None:
             profiler_config = ProfilerConfig()
         if not isinstance(profiler_config, ProfilerConfig):
@@ -78,6 +85,9 @@ class Hook:
             "TRAINWATCH_JOB")
         self.brokers = brokers if brokers is not None else os.environ.get(
             "TRAINWATCH_BROKERS")
+        self.profiler_output = (
+            profiler_output if profiler_output is not None
+            else os.environ.get("TRAINWATCH_PROFILER_OUTPUT"))
         self._pid = os.getpid()
         self._active = False
         self._closed = False
@@ -98,6 +108,7 @@ class Hook:
         self._bwd_end = None
         self._handles = []
         self._worker_queues = []
+        self._profiling = None
         self.summary = None
         if not self.job or not self.brokers:
             log.info("trainwatch: no %s configured: the hook does nothing",
@@ -121,6 +132,8 @@ class Hook:
             self._sender = None
             return
         self._active = True
+        if self._profiling is not None:
+            self._profiling.start(self._mode, _now_us())
         atexit.register(_close_at_exit, weakref.ref(self))
         if handle_sigterm:
             _install_sigterm(self)
@@ -130,7 +143,8 @@ class Hook:
         import confluent_kafka  # noqa: F401 (a missing client: no-op hook)
 
         from .sender import Sender
-        from .wire_batch import MARKER_JOB_START
+        from .profiling import Profiling
+        from .wire_batch import MARKER_JOB_START, SOURCE_MODEL_TIMELINE
         conf = {
             "bootstrap.servers": self.brokers,
             "client.id": f"trainwatch-hook-{self.identity.node}",
@@ -146,15 +160,34 @@ class Hook:
         holder = {}
         conf["error_cb"] = lambda err: holder["s"].on_error(err)
         producer = confluent_kafka.Producer(conf)
+        start_us = process_start_us()  # JOB_START's time: the job's start
+        legacy = None
+        if self.profiler_output:
+            from .legacy_writer import LegacyWriter
+            ident = self.identity.node if self.identity.node != node_id_for(
+                self.identity.rank, self.identity.host) else \
+                f"{self.identity.rank}-{self.identity.host}"
+            try:
+                legacy = LegacyWriter(self.profiler_output, ident,
+                                      start_us)
+            except OSError as e:  # the stream still goes
+                log.warning("trainwatch: cannot write profiler-output "
+                            "folder %s (%s): streaming only",
+                            self.profiler_output, e)
         self._sender = Sender(producer, topic, self.job, self.identity.node,
                               max_queue=max_queue,
-                              flush_interval=flush_interval)
+                              flush_interval=flush_interval, legacy=legacy)
         holder["s"] = self._sender
         config = self.profiler_config.to_dict()
         self._sender.marker(
-            (MARKER_JOB_START, process_start_us(),
+            (MARKER_JOB_START, start_us,
              self.profiler_config.system_monitor_interval_millis,
              json.dumps(config, separators=(",", ":"))))
+        prof = Profiling(self.profiler_config, self._pid,
+                         self._sender.profile, SOURCE_MODEL_TIMELINE)
+        if prof.active:
+            self._profiling = prof
+            self._sender.add_source(prof.drain_detailed, "dropped")
 
     @property
     def enabled(self):
@@ -166,6 +199,10 @@ class Hook:
         delivered, failed, bytes, worker_dropped) and the steps per mode."""
         d = self._sender.stats.as_dict() if self._sender else {}
         d["steps"] = dict(self._mode_steps)
+        p = self._profiling
+        if p is not None:
+            d["detailed_events"] = p.detailed_events
+            d["detailed_cut"] = p.detailed_cut
         return d
 
     # ---- events ----------------------------------------------------------
@@ -184,15 +221,30 @@ class Hook:
             return
         name = "Step:ModeKeys." + self._mode
         n = self._mode_steps[self._mode]
+        if self._profiling is not None:
+            self._profiling.step_end(self._mode, n, _now_us())
         self._emit(name, name, self._step_start, max(end_us, self._step_start),
                    {"pid": self._pid, "step_num": str(n)})
         self._mode_steps[self._mode] = n + 1
         self._step_start = None
 
     def _boundary(self, now):
+        """Ends the open step at now and starts the next; returns the new
+        step's start time."""
         self._end_step(now)
-        self._step_start = now
+        now = self._begin_step(now)
         self._last_activity = now
+        return now
+
+    def _begin_step(self, now):
+        """Starts a step; returns its start: after the profilers' own
+        start/stop work, which belongs to no step."""
+        if self._profiling is not None:
+            self._profiling.step_start(self._mode,
+                                       self._mode_steps[self._mode], now)
+            now = _now_us()
+        self._step_start = now
+        return now
 
     @_guarded
     def step(self):
@@ -252,9 +304,9 @@ class Hook:
             if want != self._mode:
                 self._switch(want, now)
         if self._auto_steps:
-            self._boundary(now)
+            now = self._boundary(now)
         elif self._step_start is None:
-            self._step_start = now
+            now = self._begin_step(now)
         self._fwd_start = now
 
     @_guarded
@@ -263,6 +315,9 @@ class Hook:
         if self._fwd_start is not None:
             self._emit(self._model_name, PHASE_FORWARD, self._fwd_start, now)
             self._fwd_start = None
+            if self._profiling is not None:
+                self._profiling.forward_end(
+                    self._mode, self._mode_steps[self._mode], now)
         self._last_activity = now
 
     @_guarded
@@ -276,6 +331,18 @@ class Hook:
     @_guarded
     def _on_optimizer_step(self):
         self._last_activity = _now_us()
+
+    def _loader_detail(self):
+        """The Profiling object while a dataloader range is on, else None
+        (read by the iterator-method wrappers of torch_watch)."""
+        p = self._profiling
+        return p if p is not None and p.loader_on and self._active else None
+
+    @_guarded
+    def _wrap_loader_iter(self, it, args):
+        from . import torch_watch
+        torch_watch.wrap_iter_methods(self, it, self._profiling.loader_regex,
+                                      args)
 
     @_guarded
     def _on_dataloader(self, name, phase, start_us, end_us, args):
@@ -299,6 +366,11 @@ class Hook:
                 if self._active:
                     end = self._last_activity or _now_us()
                     self._end_step(end)
+                    if self._profiling is not None:
+                        self._profiling.close(
+                            self._mode,
+                            max(0, self._mode_steps[self._mode] - 1),
+                            _now_us())
             except Exception:
                 log.exception("trainwatch: error ending the last step")
             self._active = False

@@ -30,9 +30,17 @@ class _Marker:
         self.marker = m
 
 
+class _Profile:
+    __slots__ = ("profile",)
+
+    def __init__(self, p):
+        self.profile = p
+
+
 class SenderStats:
     __slots__ = ("events", "dropped", "batches", "delivered", "failed",
-                 "bytes", "worker_dropped", "errors", "sender_cpu_s")
+                 "bytes", "worker_dropped", "errors", "sender_cpu_s",
+                 "profiles")
 
     def __init__(self):
         self.events = 0          # events accepted into the queue
@@ -44,6 +52,7 @@ class SenderStats:
         self.worker_dropped = 0  # dataloader worker events dropped there
         self.errors = 0          # errors of the sending thread
         self.sender_cpu_s = 0.0  # CPU time of the sending thread
+        self.profiles = 0        # Python profiles queued (PythonProfile)
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.__slots__}
@@ -51,7 +60,7 @@ class SenderStats:
 
 class Sender:
     def __init__(self, producer, topic, job, node, *, max_queue=100000,
-                 max_batch_events=4000, flush_interval=1.0):
+                 max_batch_events=4000, flush_interval=1.0, legacy=None):
         self._producer = producer
         self._topic = topic
         self._job = job
@@ -64,6 +73,8 @@ class Sender:
         self._next_seq = 1
         self._pending = None      # encoded bytes librdkafka refused (full)
         self._end_marker = None   # JOB_END, sent last by close()
+        self._end_sent = None     # the same, once queued
+        self._legacy = legacy     # a LegacyWriter, or None
         self._wake = threading.Event()
         self._stop = False
         self._broker_down = False
@@ -92,10 +103,21 @@ class Sender:
         self._queue.append(_Marker(m))
         self._wake.set()
 
-    def add_source(self, fn):
+    def profile(self, p):
+        """A Python profile (a PythonProfile dict, or a callable returning
+        one, called on this thread): in the same queue, under
+        the same cap (a drop counts in dropped), in a batch of its own."""
+        if len(self._queue) >= self._cap:
+            self.stats.dropped += 1
+            return
+        self._queue.append(_Profile(p))
+        self.stats.profiles += 1
+
+    def add_source(self, fn, drop_counter="worker_dropped"):
         """fn() -> list of events, called by the sending thread each round
-        (e.g. the dataloader workers' queue)."""
-        self._sources.append(fn)
+        (e.g. the dataloader workers' queue); events the full queue refuses
+        count in the stats' drop_counter."""
+        self._sources.append((fn, drop_counter))
 
     # ---- sending thread --------------------------------------------------
     def _error_once(self, what):
@@ -135,10 +157,30 @@ class Sender:
         self.stats.bytes += len(data)
         return True
 
-    def _send(self, events, markers):
+    def _write_legacy(self, events=(), profiles=(), end_us=None):
+        """The same items into the legacy folder; its first error is logged
+        and ends the folder's writing (the stream goes on)."""
+        if self._legacy is None:
+            return
+        try:
+            if events:
+                self._legacy.events(events)
+            for p in profiles:
+                self._legacy.profile(p)
+            if end_us is not None:
+                self._legacy.close(end_us)
+            else:
+                self._legacy.rotate()
+        except Exception:
+            self._legacy = None
+            self._error_once("cannot write the profiler-output folder (no "
+                             "more is written there)")
+
+    def _send(self, events, markers, profiles=()):
+        self._write_legacy(events, profiles)
         try:
             data = encode_batch(self._job, self._node, self._next_seq,
-                                events, markers)
+                                events, markers, profiles=profiles)
         except Exception:  # e.g. an argument value JSON cannot hold
             self.stats.dropped += len(events)
             self._error_once("cannot encode a batch (its events are "
@@ -151,10 +193,11 @@ class Sender:
         return True
 
     def _pull_sources(self):
-        for fn in self._sources:
+        for fn, counter in self._sources:
             for ev in fn():
                 if len(self._queue) >= self._cap:
-                    self.stats.worker_dropped += 1
+                    setattr(self.stats, counter,
+                            getattr(self.stats, counter) + 1)
                 else:
                     self._queue.append(ev)
 
@@ -170,13 +213,26 @@ class Sender:
                 continue
             events = []
             while q and len(events) < self._max_batch:
-                if q[0].__class__ is _Marker:
+                if q[0].__class__ in (_Marker, _Profile):
                     break
                 events.append(q.popleft())
             if events:
                 self._send(events, ())
+            elif q and q[0].__class__ is _Profile:
+                p = q.popleft().profile
+                if callable(p):  # built here, off the training thread
+                    try:
+                        p = p()
+                    except Exception:
+                        self._error_once("cannot read a Python profile (it "
+                                         "is dropped)")
+                        continue
+                self._send((), (), (p,))
             elif q:
-                self._send((), (q.popleft().marker,))
+                m = q.popleft().marker
+                if m is self._end_sent:
+                    self._write_legacy(end_us=m[1])
+                self._send((), (m,))
         return True
 
     def _run(self):
@@ -185,9 +241,11 @@ class Sender:
             self._wake.clear()
             stop = self._stop
             try:
+                self._write_legacy()  # closes the files due by age
                 self._pull_sources()
                 if stop and self._end_marker is not None:
                     # last: after everything the sources still had
+                    self._end_sent = self._end_marker
                     self._queue.append(_Marker(self._end_marker))
                     self._end_marker = None
                 self._drain()
@@ -209,6 +267,7 @@ class Sender:
         deadline = time.monotonic() + timeout
         self._thread.join(max(0.0, deadline - time.monotonic()))
         if not self._thread.is_alive() and self._end_marker is not None:
+            self._end_sent = self._end_marker
             self._queue.append(_Marker(self._end_marker))
             self._end_marker = None
         # whatever the full producer refused: keep trying until the deadline

@@ -13,6 +13,11 @@ import torch
 PHASE_ITER = "DataLoaderIter"
 PHASE_ITER_INIT = "DataLoaderIterInitialize"
 PHASE_WORKER = "DataLoaderWorker"
+PHASE_ITER_DETAIL = "DataLoaderIterDetail"
+# the iterator methods a dataloader range may time (torch 1.13's
+# _SingleProcessDataLoaderIter / _MultiProcessingDataLoaderIter)
+ITER_METHODS = ("_next_index", "_next_data", "_get_data", "_try_get_data",
+                "_process_data")
 WORKER_QUEUE_CAP = 10000
 
 
@@ -126,6 +131,29 @@ class _TimedIterator:
         return getattr(self._it, name)
 
 
+def wrap_iter_methods(hook, it, regex, args):
+    """Times the iterator's own methods whose `<Class>.<method>` matches
+    regex, while hook's dataloader range is on (an attribute test per call
+    outside it). Instance attributes: only this iterator is changed."""
+    cls = type(it).__name__
+    for meth in ITER_METHODS:
+        name = f"{cls}.{meth}"
+        orig = getattr(it, meth, None)
+        if orig is None or not regex.search(name):
+            continue
+
+        def timed(*a, _orig=orig, _name=name, **kw):
+            if hook._loader_detail() is None:
+                return _orig(*a, **kw)
+            start = _now_us()
+            try:
+                return _orig(*a, **kw)
+            finally:
+                hook._on_dataloader(_name, PHASE_ITER_DETAIL, start,
+                                    _now_us(), args)
+        setattr(it, meth, timed)
+
+
 class _WorkerInit:
     """worker_init_fn of a watched DataLoader: times each batch fetch of
     the worker process and passes it back. Picklable (spawn contexts)."""
@@ -209,6 +237,8 @@ def watch_dataloader(hook, loader, stats):
         it = base.__iter__(self)
         hook._on_dataloader(PHASE_ITER_INIT, PHASE_ITER_INIT, start,
                             _now_us(), args)
+        if hook._profiling is not None:
+            hook._wrap_loader_iter(it, args)
         return _TimedIterator(hook, it, args)
 
     loader.__class__ = type("Watched" + base.__name__, (base,),

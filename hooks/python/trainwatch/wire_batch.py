@@ -7,13 +7,16 @@ An event is the tuple the hook records:
     (name, phase, start_us, end_us, pid, args, source)
 args is None (the event had no args) or a dict; source a SourceType value.
 A marker is (kind, time_us, sampling_interval_ms, profiler_config_json).
+A Python profile is the dict profiling.Profiling publishes (the fields of
+PythonProfile; functions a list of FunctionStats dicts with callers).
 """
 import json
 
 import flatbuffers
 
-from .wire import (Arg, ArgKind, Batch, FrameworkEvent, Marker, MarkerKind,
-                   Mode, SourceType)
+from .wire import (Arg, ArgKind, Batch, FrameworkEvent, FunctionCaller,
+                   FunctionStats, Marker, MarkerKind, Mode, PythonProfile,
+                   SourceType)
 
 WIRE_VERSION = 1
 FILE_IDENTIFIER = b"TWM1"
@@ -22,6 +25,9 @@ SOURCE_PYTHON_TIMELINE = SourceType.SourceType.PythonTimeline
 SOURCE_MODEL_TIMELINE = SourceType.SourceType.ModelTimeline
 MARKER_JOB_START = MarkerKind.MarkerKind.JobStart
 MARKER_JOB_END = MarkerKind.MarkerKind.JobEnd
+
+_MODE_NAMES = {"TRAIN": Mode.Mode.Train, "EVAL": Mode.Mode.Eval,
+               "PREDICT": Mode.Mode.Predict, "GLOBAL": Mode.Mode.Global}
 
 _MODES = {
     "Step:ModeKeys.TRAIN": Mode.Mode.Train,
@@ -127,13 +133,73 @@ def _marker(b, m):
     return Marker.End(b)
 
 
-def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0):
+def _function(b, shared, f, callers_off):
+    fn_off, file_off = shared.string(f["function"]), shared.string(f["file"])
+    if callers_off is None:
+        FunctionCaller.Start(b)
+        FunctionCaller.AddFunction(b, fn_off)
+        FunctionCaller.AddFile(b, file_off)
+        FunctionCaller.AddLine(b, f["line"])
+        FunctionCaller.AddPrimitiveCalls(b, f["primitive_calls"])
+        FunctionCaller.AddTotalCalls(b, f["total_calls"])
+        FunctionCaller.AddTotalTime(b, f["total_time"])
+        FunctionCaller.AddCumulativeTime(b, f["cumulative_time"])
+        return FunctionCaller.End(b)
+    FunctionStats.Start(b)
+    FunctionStats.AddFunction(b, fn_off)
+    FunctionStats.AddFile(b, file_off)
+    FunctionStats.AddLine(b, f["line"])
+    FunctionStats.AddPrimitiveCalls(b, f["primitive_calls"])
+    FunctionStats.AddTotalCalls(b, f["total_calls"])
+    FunctionStats.AddTotalTime(b, f["total_time"])
+    FunctionStats.AddCumulativeTime(b, f["cumulative_time"])
+    FunctionStats.AddCallers(b, callers_off)
+    return FunctionStats.End(b)
+
+
+def _vector(b, start_vector, offs):
+    start_vector(b, len(offs))
+    for off in reversed(offs):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def _profile(b, shared, p):
+    fn_offs = []
+    for f in p["functions"]:
+        callers = [_function(b, shared, c, None) for c in f["callers"]]
+        callers_off = _vector(b, FunctionStats.StartCallersVector, callers)
+        fn_offs.append(_function(b, shared, f, callers_off))
+    fns_off = _vector(b, PythonProfile.StartFunctionsVector, fn_offs)
+    prof_off, timer_off = shared.string(p["profiler"]), shared.string(
+        p["timer"])
+    sp_off, ep_off = shared.string(p["start_phase"]), shared.string(
+        p["end_phase"])
+    PythonProfile.Start(b)
+    PythonProfile.AddProfiler(b, prof_off)
+    PythonProfile.AddTimer(b, timer_off)
+    PythonProfile.AddMode(b, _MODE_NAMES.get(p["mode"], Mode.Mode.None_))
+    PythonProfile.AddStartStep(b, p["start_step"])
+    PythonProfile.AddEndStep(b, p["end_step"])
+    PythonProfile.AddStartPhase(b, sp_off)
+    PythonProfile.AddEndPhase(b, ep_off)
+    PythonProfile.AddStartUs(b, p["start_us"])
+    PythonProfile.AddEndUs(b, p["end_us"])
+    PythonProfile.AddPid(b, p["pid"])
+    PythonProfile.AddFunctions(b, fns_off)
+    PythonProfile.AddFunctionsCut(b, p["functions_cut"])
+    return PythonProfile.End(b)
+
+
+def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0,
+                 profiles=()):
     """The bytes of one Batch. file_ts_us 0 = unknown (the engine then
     orders the batch by its newest event's end)."""
     b = flatbuffers.Builder(1024 + 160 * len(events))
     shared = _Shared(b)
     ev_offs = [_event(b, shared, ev) for ev in events]
     mk_offs = [_marker(b, m) for m in markers]
+    pr_offs = [_profile(b, shared, p) for p in profiles]
     job_off = b.CreateString(job)
     node_off = b.CreateString(node)
     ev_vec = mk_vec = None
@@ -147,6 +213,8 @@ def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0):
         for off in reversed(mk_offs):
             b.PrependUOffsetTRelative(off)
         mk_vec = b.EndVector()
+    pr_vec = (_vector(b, Batch.StartPythonProfilesVector, pr_offs)
+              if pr_offs else None)
     Batch.Start(b)
     # the schema asks writers to store the version explicitly
     b.ForceDefaults(True)
@@ -160,5 +228,7 @@ def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0):
         Batch.AddEvents(b, ev_vec)
     if mk_vec is not None:
         Batch.AddMarkers(b, mk_vec)
+    if pr_vec is not None:
+        Batch.AddPythonProfiles(b, pr_vec)
     b.Finish(Batch.End(b), file_identifier=FILE_IDENTIFIER)
     return bytes(b.Output())

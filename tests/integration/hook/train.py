@@ -5,6 +5,7 @@ hook's integration tests and its overhead benchmark.
     train.py --job J --brokers B [--epochs 2] [--batches 160] [--workers 2]
              [--slow-every N --slow-factor 6] [--getitem-sleep S]
              [--init-sleep S] [--no-hook] [--explicit-steps]
+             [--profiler-config JSON] [--profiler-output DIR]
 
 A two-layer MLP on a synthetic regression set (fixed seed), a real
 torch.utils.data.DataLoader with worker processes, SGD. Each step also
@@ -80,6 +81,8 @@ def main():
     ap.add_argument("--max-queue", type=int, default=100000)
     ap.add_argument("--close-timeout", type=float, default=15.0)
     ap.add_argument("--profiler-config", help="ProfilerConfig as JSON")
+    ap.add_argument("--profiler-output",
+                    help="also write the legacy profiler-output folder here")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--detectable-after", type=int, default=11,
                     help="slow steps that make the pathology detectable "
@@ -107,6 +110,7 @@ def main():
                 json.loads(a.profiler_config))
         hook = trainwatch.Hook(job=a.job, brokers=a.brokers,
                                profiler_config=config,
+                               profiler_output=a.profiler_output,
                                flush_interval=a.flush_interval,
                                max_queue=a.max_queue,
                                close_timeout=a.close_timeout)

@@ -640,9 +640,10 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
         if (strcmp(key, "rules") == 0) {
             rules = v;
         } else if (strcmp(key, "kafka") == 0 || strcmp(key, "state") == 0 ||
-                   strcmp(key, "engine") == 0) {
+                   strcmp(key, "engine") == 0 || strcmp(key, "http") == 0) {
             tw_settings *s = strcmp(key, "kafka") == 0   ? &c->kafka
                              : strcmp(key, "state") == 0 ? &c->state
+                             : strcmp(key, "http") == 0  ? &c->http
                                                          : &c->engine;
             if (parse_settings(l, c, v, key, s) != TW_OK)
                 return TW_ERR;
@@ -724,10 +725,11 @@ static const tw_setting *settings_secret(const tw_settings *s)
 static int check_secret_settings(const tw_config *c, FILE *f, char *err,
                                  size_t errlen)
 {
-    const tw_settings *sections[] = {&c->kafka, &c->state, &c->engine};
+    const tw_settings *sections[] = {&c->kafka, &c->state, &c->engine,
+                                     &c->http};
     const tw_settings *in = NULL;
     const tw_setting *at = NULL;
-    for (size_t i = 0; at == NULL && i < 3; i++)
+    for (size_t i = 0; at == NULL && i < 4; i++)
         at = settings_secret(in = sections[i]);
     for (size_t r = 0; at == NULL && r < c->nrules; r++)
         for (size_t a = 0; at == NULL && a < c->actions[r].n; a++)

@@ -66,6 +66,7 @@ typedef struct tw_config {
     tw_settings kafka;        /* empty (n = 0, line = 0) when absent */
     tw_settings state;
     tw_settings engine;
+    tw_settings http;
 } tw_config;
 
 /* The setting `key` of s, NULL when absent. */

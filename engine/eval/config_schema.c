@@ -75,6 +75,8 @@ static const tw_key_spec schema[] = {
      "run: job lifetime, results files, commit and progress pacing"},
     {TW_SECTION_TOP, "state", TW_TYPE_SECTION, NULL, 0, 0, NULL, NULL, NULL,
      "run: where job state is checkpointed (memory or redis)"},
+    {TW_SECTION_TOP, "http", TW_TYPE_SECTION, NULL, 0, 0, NULL, NULL, NULL,
+     "run: HTTP endpoints /healthz /readyz /metrics /jobs"},
 
     /* ---- one rule ---------------------------------------------------- */
     STR(TW_SECTION_RULE, "name", NULL, 1, "LowGPUUtilization",
@@ -169,6 +171,30 @@ static const tw_key_spec schema[] = {
         (int64_t)1 << 29,
         "longer values are stored as a hash of chunks of this size"),
 
+    /* ---- http -------------------------------------------------------- */
+    {TW_SECTION_HTTP, "enabled", TW_TYPE_BOOL, "false", 0, 0, NULL, NULL, NULL,
+     "serve /healthz /readyz /metrics /jobs (off unless asked: no port is "
+     "opened by default)"},
+    STR(TW_SECTION_HTTP, "listen", "127.0.0.1", 1, NULL,
+        "IPv4 or IPv6 address to bind (0.0.0.0 or :: for every interface)"),
+    INT(TW_SECTION_HTTP, "port", "9468", 0, 65535,
+        "TCP port (0: any free port, logged at start)"),
+    STR(TW_SECTION_HTTP, "token_env", NULL, 1, "TW_HTTP_TOKEN",
+        "environment variable with a bearer token required on /metrics and "
+        "/jobs"),
+    PATH(TW_SECTION_HTTP, "token_file", "/run/secrets/trainwatch-http",
+         "file with the bearer token (not readable by every user)"),
+    PATH(TW_SECTION_HTTP, "tls_cert", "/etc/trainwatch/tls.crt",
+         "PEM certificate: serve HTTPS (with tls_key)"),
+    PATH(TW_SECTION_HTTP, "tls_key", "/etc/trainwatch/tls.key",
+         "PEM private key (not readable by every user)"),
+    DUR(TW_SECTION_HTTP, "jobs_ttl", "10m", 0,
+        "a finished job's per-rule series and /jobs entry last this long"),
+    INT(TW_SECTION_HTTP, "max_jobs", "1000", 1, 1000000,
+        "most jobs with per-rule series (label cardinality bound)"),
+    DUR(TW_SECTION_HTTP, "refresh", "250ms", MS,
+        "how often the consuming thread publishes a new snapshot"),
+
     /* ---- one action -------------------------------------------------- */
     {TW_SECTION_ACTION, "type", TW_TYPE_ENUM, NULL, 0, 0,
      "stop_training|webhook|signal|stop_file|email|sms", NULL, "webhook",
@@ -230,7 +256,7 @@ const tw_key_spec *tw_schema_table(size_t *n)
 const char *tw_section_name(tw_section s)
 {
     static const char *const names[TW_SECTION_COUNT] = {
-        "", "rules[]", "kafka", "engine", "state", "actions[]"};
+        "", "rules[]", "kafka", "engine", "state", "actions[]", "http"};
     return (unsigned)s < TW_SECTION_COUNT ? names[s] : "?";
 }
 

@@ -10,7 +10,8 @@
 static void full_name(const tw_key_spec *k, char *out, size_t len)
 {
     static const char *const prefix[TW_SECTION_COUNT] = {
-        "", "rules[].", "kafka.", "engine.", "state.", "rules[].actions[]."};
+        "",       "rules[].",           "kafka.", "engine.",
+        "state.", "rules[].actions[].", "http."};
     snprintf(out, len, "%s%s", prefix[k->section], k->path);
 }
 
@@ -62,6 +63,7 @@ static const char *const section_titles[TW_SECTION_COUNT] = {
     "engine: (run)",
     "state: (run)",
     "rules[].actions: each entry (run)",
+    "http: (run)",
 };
 
 void tw_schema_describe(FILE *out)
@@ -223,8 +225,8 @@ void tw_schema_sample(FILE *out)
         t += n + (t[n] == '|');
     }
     static const tw_section run_sections[] = {
-        TW_SECTION_KAFKA, TW_SECTION_ENGINE, TW_SECTION_STATE};
-    for (size_t i = 0; i < 3; i++) {
+        TW_SECTION_KAFKA, TW_SECTION_ENGINE, TW_SECTION_STATE, TW_SECTION_HTTP};
+    for (size_t i = 0; i < 4; i++) {
         const char *name = tw_section_name(run_sections[i]);
         fprintf(out, "\n# %s\n%s:\n", tw_schema_find(TW_SECTION_TOP, name)->doc,
                 name);

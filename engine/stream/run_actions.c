@@ -301,6 +301,13 @@ void tw_run_actions_format(const tw_run_actions *ra, char *buf, size_t len)
              s.retried, c.dropped, c.ledger_errors, c.queued);
 }
 
+void tw_run_actions_counters(const tw_run_actions *ra, tw_action_counters *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (ra != NULL)
+        tw_actions_get_counters(ra->actions, out);
+}
+
 int tw_run_actions_drain(tw_run_actions *ra, int64_t timeout_ms)
 {
     if (ra == NULL)

@@ -821,6 +821,7 @@ static void tw_run_job_finished(void *ud, const char *job)
     tw_run *r = ud;
     tw_run_metrics_job_finished(tw_run_http_metrics(r->http), job,
                                 tw_mono_us());
+    tw_run_actions_job_finished(r->actions, job);
 }
 
 /* Everything that needs no broker: the HTTP endpoints (not with --check:
@@ -862,8 +863,7 @@ static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
                                .topic = r->s.metrics_topic,
                                .on_data_loss = r->s.on_data_loss,
                                .max_alert_bytes = tw_run_alert_room(&r->s),
-                               .job_finished =
-                                   r->http ? tw_run_job_finished : NULL,
+                               .job_finished = tw_run_job_finished,
                                .job_finished_ud = r};
     if (tw_quarantine_new(r->s.failure_ledger, (unsigned)r->s.quarantine_after,
                           &r->quarantine, err, n) != TW_OK ||
@@ -996,6 +996,7 @@ static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
         *next_progress = now + r->s.progress_interval_us;
     }
     tw_run_publish(r, 0);
+    tw_run_actions_resolve_ended(r->actions); /* final alerts flushed */
     tw_producer_poll(r->producer, 0);
     return TW_OK;
 }
@@ -1060,6 +1061,7 @@ static int tw_run_stop(tw_run *r)
                "evaluates them again",
                held);
     tw_run_commit_all(r);
+    tw_run_actions_resolve_ended(r->actions);
     tw_source_close(r->source);
     if (tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
         0) {

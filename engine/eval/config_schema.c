@@ -197,8 +197,8 @@ static const tw_key_spec schema[] = {
 
     /* ---- one action -------------------------------------------------- */
     {TW_SECTION_ACTION, "type", TW_TYPE_ENUM, NULL, 0, 0,
-     "stop_training|webhook|signal|stop_file|email|sms", NULL, "webhook",
-     "required: what the action does"},
+     "stop_training|webhook|signal|stop_file|email|sms|alertmanager", NULL,
+     "webhook", "required: what the action does"},
     ADUR("timeout", "10s", MS, NULL, "time allowed for one attempt"),
     {TW_SECTION_ACTION, "retries", TW_TYPE_INT, "3", 0, 100, NULL, NULL, NULL,
      "attempts after the first one fails"},
@@ -219,8 +219,15 @@ static const tw_key_spec schema[] = {
      "AWS credentials file (default: $AWS_ACCESS_KEY_ID..., then "
      "~/.aws/credentials)"},
     ASTR("profile", "default", AWS, NULL, "profile in the credentials file"),
-    ASTR("url", NULL, "webhook", "https://hooks.example.com/trainwatch",
-         "required: http(s) URL receiving the alert JSON (POST)"),
+    ASTR("url", NULL, "webhook|alertmanager",
+         "https://hooks.example.com/trainwatch",
+         "required: http(s) URL receiving the alert JSON (POST); "
+         "alertmanager: its base URL (alerts go to <url>/api/v2/alerts)"),
+    ASTR("severity", "warning", "alertmanager", NULL,
+         "the alerts' severity label"),
+    ASTR("report_url", NULL, "alertmanager", "https://trainwatch.example.com",
+         "base URL of the engine's HTTP endpoints: annotation report_url = "
+         "<it>/jobs/<job>/report"),
     ASTR("hmac_secret_env", NULL, "webhook", "TW_HOOK_SECRET",
          "environment variable with the HMAC key signing the body"),
     {TW_SECTION_ACTION, "pid", TW_TYPE_INT, NULL, 2, 4194304, NULL, "signal",

@@ -72,13 +72,12 @@ static void tw_http_count(tw_http_server *s, uint64_t *field)
 }
 
 /* Sends body (copied) with the given status and content type. */
-static enum MHD_Result tw_http_reply(struct MHD_Connection *c,
-                                     unsigned status, const char *type,
-                                     const char *body, size_t len)
+static enum MHD_Result tw_http_reply(struct MHD_Connection *c, unsigned status,
+                                     const char *type, const char *body,
+                                     size_t len)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, (void *)body,
-                                        MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (r == NULL)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
@@ -184,8 +183,8 @@ static int tw_http_job_cmp(const void *a, const void *b)
 
 /* /jobs/<id>: the results file (the JSON of `eval --json`) once the job
  * has ended, else the snapshot's entry of the active job. */
-static enum MHD_Result tw_http_get_job(tw_http_server *s, struct MHD_Connection *c,
-                                   const char *id)
+static enum MHD_Result tw_http_get_job(tw_http_server *s,
+                                       struct MHD_Connection *c, const char *id)
 {
     char *json = NULL, err[600];
     size_t len = 0;
@@ -209,12 +208,11 @@ static enum MHD_Result tw_http_get_job(tw_http_server *s, struct MHD_Connection 
         pthread_mutex_unlock(&s->mu);
         if (!found) {
             tw_http_count(s, &s->stats.not_found);
-            return tw_http_text(c, 404,
-                                "no job '%.200s': not active, not finished "
-                                "recently, and no results file%s",
-                                id,
-                                s->results_dir ? ""
-                                               : " (engine.results_dir unset)");
+            return tw_http_text(
+                c, 404,
+                "no job '%.200s': not active, not finished "
+                "recently, and no results file%s",
+                id, s->results_dir ? "" : " (engine.results_dir unset)");
         }
         if (json == NULL)
             return tw_http_text(c, 500, "out of memory");
@@ -381,8 +379,8 @@ int tw_http_start(const tw_http_config *cfg, tw_http_server **out, char *err,
     memset(&v4, 0, sizeof(v4));
     memset(&v6, 0, sizeof(v6));
     const struct sockaddr *sa;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-                     MHD_USE_ERROR_LOG;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (inet_pton(AF_INET, cfg->listen, &v4.sin_addr) == 1) {
         v4.sin_family = AF_INET;
         v4.sin_port = htons((uint16_t)cfg->port);
@@ -426,17 +424,16 @@ int tw_http_start(const tw_http_config *cfg, tw_http_server **out, char *err,
         tw_http_stop(s);
         return TW_ERR;
     }
-    struct MHD_OptionItem tls[] = {
-        {MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert},
-        {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
-        {MHD_OPTION_END, 0, NULL}};
+    struct MHD_OptionItem tls[] = {{MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert},
+                                   {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
+                                   {MHD_OPTION_END, 0, NULL}};
     /* A few concurrent scrapers and probes; a stuck client is dropped. */
     s->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, tw_http_route, s,
-        MHD_OPTION_EXTERNAL_LOGGER, tw_http_mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, 64u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_ARRAY,
-        cfg->tls_cert != NULL ? tls : tls + 2, MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, tw_http_mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+        sa, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT,
+        10u, MHD_OPTION_ARRAY, cfg->tls_cert != NULL ? tls : tls + 2,
+        MHD_OPTION_END);
     if (s->d == NULL) {
         snprintf(err, errlen,
                  "http: cannot listen on %s port %d (address in use, or a "

@@ -51,12 +51,12 @@ typedef struct tw_http_job {
 /* What the consuming thread publishes; every pointer is malloc'ed and
  * given to the server with tw_http_publish. */
 typedef struct tw_http_snapshot {
-    char *metrics;      /* Prometheus text exposition */
-    char *jobs;         /* /jobs: a JSON document */
-    tw_http_job *job;   /* the same jobs one by one (sorted by id) */
+    char *metrics;    /* Prometheus text exposition */
+    char *jobs;       /* /jobs: a JSON document */
+    tw_http_job *job; /* the same jobs one by one (sorted by id) */
     size_t njobs;
-    int ready;          /* /readyz: 1 = 200 */
-    char *not_ready;    /* the reason when not ready */
+    int ready;       /* /readyz: 1 = 200 */
+    char *not_ready; /* the reason when not ready */
 } tw_http_snapshot;
 
 void tw_http_snapshot_release(tw_http_snapshot *s);

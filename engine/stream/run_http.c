@@ -37,7 +37,8 @@ static int tw_run_http_read(const tw_settings *h, const char *key, int secret,
         return tw_settings_error(h, at, err, errlen, "cannot read '%s': %s",
                                  at->value, strerror(errno));
     char why[512];
-    if (secret && tw_secret_file_check(f, at->value, why, sizeof(why)) != TW_OK) {
+    if (secret &&
+        tw_secret_file_check(f, at->value, why, sizeof(why)) != TW_OK) {
         fclose(f);
         return tw_settings_error(h, at, err, errlen, "a secret, and %s", why);
     }
@@ -138,8 +139,8 @@ int tw_run_http_new(const tw_config *cfg, const char *results_dir,
         }
         if (rc == TW_OK)
             tw_log(TW_LOG_INFO, "http: listening on %s port %d (%s%s)",
-                   hc.listen, tw_http_port(rh->server),
-                   cert ? "https" : "http", token ? ", bearer token" : "");
+                   hc.listen, tw_http_port(rh->server), cert ? "https" : "http",
+                   token ? ", bearer token" : "");
     }
     tw_run_http_wipe(token);
     tw_run_http_wipe(key);

@@ -207,6 +207,8 @@ int tw_run_metrics_alert(tw_run_metrics *m, const char *job,
 void tw_run_metrics_job_finished(tw_run_metrics *m, const char *job,
                                  int64_t now_us)
 {
+    if (m == NULL)
+        return;
     int oom = 0;
     tw_mjob *j = tw_run_metrics_job(m, job, now_us, &oom);
     if (j != NULL)
@@ -255,8 +257,14 @@ typedef struct tw_counter_row {
     const char *help;
 } tw_counter_row;
 
-#define C(f, h) {#f "_total", offsetof(tw_router_stats, f), 0, h}
-#define G(f, h) {#f, offsetof(tw_router_stats, f), 1, h}
+#define C(f, h)                                                                \
+    {                                                                          \
+#f "_total", offsetof(tw_router_stats, f), 0, h                        \
+    }
+#define G(f, h)                                                                \
+    {                                                                          \
+#f, offsetof(tw_router_stats, f), 1, h                                 \
+    }
 /* Every counter of the progress line ("late" is split in two here). */
 static const tw_counter_row tw_counter_rows[] = {
     C(batches, "decoded batches routed to a job"),
@@ -272,7 +280,8 @@ static const tw_counter_row tw_counter_rows[] = {
     C(jobs_idle, "jobs finished by the idle timeout"),
     C(jobs_dropped, "jobs unfinished when their partition was revoked"),
     C(jobs_partial, "jobs finished with input known missing"),
-    C(jobs_finished_before, "jobs met mid-stream, finished by a previous owner"),
+    C(jobs_finished_before,
+      "jobs met mid-stream, finished by a previous owner"),
     C(jobs_data_loss, "jobs met mid-stream whose beginning was lost"),
     C(jobs_skipped_partial, "of those, skipped (engine.on_data_loss)"),
     C(skipped_messages, "messages of skipped jobs"),
@@ -327,8 +336,7 @@ static void tw_render_hist(FILE *o, const char *name, const char *help,
                 cum);
     }
     fprintf(o, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, h->n);
-    fprintf(o, "%s_sum %.9f\n%s_count %" PRIu64 "\n", name, h->sum, name,
-            h->n);
+    fprintf(o, "%s_sum %.9f\n%s_count %" PRIu64 "\n", name, h->sum, name, h->n);
 }
 
 static void tw_render_actions(FILE *o, const tw_action_counters *c)
@@ -436,8 +444,9 @@ static char *tw_render_metrics(const tw_run_metrics *m,
             "high watermark");
     for (size_t i = 0; i < in->npartitions; i++)
         if (in->lag[i].lag >= 0)
-            fprintf(o, "trainwatch_consumer_lag{partition=\"%" PRId32
-                       "\"} %" PRId64 "\n",
+            fprintf(o,
+                    "trainwatch_consumer_lag{partition=\"%" PRId32
+                    "\"} %" PRId64 "\n",
                     in->lag[i].partition, in->lag[i].lag);
     tw_head(o, "trainwatch_partitions_assigned", "gauge",
             "partitions of the metrics topic this instance owns");
@@ -479,23 +488,22 @@ static char *tw_render_metrics(const tw_run_metrics *m,
 static json_t *tw_job_json(const tw_mjob *j, int64_t now_us)
 {
     json_t *rules = json_array();
-    json_t *o = json_pack(
-        "{s:s, s:s, s:f, s:o}", "job", j->id, "state",
-        j->finished_us ? "finished" : "active", "seconds_since_start",
-        (double)(now_us - j->started_us) / 1e6, "rules", rules);
+    json_t *o =
+        json_pack("{s:s, s:s, s:f, s:o}", "job", j->id, "state",
+                  j->finished_us ? "finished" : "active", "seconds_since_start",
+                  (double)(now_us - j->started_us) / 1e6, "rules", rules);
     if (o == NULL)
         return NULL;
     if (j->finished_us)
-        json_object_set_new(
-            o, "seconds_since_end",
-            json_real((double)(now_us - j->finished_us) / 1e6));
+        json_object_set_new(o, "seconds_since_end",
+                            json_real((double)(now_us - j->finished_us) / 1e6));
     for (size_t k = 0; k < j->nrules; k++) {
         const tw_mrule *r = &j->rules[k];
         json_t *e = json_pack("{s:s, s:s, s:I, s:I, s:I}", "rule", r->rule,
                               "status", tw_rule_status_name(r->status),
-                              "findings", (json_int_t)r->findings,
-                              "violations", (json_int_t)r->violations,
-                              "datapoints", (json_int_t)r->datapoints);
+                              "findings", (json_int_t)r->findings, "violations",
+                              (json_int_t)r->violations, "datapoints",
+                              (json_int_t)r->datapoints);
         if (e == NULL || json_array_append_new(rules, e) != 0) {
             json_decref(o);
             return NULL;
@@ -529,8 +537,8 @@ static int tw_render_jobs_json(const tw_run_metrics *m, int64_t now_us,
             return TW_ERR;
         }
     }
-    json_t *doc =
-        json_pack("{s:o, s:I}", "jobs", all, "untracked", (json_int_t)m->untracked);
+    json_t *doc = json_pack("{s:o, s:I}", "jobs", all, "untracked",
+                            (json_int_t)m->untracked);
     out->jobs = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
     json_decref(doc);
     return out->jobs != NULL ? TW_OK : TW_ERR;
@@ -550,7 +558,8 @@ int tw_run_metrics_snapshot(tw_run_metrics *m, const tw_run_metrics_input *in,
         }
     }
     out->metrics = tw_render_metrics(m, in);
-    int rc = out->metrics != NULL ? tw_render_jobs_json(m, now_us, out) : TW_ERR;
+    int rc =
+        out->metrics != NULL ? tw_render_jobs_json(m, now_us, out) : TW_ERR;
     /* Ready: partitions assigned, the store answering, consuming. */
     out->ready = !in->paused && in->npartitions > 0;
     if (in->paused)

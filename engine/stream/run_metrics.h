@@ -60,7 +60,7 @@ void tw_run_metrics_free(tw_run_metrics *m);
 int tw_run_metrics_alert(tw_run_metrics *m, const char *job,
                          const tw_alert_facts *f, int64_t now_us);
 
-/* The job ended (its TTL starts now). */
+/* The job ended (its TTL starts now). NULL m is fine. */
 void tw_run_metrics_job_finished(tw_run_metrics *m, const char *job,
                                  int64_t now_us);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config_schema.h"
 #include "http_server.h"
 #include "log.h"
@@ -20,6 +21,7 @@ struct tw_run_http {
     tw_run_metrics *metrics;
     int64_t refresh_us;
     int64_t next_us;
+    int64_t snapshot_us_max; /* longest render + publish */
 };
 
 /* The whole of the file named by setting `key` into *out (NULL when the
@@ -164,9 +166,11 @@ void tw_run_http_update(tw_run_http *rh, tw_run_metrics_input *in,
     if (rh == NULL || (!force && now_us < rh->next_us))
         return;
     rh->next_us = now_us + rh->refresh_us;
+    int64_t t0 = tw_mono_us();
     tw_http_stats hs;
     tw_http_get_stats(rh->server, &hs);
     in->http = &hs;
+    in->snapshot_us_max = rh->snapshot_us_max;
     tw_http_snapshot snap;
     if (tw_run_metrics_snapshot(rh->metrics, in, now_us, &snap) != TW_OK) {
         tw_log(TW_LOG_WARN, "http: out of memory rendering the metrics; the "
@@ -174,6 +178,9 @@ void tw_run_http_update(tw_run_http *rh, tw_run_metrics_input *in,
         return;
     }
     tw_http_publish(rh->server, &snap);
+    int64_t took = tw_mono_us() - t0;
+    if (took > rh->snapshot_us_max)
+        rh->snapshot_us_max = took;
 }
 
 void tw_run_http_free(tw_run_http *rh)

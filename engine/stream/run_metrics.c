@@ -473,6 +473,15 @@ static char *tw_render_metrics(const tw_run_metrics *m,
                 "HTTP requests served");
         fprintf(o, "trainwatch_http_requests_total %" PRIu64 "\n",
                 in->http->requests);
+        tw_head(o, "trainwatch_http_snapshot_max_seconds", "gauge",
+                "longest time the consuming thread spent rendering and "
+                "publishing one snapshot");
+        fprintf(o, "trainwatch_http_snapshot_max_seconds %.6f\n",
+                (double)in->snapshot_us_max / 1e6);
+        tw_head(o, "trainwatch_http_publish_wait_max_seconds", "gauge",
+                "longest wait of the consuming thread for the snapshot lock");
+        fprintf(o, "trainwatch_http_publish_wait_max_seconds %.9f\n",
+                (double)in->http->publish_wait_ns_max / 1e9);
         tw_head(o, "trainwatch_http_unauthorized_total", "counter",
                 "HTTP requests refused for a missing or wrong token");
         fprintf(o, "trainwatch_http_unauthorized_total %" PRIu64 "\n",

@@ -48,6 +48,7 @@ typedef struct tw_run_metrics_input {
     const char *pause_reason; /* with paused */
     uint64_t store_round_trips;
     const tw_http_stats *http;
+    int64_t snapshot_us_max; /* longest render + publish so far */
 } tw_run_metrics_input;
 
 typedef struct tw_run_metrics tw_run_metrics;

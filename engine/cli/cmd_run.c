@@ -141,7 +141,8 @@ static const tw_cli_option tw_run_options[] = {
 static void tw_run_help_sections(FILE *out)
 {
     static const tw_section sections[] = {TW_SECTION_KAFKA, TW_SECTION_ENGINE,
-                                          TW_SECTION_STATE, TW_SECTION_HTTP};
+                                          TW_SECTION_STATE, TW_SECTION_HTTP,
+                                          TW_SECTION_AM};
     fprintf(out, "\nconfiguration sections (keys with their defaults):\n");
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         fprintf(out, "  %s:\n", tw_section_name(sections[i]));

@@ -77,6 +77,10 @@ static const tw_key_spec schema[] = {
      "run: where job state is checkpointed (memory or redis)"},
     {TW_SECTION_TOP, "http", TW_TYPE_SECTION, NULL, 0, 0, NULL, NULL, NULL,
      "run: HTTP endpoints /healthz /readyz /metrics /jobs"},
+    {TW_SECTION_TOP, "alertmanager", TW_TYPE_SECTION, NULL, 0, 0, NULL, NULL,
+     NULL,
+     "run: every rule's alerts to Alertmanager (an alertmanager action "
+     "added to each rule)"},
 
     /* ---- one rule ---------------------------------------------------- */
     STR(TW_SECTION_RULE, "name", NULL, 1, "LowGPUUtilization",
@@ -195,6 +199,21 @@ static const tw_key_spec schema[] = {
     DUR(TW_SECTION_HTTP, "refresh", "250ms", MS,
         "how often the consuming thread publishes a new snapshot"),
 
+    /* ---- alertmanager (engine-wide sink) ------------------------------ */
+    STR(TW_SECTION_AM, "url", NULL, 1, "http://alertmanager:9093",
+        "required: Alertmanager's base URL (alerts go to <url>/api/v2/alerts)"),
+    STR(TW_SECTION_AM, "severity", "warning", 1, NULL,
+        "the alerts' severity label"),
+    STR(TW_SECTION_AM, "report_url", NULL, 1, "https://trainwatch.example.com",
+        "base URL of the engine's HTTP endpoints (annotation report_url)"),
+    DUR(TW_SECTION_AM, "timeout", "10s", MS, "time allowed for one attempt"),
+    INT(TW_SECTION_AM, "retries", "3", 0, 100,
+        "attempts after the first one fails"),
+    DUR(TW_SECTION_AM, "backoff", "1s", 0,
+        "delay before the first retry, doubling"),
+    DUR(TW_SECTION_AM, "backoff_max", "60s", 0,
+        "longest delay between retries (not below backoff)"),
+
     /* ---- one action -------------------------------------------------- */
     {TW_SECTION_ACTION, "type", TW_TYPE_ENUM, NULL, 0, 0,
      "stop_training|webhook|signal|stop_file|email|sms|alertmanager", NULL,
@@ -263,7 +282,8 @@ const tw_key_spec *tw_schema_table(size_t *n)
 const char *tw_section_name(tw_section s)
 {
     static const char *const names[TW_SECTION_COUNT] = {
-        "", "rules[]", "kafka", "engine", "state", "actions[]", "http"};
+        "",      "rules[]",   "kafka", "engine",
+        "state", "actions[]", "http",  "alertmanager"};
     return (unsigned)s < TW_SECTION_COUNT ? names[s] : "?";
 }
 

@@ -11,7 +11,7 @@ static void full_name(const tw_key_spec *k, char *out, size_t len)
 {
     static const char *const prefix[TW_SECTION_COUNT] = {
         "",       "rules[].",           "kafka.", "engine.",
-        "state.", "rules[].actions[].", "http."};
+        "state.", "rules[].actions[].", "http.",  "alertmanager."};
     snprintf(out, len, "%s%s", prefix[k->section], k->path);
 }
 
@@ -64,6 +64,7 @@ static const char *const section_titles[TW_SECTION_COUNT] = {
     "state: (run)",
     "rules[].actions: each entry (run)",
     "http: (run)",
+    "alertmanager: (run)",
 };
 
 void tw_schema_describe(FILE *out)
@@ -232,6 +233,16 @@ void tw_schema_sample(FILE *out)
                 name);
         sample_section(out, run_sections[i], 2, "");
     }
+    /* The sink needs a URL: all of it commented, so the sample posts
+     * nothing when run. */
+    fprintf(out, "\n# %s\n# alertmanager:\n",
+            tw_schema_find(TW_SECTION_TOP, "alertmanager")->doc);
+    size_t nk;
+    const tw_key_spec *t = tw_schema_table(&nk);
+    for (size_t i = 0; i < nk; i++)
+        if (t[i].section == TW_SECTION_AM)
+            fprintf(out, "#   %s: %s   # %s\n", t[i].path,
+                    t[i].def ? t[i].def : t[i].example, t[i].doc);
 }
 
 void tw_schema_print_keys(FILE *out, tw_section section, int indent)

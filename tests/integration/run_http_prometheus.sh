@@ -8,7 +8,8 @@
 # per-rule status equal to `eval --json`'s; /jobs lists the job;
 # /jobs/<id> serves its results file (the JSON of eval --json); a job id
 # with '/' or '..' never leaves the results folder; /jobs/<id>/report is
-# 404 with a message; the bearer token is required on /metrics.
+# 404 with a message; the bearer token is required on /metrics; HTTPS
+# with http.tls_cert/tls_key and the token from http.token_env.
 set -u
 BUILD=${1:-${TW_BUILD_DIR:?}}
 TW=$BUILD/trainwatch
@@ -24,7 +25,7 @@ PROM_PID=
 . "$HERE/lib/run.sh"
 . "$HERE/lib/http.sh"
 cleanup() {
-    for p in ${RUN_PID_A:-} ${PROM_PID:-} ${BROKER_PID:-}; do
+    for p in ${RUN_PID_A:-} ${RUN_PID_B:-} ${PROM_PID:-} ${BROKER_PID:-}; do
         kill -KILL "$p" 2>/dev/null
     done
     [ -n "${KEEP:-}" ] || rm -rf "$WORK"
@@ -168,5 +169,31 @@ for f in batches samples jobs_finished alerts_sent; do
     [ "$got" = "$want" ] || fail "prometheus says trainwatch_${f}_total=$got, the engine $want"
 done
 [ "$(field batches "$OUT")" -gt 0 ] || fail "no batches"
+
+# TLS (http.tls_cert / tls_key) with the token from the environment
+if command -v openssl >/dev/null; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+        -keyout "$WORK/tls.key" -out "$WORK/tls.crt" >/dev/null 2>&1 || fail "openssl"
+    chmod 600 "$WORK/tls.key"
+    TLS_PORT=$(tw_free_port)
+    cat >"$WORK/B.yaml" <<YAML
+kafka:
+  group: http-tls
+http:
+  enabled: true
+  port: $TLS_PORT
+  token_env: TW_TEST_HTTP_TOKEN
+  tls_cert: $WORK/tls.crt
+  tls_key: $WORK/tls.key
+YAML
+    TW_TEST_HTTP_TOKEN=$TOKEN tw_run_start B "$WORK/B.yaml"
+    wait_for 20 grep -q "http: listening.*https" "$WORK/B.err" || fail "no https listener: $(tail -3 "$WORK/B.err")"
+    [ "$(tw_http_code --cacert "$WORK/tls.crt" "https://127.0.0.1:$TLS_PORT/healthz")" = 200 ] || fail "https /healthz"
+    [ "$(tw_http_code --cacert "$WORK/tls.crt" -H "$AUTH" "https://127.0.0.1:$TLS_PORT/metrics")" = 200 ] || fail "https /metrics"
+    [ "$(tw_http_code --cacert "$WORK/tls.crt" "https://127.0.0.1:$TLS_PORT/metrics")" = 401 ] || fail "https /metrics without token"
+    [ "$(tw_http_code "http://127.0.0.1:$TLS_PORT/healthz")" != 200 ] || fail "plain http served on the TLS port"
+    tw_run_stop B || fail "B exit status"
+    echo "https: /healthz 200, /metrics 200 with the token, 401 without"
+fi
 tw_broker_stop || fail "broker stop"
 echo "PASS run_http_prometheus"

@@ -134,12 +134,11 @@ static void test_endpoints(void **state)
     assert_int_equal(get(port, "/jobs/..%2Fsecret", "tok", body, sizeof(body)),
                      404);
     assert_null(strstr(body, "secret\n"));
-    assert_int_equal(get(port, "/jobs/%2E%2E%2Fsecret", "tok", body,
-                         sizeof(body)),
-                     404);
-    assert_int_equal(get(port, "/jobs/a%01", "tok", body, sizeof(body)), 400);
     assert_int_equal(
-        get(port, "/jobs/a%2Fb/report", "tok", body, sizeof(body)), 404);
+        get(port, "/jobs/%2E%2E%2Fsecret", "tok", body, sizeof(body)), 404);
+    assert_int_equal(get(port, "/jobs/a%01", "tok", body, sizeof(body)), 400);
+    assert_int_equal(get(port, "/jobs/a%2Fb/report", "tok", body, sizeof(body)),
+                     404);
     assert_non_null(strstr(body, "no report for job 'a/b' yet"));
     assert_int_equal(get(port, "/nope", "tok", body, sizeof(body)), 404);
 
@@ -178,8 +177,8 @@ static void test_metrics_collector(void **state)
     (void)state;
     tw_run_metrics *m = tw_run_metrics_new(1000000 /* 1 s */, 2);
     assert_non_null(m);
-    tw_alert_facts a = facts("Low\"GPU", TW_STATUS_ISSUES_FOUND,
-                             TW_ALERT_FINDING);
+    tw_alert_facts a =
+        facts("Low\"GPU", TW_STATUS_ISSUES_FOUND, TW_ALERT_FINDING);
     assert_int_equal(tw_run_metrics_alert(m, "j\\1", &a, 10), TW_OK);
     assert_int_equal(tw_run_metrics_alert(m, "j\\1", &a, 11), TW_OK);
     tw_alert_facts e = facts("Bad", TW_STATUS_ERROR, TW_ALERT_STATUS);
@@ -203,7 +202,8 @@ static void test_metrics_collector(void **state)
            "parent=\"\",status=\"IssuesFound\"} 1\n"));
     assert_non_null(strstr(t, "trainwatch_rule_findings_total{job_id=\"j\\\\1\""
                               ",rule=\"Low\\\"GPU\",parent=\"\"} 2\n"));
-    assert_non_null(strstr(t, "trainwatch_plugin_errors_total{rule=\"Bad\"} 1"));
+    assert_non_null(
+        strstr(t, "trainwatch_plugin_errors_total{rule=\"Bad\"} 1"));
     assert_non_null(strstr(t, "trainwatch_jobs_untracked_total 1\n"));
     assert_non_null(strstr(t, "trainwatch_consumer_lag{partition=\"3\"} 17\n"));
     assert_non_null(strstr(t, "trainwatch_store_round_trips_total 5\n"));
@@ -226,8 +226,7 @@ static void test_metrics_collector(void **state)
     assert_int_equal(s.ready, 0);
     assert_string_equal(s.not_ready, "not ready: paused: redis down");
     tw_http_snapshot_release(&s);
-    assert_int_equal(tw_run_metrics_snapshot(m, &in, 100 + 1000001, &s),
-                     TW_OK);
+    assert_int_equal(tw_run_metrics_snapshot(m, &in, 100 + 1000001, &s), TW_OK);
     assert_null(strstr(s.metrics, "job_id=\"j2\""));
     assert_int_equal(s.njobs, 1);
     tw_http_snapshot_release(&s);

@@ -9,6 +9,7 @@ PKGS=(
   librdkafka-dev libhiredis-dev libcurl4-openssl-dev libcmocka-dev
   flatbuffers-compiler libflatbuffers-dev libyaml-dev libjansson-dev
   libmicrohttpd-dev libsimdjson-dev zlib1g-dev libssl-dev
+  prometheus prometheus-alertmanager curl
   redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind
   clang-format
   python3-torch python3-confluent-kafka python3-flatbuffers python3-setuptools

@@ -34,7 +34,8 @@
 #include "secret_file.h"
 
 static const char *const type_names[TW_ACTION_NTYPES] = {
-    "stop_training", "webhook", "signal", "stop_file", "email", "sms"};
+    "stop_training", "webhook", "signal",      "stop_file",
+    "email",         "sms",     "alertmanager"};
 
 const char *tw_action_type_name(tw_action_type t)
 {
@@ -309,7 +310,7 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
         return tw_settings_error(s, tw_settings_find(s, "type"), err, errlen,
                                  "unknown action type '%s' (known: "
                                  "stop_training, webhook, signal, stop_file, "
-                                 "email, sms)",
+                                 "email, sms, alertmanager)",
                                  type);
     /* Keys, types and bounds: config_schema.c (a key of another type is
      * unknown here). */
@@ -347,6 +348,29 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
                             sp, err, errlen) != TW_OK)
             return TW_ERR;
         return aws_creds(s, arena, &sp->creds, err, errlen);
+    }
+    case TW_ACTION_ALERTMANAGER: {
+        const char *url;
+        if (need(s, "url", type, &url, err, errlen) != TW_OK)
+            return TW_ERR;
+        if (!has_scheme(url, http))
+            return tw_settings_error(s, tw_settings_find(s, "url"), err, errlen,
+                                     "'%s' is not an http:// or https:// URL",
+                                     url);
+        char *base = tw_arena_strdup(arena, url);
+        size_t n = base ? strlen(base) : 0;
+        while (n > 0 && base[n - 1] == '/')
+            base[--n] = '\0';
+        sp->url = base;
+        sp->severity = tw_arena_strdup(
+            arena, tw_schema_str(s, TW_SECTION_ACTION, "severity"));
+        const char *rb = tw_schema_str(s, TW_SECTION_ACTION, "report_url");
+        if (rb != NULL && !has_scheme(rb, http))
+            return tw_settings_error(
+                s, tw_settings_find(s, "report_url"), err, errlen,
+                "'%s' is not an http:// or https:// URL", rb);
+        sp->report_base = rb ? tw_arena_strdup(arena, rb) : NULL;
+        return sp->url && sp->severity ? TW_OK : TW_ERR;
     }
     case TW_ACTION_WEBHOOK: {
         const char *url;

@@ -135,6 +135,9 @@ static tw_action_task *task_new(const tw_action_spec *sp,
     if (sp->type == TW_ACTION_STOP_TRAINING || sp->type == TW_ACTION_SIGNAL ||
         sp->type == TW_ACTION_STOP_FILE)
         snprintf(id, sizeof(id), "%s/stop/%s", ev->job_id, type);
+    else if (sp->type == TW_ACTION_ALERTMANAGER)
+        snprintf(id, sizeof(id), "%s/%s/%d/%s/%s", ev->job_id, rule, sp->index,
+                 type, ev->alert_id ? ev->alert_id : "once");
     else if (sp->repeat_after_us > 0)
         snprintf(id, sizeof(id), "%s/%s/%d/%s/%" PRId64, ev->job_id, rule,
                  sp->index, type, ev->time_us / sp->repeat_after_us);
@@ -142,8 +145,9 @@ static tw_action_task *task_new(const tw_action_spec *sp,
         snprintf(id, sizeof(id), "%s/%s/%d/%s/once", ev->job_id, rule,
                  sp->index, type);
     const char *src[] = {
-        id,         ev->job_id,     rule,        ev->alert_id,  ev->finding,
-        ev->report, ev->alert_json, ev->subject, ev->mail_text, ev->sms_text};
+        id,          ev->job_id,     rule,        ev->alert_id,  ev->finding,
+        ev->report,  ev->alert_json, ev->subject, ev->mail_text, ev->sms_text,
+        ev->am_alert};
     enum { NSRC = sizeof(src) / sizeof(src[0]) };
     size_t len[NSRC], total = 0;
     for (size_t i = 0; i < NSRC; i++) {
@@ -154,9 +158,9 @@ static tw_action_task *task_new(const tw_action_spec *sp,
     if (t == NULL)
         return NULL;
     char *p = (char *)(t + 1);
-    char **dst[] = {&t->id,        &t->job,     &t->rule,       &t->alert_id,
-                    &t->finding,   &t->report,  &t->alert_json, &t->subject,
-                    &t->mail_text, &t->sms_text};
+    char **dst[] = {&t->id,        &t->job,      &t->rule,       &t->alert_id,
+                    &t->finding,   &t->report,   &t->alert_json, &t->subject,
+                    &t->mail_text, &t->sms_text, &t->am_alert};
     for (size_t i = 0; i < NSRC; i++) {
         if (src[i] == NULL)
             continue;
@@ -247,6 +251,15 @@ size_t tw_actions_count(const tw_actions *a, size_t rule_index)
     return rule_index < a->nrules ? a->nspecs[rule_index] : 0;
 }
 
+int tw_actions_has_type(const tw_actions *a, size_t rule_index,
+                        tw_action_type t)
+{
+    for (size_t i = 0; rule_index < a->nrules && i < a->nspecs[rule_index]; i++)
+        if (a->specs[rule_index][i].type == t)
+            return 1;
+    return 0;
+}
+
 int tw_actions_fire(tw_actions *a, const tw_action_event *ev)
 {
     if (ev == NULL || ev->job_id == NULL || ev->rule_index >= a->nrules)
@@ -261,7 +274,11 @@ int tw_actions_fire(tw_actions *a, const tw_action_event *ev)
         return TW_ERR;
     }
     tw_action_task *head = NULL, *tail = NULL;
+    size_t queued = 0;
     for (size_t i = 0; i < n; i++) {
+        if (ev->am_only && specs[i].type != TW_ACTION_ALERTMANAGER)
+            continue;
+        queued++;
         tw_action_task *t = task_new(&specs[i], ev, specs[i].rule_name);
         if (t == NULL) {
             while (head != NULL) {
@@ -278,6 +295,9 @@ int tw_actions_fire(tw_actions *a, const tw_action_event *ev)
             head = t;
         tail = t;
     }
+    if (head == NULL)
+        return TW_OK;
+    n = queued;
     pthread_mutex_lock(&a->mu);
     int refused = a->draining || a->quit;
     if (!refused) {
@@ -287,8 +307,8 @@ int tw_actions_fire(tw_actions *a, const tw_action_event *ev)
             a->inbox = head;
         a->inbox_tail = tail;
         atomic_fetch_add_explicit(&a->queued, n, memory_order_relaxed);
-        for (size_t i = 0; i < n; i++)
-            atomic_fetch_add_explicit(&a->c[specs[i].type][C_FIRED], 1,
+        for (const tw_action_task *t = head; t != NULL; t = t->next)
+            atomic_fetch_add_explicit(&a->c[t->spec->type][C_FIRED], 1,
                                       memory_order_relaxed);
     }
     pthread_mutex_unlock(&a->mu);
@@ -519,6 +539,10 @@ static void start(tw_actions *a, tw_action_task *t)
     t->attempts++;
     count(a, t, C_ATTEMPTS);
     char msg[512] = "";
+    if (sp->type == TW_ACTION_ALERTMANAGER && t->am_alert == NULL) {
+        outcome(a, t, TW_ACT_SKIP, "no alert for Alertmanager in this event");
+        return;
+    }
     if (sp->type == TW_ACTION_SIGNAL || sp->type == TW_ACTION_STOP_FILE) {
         tw_act_outcome o = tw_action_local_run(t, msg, sizeof(msg));
         outcome(a, t, o, msg);

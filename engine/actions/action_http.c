@@ -312,6 +312,48 @@ static int webhook_prepare(tw_action_task *t, char *err, size_t errlen)
     return TW_OK;
 }
 
+/* Alertmanager's v2 API: a list of one alert, the action's severity
+ * added to its labels. */
+static int alertmanager_prepare(tw_action_task *t, char *err, size_t errlen)
+{
+    const tw_action_spec *sp = t->spec;
+    json_error_t je;
+    json_t *alert = json_loads(t->am_alert, 0, &je);
+    json_t *labels = alert ? json_object_get(alert, "labels") : NULL;
+    if (labels == NULL || json_object_set_new(labels, "severity",
+                                              json_string(sp->severity)) != 0) {
+        json_decref(alert);
+        snprintf(err, errlen, "malformed alert for Alertmanager");
+        return TW_ERR;
+    }
+    if (sp->report_base != NULL) {
+        char *esc = curl_easy_escape(t->easy, t->job, 0);
+        char link[2400];
+        snprintf(link, sizeof(link), "%s/jobs/%s/report", sp->report_base,
+                 esc ? esc : "");
+        curl_free(esc);
+        json_t *ann = json_object_get(alert, "annotations");
+        if (ann != NULL)
+            json_object_set_new(ann, "report_url", json_string(link));
+    }
+    json_t *list = json_array();
+    if (list == NULL || json_array_append_new(list, alert) != 0) {
+        json_decref(list);
+        snprintf(err, errlen, "out of memory");
+        return TW_ERR;
+    }
+    char url[1200];
+    snprintf(url, sizeof(url), "%s/api/v2/alerts", sp->url);
+    curl_easy_setopt(t->easy, CURLOPT_URL, url);
+    if (json_body(t, list) != TW_OK ||
+        add_header(t, "%s", "Content-Type: application/json") ||
+        post(t) != TW_OK) {
+        snprintf(err, errlen, "cannot build the Alertmanager request");
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
 int tw_action_http_prepare(tw_action_task *t, char *err, size_t errlen)
 {
     switch (t->spec->type) {
@@ -321,6 +363,8 @@ int tw_action_http_prepare(tw_action_task *t, char *err, size_t errlen)
         return sns_prepare(t, err, errlen);
     case TW_ACTION_WEBHOOK:
         return webhook_prepare(t, err, errlen);
+    case TW_ACTION_ALERTMANAGER:
+        return alertmanager_prepare(t, err, errlen);
     default:
         snprintf(err, errlen, "not an HTTP action");
         return TW_ERR;

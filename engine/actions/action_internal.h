@@ -60,6 +60,9 @@ typedef struct tw_action_spec {
     /* sms */
     const char *phone;
     const char *topic_arn; /* NULL: Publish with PhoneNumber */
+    /* alertmanager (url: its base URL, no trailing '/') */
+    const char *severity;
+    const char *report_base; /* NULL: no report_url annotation */
 } tw_action_spec;
 
 /* Outcome of one attempt, decided by the transport. */
@@ -81,6 +84,7 @@ typedef struct tw_action_task {
     char *finding;
     char *report;
     char *alert_json;
+    char *am_alert;  /* alertmanager: the alert object (actions.h) */
     char *subject;   /* NULL: generic */
     char *mail_text; /* NULL: "Finding: " + finding */
     char *sms_text;  /* NULL: built from rule, job and finding */

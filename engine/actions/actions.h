@@ -17,7 +17,10 @@
  *   stop kinds (stop_training, signal, stop_file): "<job>/stop/<type>"
  *     -> at most once per job, whichever rule fires first;
  *   notifications (email, sms, webhook): "<job>/<rule>/<n>/<type>/once",
- *     or with `repeat_after: D` "<job>/<rule>/<n>/<type>/<event time / D>"
+ *     or with `repeat_after: D` "<job>/<rule>/<n>/<type>/<event time / D>";
+ *   alertmanager: "<job>/<rule>/<n>/alertmanager/<alert id>" (each alert
+ *     and each resolution is posted once; Alertmanager merges them by
+ *     their labels)
  *     plus an in-process minimum interval D between sends (event time).
  *
  * Ownership: tw_actions_new() copies everything it needs from the config
@@ -42,6 +45,7 @@ typedef enum tw_action_type {
     TW_ACTION_STOP_FILE,
     TW_ACTION_EMAIL,
     TW_ACTION_SMS,
+    TW_ACTION_ALERTMANAGER,
     TW_ACTION_NTYPES
 } tw_action_type;
 
@@ -74,6 +78,12 @@ typedef struct tw_action_event {
                                rule, job and finding) */
     const char *report;     /* path or link to the report (may be NULL) */
     const char *alert_json; /* webhook body; NULL: a small JSON is built */
+    const char *am_alert;   /* alertmanager: one alert of the v2 API as a
+                               JSON object (labels without severity,
+                               annotations, startsAt, endsAt); NULL: the
+                               alertmanager actions of the rule skip it */
+    int am_only;            /* queue only the rule's alertmanager actions (a
+                               resolution at job end) */
     int64_t time_us;        /* event time (µs since the epoch) */
 } tw_action_event;
 
@@ -107,6 +117,10 @@ int tw_actions_new(const tw_config *cfg, const tw_actions_options *opt,
 
 /* Number of actions configured for rule i (0 when out of range). */
 size_t tw_actions_count(const tw_actions *a, size_t rule_index);
+
+/* Whether rule i has an action of type t. */
+int tw_actions_has_type(const tw_actions *a, size_t rule_index,
+                        tw_action_type t);
 
 /* Non-blocking: queue every action of ev->rule_index. TW_ERR when the event
  * is malformed (no job id, rule index out of range), after drain() began,

@@ -53,6 +53,7 @@
 #include "log.h"
 #include "quarantine.h"
 #include "run_actions.h"
+#include "run_http.h"
 #include "signals.h"
 #include "state_store.h"
 #include "wire.h"
@@ -101,6 +102,9 @@ typedef struct tw_run {
     tw_registry *reg;
     sigset_t sigs;           /* SIGINT/SIGTERM, blocked and polled */
     int64_t commit_every_us; /* checkpoint and commit pace */
+    tw_run_http *http;       /* NULL: http.enabled is false */
+    int64_t msg_polled_us;   /* when the message in hand was polled */
+    char pause_reason[512];  /* why consumption stopped (readiness) */
 } tw_run;
 
 /* What the options ask for. */
@@ -137,7 +141,8 @@ static const tw_cli_option tw_run_options[] = {
 static void tw_run_help_sections(FILE *out)
 {
     static const tw_section sections[] = {TW_SECTION_KAFKA, TW_SECTION_ENGINE,
-                                          TW_SECTION_STATE};
+                                          TW_SECTION_STATE, TW_SECTION_HTTP,
+                                          TW_SECTION_AM};
     fprintf(out, "\nconfiguration sections (keys with their defaults):\n");
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         fprintf(out, "  %s:\n", tw_section_name(sections[i]));
@@ -174,9 +179,16 @@ static const tw_cli_command tw_run_command = {
         "       and, when rules have actions:,\n"
         "       actions_fired=N actions_sent=N actions_failed=N ...\n"
         "A rule's actions (stop_training, webhook, signal, stop_file,\n"
-        "email, sms) fire on its findings (a ProfilerReport's: any\n"
+        "email, sms, alertmanager) fire on its findings (a ProfilerReport's: "
+        "any\n"
         "sub-rule's); with state.store: redis each action id is claimed\n"
         "there first, so a restart never sends it again.\n"
+        "\n"
+        "With http.enabled: true (default 127.0.0.1:9468): /healthz,\n"
+        "/readyz (503 with the reason when no partition is assigned or\n"
+        "consumption is paused), /metrics (Prometheus text), /jobs,\n"
+        "/jobs/<id> (its results JSON), /jobs/<id>/report; a bearer token\n"
+        "(http.token_env or token_file) guards all but the probes.\n"
         "\n"
         "Clock skew: a sample, event or JOB_END latest time more than\n"
         "clock_skew (top-level key; default 10 ticks, at most idle_node;\n"
@@ -341,6 +353,15 @@ static int tw_run_alert(void *ud, const char *job, const char *id,
                line);
     }
     tw_run_actions_alert(r->actions, job, id, json, len, facts); /* queues */
+    tw_run_metrics *mt = tw_run_http_metrics(r->http);
+    if (mt != NULL) {
+        int64_t now = tw_mono_us();
+        if (offset >= 0 && r->msg_polled_us > 0)
+            tw_run_metrics_observe(mt, TW_LATENCY_ALERT,
+                                   now - r->msg_polled_us);
+        if (facts != NULL && tw_run_metrics_alert(mt, job, facts, now) != TW_OK)
+            tw_log(TW_LOG_WARN, "http: out of memory counting an alert");
+    }
     return TW_OK;
 }
 
@@ -351,6 +372,7 @@ static void tw_run_pause(tw_run *r, const char *why)
         return;
     char err[512];
     r->paused = 1;
+    snprintf(r->pause_reason, sizeof(r->pause_reason), "%s", why);
     if (tw_source_pause(r->source, 1, err, sizeof(err)) != 0)
         tw_log(TW_LOG_WARN, "%s", err);
     tw_log(TW_LOG_WARN, "paused consumption: %s", why);
@@ -361,6 +383,7 @@ static void tw_run_pause(tw_run *r, const char *why)
 static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
 {
     char err[512];
+    int64_t t0 = tw_mono_us();
     int rc = tw_router_flush_alerts(r->router, err, sizeof(err));
     if (rc == TW_OK && tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err,
                                          sizeof(err)) != 0) {
@@ -370,6 +393,9 @@ static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
     }
     for (size_t i = 0; rc == TW_OK && i < n; i++)
         rc = tw_router_checkpoint(r->router, parts[i], err, sizeof(err));
+    if (rc == TW_OK && n > 0 && r->http != NULL)
+        tw_run_metrics_observe(tw_run_http_metrics(r->http),
+                               TW_LATENCY_CHECKPOINT, tw_mono_us() - t0);
     if (rc == TW_UNAVAILABLE)
         tw_run_pause(r, err);
     else if (rc != TW_OK) {
@@ -797,10 +823,28 @@ static int tw_run_check_rules(tw_run *r, const tw_run_opts *o,
     return 0;
 }
 
-/* Everything that needs no broker: the state store, the quarantine, the
- * router, the rules and the actions. */
+/* tw_router_config.job_finished: the job's TTL in /metrics starts. */
+static void tw_run_job_finished(void *ud, const char *job)
+{
+    tw_run *r = ud;
+    tw_run_metrics_job_finished(tw_run_http_metrics(r->http), job,
+                                tw_mono_us());
+    tw_run_actions_job_finished(r->actions, job);
+}
+
+/* Everything that needs no broker: the HTTP endpoints (not with --check:
+ * their settings only), the state store, the quarantine, the router, the
+ * rules and the actions. */
 static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
 {
+    int hrc = o->check
+                  ? tw_schema_check_settings(&r->cfg->http, TW_SECTION_HTTP,
+                                             NULL, err, n)
+                  : tw_run_http_new(r->cfg, r->s.results_dir, &r->http, err, n);
+    if (hrc != TW_OK) {
+        fprintf(stderr, "trainwatch run: %s\n", err);
+        return -1;
+    }
     if (tw_store_open(&r->cfg->state, &r->store, err, n) != TW_OK) {
         fprintf(stderr, "trainwatch run: %s\n", err);
         return -1;
@@ -826,7 +870,9 @@ static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
                                .store = r->store,
                                .topic = r->s.metrics_topic,
                                .on_data_loss = r->s.on_data_loss,
-                               .max_alert_bytes = tw_run_alert_room(&r->s)};
+                               .max_alert_bytes = tw_run_alert_room(&r->s),
+                               .job_finished = tw_run_job_finished,
+                               .job_finished_ud = r};
     if (tw_quarantine_new(r->s.failure_ledger, (unsigned)r->s.quarantine_after,
                           &r->quarantine, err, n) != TW_OK ||
         tw_router_new(&rc_cfg, tw_run_alert, r, &r->router, err, n) != TW_OK) {
@@ -900,8 +946,37 @@ static int tw_run_handle(tw_run *r, const tw_source_msg *m)
     return mrc;
 }
 
+/* A new snapshot for the HTTP endpoints (at most every http.refresh unless
+ * forced): the router's counters, the actions', the lag, readiness. */
+static void tw_run_publish(tw_run *r, int force)
+{
+    if (r->http == NULL)
+        return;
+    int32_t parts[1024];
+    int64_t lag[1024];
+    tw_partition_lag pl[1024];
+    size_t n = tw_router_partitions(r->router, parts, 1024);
+    if (r->source != NULL)
+        tw_source_lag(r->source, parts, n, lag);
+    for (size_t i = 0; i < n; i++)
+        pl[i] = (tw_partition_lag){parts[i], r->source ? lag[i] : -1};
+    tw_router_stats st;
+    tw_router_get_stats(r->router, &st);
+    tw_action_counters ac;
+    tw_run_actions_counters(r->actions, &ac);
+    tw_run_metrics_input in = {.router = &st,
+                               .actions = r->actions ? &ac : NULL,
+                               .lag = pl,
+                               .npartitions = n,
+                               .paused = r->paused,
+                               .pause_reason = r->pause_reason,
+                               .store_round_trips =
+                                   tw_store_requests(r->store)};
+    tw_run_http_update(r->http, &in, tw_mono_us(), force);
+}
+
 /* Between messages: a signal, the periodic expiry and commit, the progress
- * line. Sets *stop on a signal; TW_ERR = cannot go on. */
+ * line, the HTTP snapshot. Sets *stop on a signal; TW_ERR = cannot go on. */
 static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
                                int64_t *next_progress, int *stop)
 {
@@ -928,6 +1003,8 @@ static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
         tw_run_stats_line(r->router, r->actions, "progress:", stderr);
         *next_progress = now + r->s.progress_interval_us;
     }
+    tw_run_publish(r, 0);
+    tw_run_actions_resolve_ended(r->actions); /* final alerts flushed */
     tw_producer_poll(r->producer, 0);
     return TW_OK;
 }
@@ -941,6 +1018,7 @@ static int tw_run_loop(tw_run *r)
     int64_t next_progress = now + r->s.progress_interval_us;
     unsigned since_signal_check = 0;
     int stop = 0;
+    tw_run_publish(r, 1);
     while (!stop && !r->failed) {
         tw_source_msg m;
         int got =
@@ -953,6 +1031,7 @@ static int tw_run_loop(tw_run *r)
             /* fetched before the pause: read again after the resume */
             tw_source_release(r->source, &m);
         } else if (got == 1) {
+            r->msg_polled_us = tw_mono_us();
             int mrc = tw_run_handle(r, &m);
             tw_source_release(r->source, &m);
             if (mrc == TW_JOB_STOPPED) {
@@ -990,6 +1069,7 @@ static int tw_run_stop(tw_run *r)
                "evaluates them again",
                held);
     tw_run_commit_all(r);
+    tw_run_actions_resolve_ended(r->actions);
     tw_source_close(r->source);
     if (tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err, sizeof(err)) !=
         0) {
@@ -1009,6 +1089,7 @@ static void tw_run_close(tw_run *r)
 {
     if (r->router != NULL)
         tw_run_stats_line(r->router, r->actions, "run:", stdout);
+    tw_run_http_free(r->http); /* first: no request reads what follows */
     tw_source_free(r->source);
     tw_producer_free(r->producer);
     tw_router_free(r->router);

@@ -640,10 +640,14 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
         if (strcmp(key, "rules") == 0) {
             rules = v;
         } else if (strcmp(key, "kafka") == 0 || strcmp(key, "state") == 0 ||
-                   strcmp(key, "engine") == 0) {
+                   strcmp(key, "engine") == 0 || strcmp(key, "http") == 0 ||
+                   strcmp(key, "alertmanager") == 0) {
             tw_settings *s = strcmp(key, "kafka") == 0   ? &c->kafka
                              : strcmp(key, "state") == 0 ? &c->state
-                                                         : &c->engine;
+                             : strcmp(key, "http") == 0  ? &c->http
+                             : strcmp(key, "alertmanager") == 0
+                                 ? &c->alertmanager
+                                 : &c->engine;
             if (parse_settings(l, c, v, key, s) != TW_OK)
                 return TW_ERR;
         } else if (strcmp(key, "semantics") == 0) {
@@ -724,10 +728,11 @@ static const tw_setting *settings_secret(const tw_settings *s)
 static int check_secret_settings(const tw_config *c, FILE *f, char *err,
                                  size_t errlen)
 {
-    const tw_settings *sections[] = {&c->kafka, &c->state, &c->engine};
+    const tw_settings *sections[] = {&c->kafka, &c->state, &c->engine,
+                                     &c->http};
     const tw_settings *in = NULL;
     const tw_setting *at = NULL;
-    for (size_t i = 0; at == NULL && i < 3; i++)
+    for (size_t i = 0; at == NULL && i < 4; i++)
         at = settings_secret(in = sections[i]);
     for (size_t r = 0; at == NULL && r < c->nrules; r++)
         for (size_t a = 0; at == NULL && a < c->actions[r].n; a++)
@@ -778,12 +783,60 @@ int tw_config_load(const char *path, tw_config **out, char *err, size_t errlen)
     return TW_OK;
 }
 
+/* The `alertmanager:` sink as one more action of every rule: its keys
+ * plus type: alertmanager (validated with the other actions). */
+static int add_alertmanager_sink(tw_config *c, char *err, size_t errlen)
+{
+    const tw_settings *am = &c->alertmanager;
+    if (am->line == 0)
+        return TW_OK;
+    if (tw_schema_check_settings(am, TW_SECTION_AM, NULL, err, errlen) != TW_OK)
+        return TW_ERR;
+    if (tw_settings_find(am, "url") == NULL)
+        return tw_settings_error(am, NULL, err, errlen,
+                                 "key 'url' is required");
+    tw_setting *items = tw_arena_alloc(&c->arena, (am->n + 1) * sizeof(*items));
+    if (items == NULL)
+        goto oom;
+    memcpy(items, am->items, am->n * sizeof(*items));
+    items[am->n] =
+        (tw_setting){.key = "type", .value = "alertmanager", .line = am->line};
+    for (size_t r = 0; r < c->nrules; r++) {
+        tw_rule_actions *a = &c->actions[r];
+        tw_settings *list =
+            tw_arena_alloc(&c->arena, (a->n + 1) * sizeof(*list));
+        if (list == NULL)
+            goto oom;
+        if (a->n > 0)
+            memcpy(list, a->items, a->n * sizeof(*list));
+        list[a->n] = (tw_settings){.path = am->path,
+                                   .what = "alertmanager",
+                                   .line = am->line,
+                                   .items = items,
+                                   .n = am->n + 1};
+        a->items = list;
+        a->n++;
+    }
+    return TW_OK;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return TW_ERR;
+}
+
 int tw_config_load_or_default(const char *path, tw_registry *reg,
                               tw_config **out, char *err, size_t errlen)
 {
     int rc = path != NULL ? tw_config_load(path, out, err, errlen)
                           : tw_config_default(reg, out, err, errlen);
-    if (rc == TW_OK && (*out)->nrules == 0)
+    if (rc != TW_OK)
+        return rc;
+    if ((*out)->nrules == 0)
         rc = tw_config_default_rules(*out, reg, err, errlen);
+    if (rc == TW_OK)
+        rc = add_alertmanager_sink(*out, err, errlen);
+    if (rc != TW_OK) {
+        tw_config_free(*out);
+        *out = NULL;
+    }
     return rc;
 }

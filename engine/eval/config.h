@@ -66,6 +66,9 @@ typedef struct tw_config {
     tw_settings kafka;        /* empty (n = 0, line = 0) when absent */
     tw_settings state;
     tw_settings engine;
+    tw_settings http;
+    tw_settings alertmanager; /* the engine-wide sink (see
+                                 tw_config_load_or_default) */
 } tw_config;
 
 /* The setting `key` of s, NULL when absent. */
@@ -93,7 +96,9 @@ int tw_config_default(tw_registry *reg, tw_config **out, char *err,
 int tw_config_default_rules(tw_config *c, tw_registry *reg, char *err,
                             size_t errlen);
 /* What eval and run load: the file at path (NULL: the built-in default),
- * with the default rule set when it names no rules. */
+ * with the default rule set when it names no rules; an `alertmanager:`
+ * section becomes one more action of every rule (type alertmanager, the
+ * section's keys). */
 int tw_config_load_or_default(const char *path, tw_registry *reg,
                               tw_config **out, char *err, size_t errlen);
 void tw_config_free(tw_config *c);

@@ -75,6 +75,12 @@ static const tw_key_spec schema[] = {
      "run: job lifetime, results files, commit and progress pacing"},
     {TW_SECTION_TOP, "state", TW_TYPE_SECTION, NULL, 0, 0, NULL, NULL, NULL,
      "run: where job state is checkpointed (memory or redis)"},
+    {TW_SECTION_TOP, "http", TW_TYPE_SECTION, NULL, 0, 0, NULL, NULL, NULL,
+     "run: HTTP endpoints /healthz /readyz /metrics /jobs"},
+    {TW_SECTION_TOP, "alertmanager", TW_TYPE_SECTION, NULL, 0, 0, NULL, NULL,
+     NULL,
+     "run: every rule's alerts to Alertmanager (an alertmanager action "
+     "added to each rule)"},
 
     /* ---- one rule ---------------------------------------------------- */
     STR(TW_SECTION_RULE, "name", NULL, 1, "LowGPUUtilization",
@@ -169,10 +175,49 @@ static const tw_key_spec schema[] = {
         (int64_t)1 << 29,
         "longer values are stored as a hash of chunks of this size"),
 
+    /* ---- http -------------------------------------------------------- */
+    {TW_SECTION_HTTP, "enabled", TW_TYPE_BOOL, "false", 0, 0, NULL, NULL, NULL,
+     "serve /healthz /readyz /metrics /jobs (off unless asked: no port is "
+     "opened by default)"},
+    STR(TW_SECTION_HTTP, "listen", "127.0.0.1", 1, NULL,
+        "IPv4 or IPv6 address to bind (0.0.0.0 or :: for every interface)"),
+    INT(TW_SECTION_HTTP, "port", "9468", 0, 65535,
+        "TCP port (0: any free port, logged at start)"),
+    STR(TW_SECTION_HTTP, "token_env", NULL, 1, "TW_HTTP_TOKEN",
+        "environment variable with a bearer token required on /metrics and "
+        "/jobs"),
+    PATH(TW_SECTION_HTTP, "token_file", "/run/secrets/trainwatch-http",
+         "file with the bearer token (not readable by every user)"),
+    PATH(TW_SECTION_HTTP, "tls_cert", "/etc/trainwatch/tls.crt",
+         "PEM certificate: serve HTTPS (with tls_key)"),
+    PATH(TW_SECTION_HTTP, "tls_key", "/etc/trainwatch/tls.key",
+         "PEM private key (not readable by every user)"),
+    DUR(TW_SECTION_HTTP, "jobs_ttl", "10m", 0,
+        "a finished job's per-rule series and /jobs entry last this long"),
+    INT(TW_SECTION_HTTP, "max_jobs", "1000", 1, 1000000,
+        "most jobs with per-rule series (label cardinality bound)"),
+    DUR(TW_SECTION_HTTP, "refresh", "250ms", MS,
+        "how often the consuming thread publishes a new snapshot"),
+
+    /* ---- alertmanager (engine-wide sink) ------------------------------ */
+    STR(TW_SECTION_AM, "url", NULL, 1, "http://alertmanager:9093",
+        "required: Alertmanager's base URL (alerts go to <url>/api/v2/alerts)"),
+    STR(TW_SECTION_AM, "severity", "warning", 1, NULL,
+        "the alerts' severity label"),
+    STR(TW_SECTION_AM, "report_url", NULL, 1, "https://trainwatch.example.com",
+        "base URL of the engine's HTTP endpoints (annotation report_url)"),
+    DUR(TW_SECTION_AM, "timeout", "10s", MS, "time allowed for one attempt"),
+    INT(TW_SECTION_AM, "retries", "3", 0, 100,
+        "attempts after the first one fails"),
+    DUR(TW_SECTION_AM, "backoff", "1s", 0,
+        "delay before the first retry, doubling"),
+    DUR(TW_SECTION_AM, "backoff_max", "60s", 0,
+        "longest delay between retries (not below backoff)"),
+
     /* ---- one action -------------------------------------------------- */
     {TW_SECTION_ACTION, "type", TW_TYPE_ENUM, NULL, 0, 0,
-     "stop_training|webhook|signal|stop_file|email|sms", NULL, "webhook",
-     "required: what the action does"},
+     "stop_training|webhook|signal|stop_file|email|sms|alertmanager", NULL,
+     "webhook", "required: what the action does"},
     ADUR("timeout", "10s", MS, NULL, "time allowed for one attempt"),
     {TW_SECTION_ACTION, "retries", TW_TYPE_INT, "3", 0, 100, NULL, NULL, NULL,
      "attempts after the first one fails"},
@@ -193,8 +238,15 @@ static const tw_key_spec schema[] = {
      "AWS credentials file (default: $AWS_ACCESS_KEY_ID..., then "
      "~/.aws/credentials)"},
     ASTR("profile", "default", AWS, NULL, "profile in the credentials file"),
-    ASTR("url", NULL, "webhook", "https://hooks.example.com/trainwatch",
-         "required: http(s) URL receiving the alert JSON (POST)"),
+    ASTR("url", NULL, "webhook|alertmanager",
+         "https://hooks.example.com/trainwatch",
+         "required: http(s) URL receiving the alert JSON (POST); "
+         "alertmanager: its base URL (alerts go to <url>/api/v2/alerts)"),
+    ASTR("severity", "warning", "alertmanager", NULL,
+         "the alerts' severity label"),
+    ASTR("report_url", NULL, "alertmanager", "https://trainwatch.example.com",
+         "base URL of the engine's HTTP endpoints: annotation report_url = "
+         "<it>/jobs/<job>/report"),
     ASTR("hmac_secret_env", NULL, "webhook", "TW_HOOK_SECRET",
          "environment variable with the HMAC key signing the body"),
     {TW_SECTION_ACTION, "pid", TW_TYPE_INT, NULL, 2, 4194304, NULL, "signal",
@@ -230,7 +282,8 @@ const tw_key_spec *tw_schema_table(size_t *n)
 const char *tw_section_name(tw_section s)
 {
     static const char *const names[TW_SECTION_COUNT] = {
-        "", "rules[]", "kafka", "engine", "state", "actions[]"};
+        "",      "rules[]",   "kafka", "engine",
+        "state", "actions[]", "http",  "alertmanager"};
     return (unsigned)s < TW_SECTION_COUNT ? names[s] : "?";
 }
 

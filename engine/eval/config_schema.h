@@ -33,6 +33,8 @@ typedef enum {
     TW_SECTION_ENGINE, /* `engine:` (run) */
     TW_SECTION_STATE,  /* `state:` (run) */
     TW_SECTION_ACTION, /* one entry of a rule's `actions:` (run) */
+    TW_SECTION_HTTP,   /* `http:` (run) */
+    TW_SECTION_AM,     /* `alertmanager:` (run): the engine-wide sink */
     TW_SECTION_COUNT
 } tw_section;
 

@@ -10,7 +10,8 @@
 static void full_name(const tw_key_spec *k, char *out, size_t len)
 {
     static const char *const prefix[TW_SECTION_COUNT] = {
-        "", "rules[].", "kafka.", "engine.", "state.", "rules[].actions[]."};
+        "",       "rules[].",           "kafka.", "engine.",
+        "state.", "rules[].actions[].", "http.",  "alertmanager."};
     snprintf(out, len, "%s%s", prefix[k->section], k->path);
 }
 
@@ -62,6 +63,8 @@ static const char *const section_titles[TW_SECTION_COUNT] = {
     "engine: (run)",
     "state: (run)",
     "rules[].actions: each entry (run)",
+    "http: (run)",
+    "alertmanager: (run)",
 };
 
 void tw_schema_describe(FILE *out)
@@ -223,13 +226,23 @@ void tw_schema_sample(FILE *out)
         t += n + (t[n] == '|');
     }
     static const tw_section run_sections[] = {
-        TW_SECTION_KAFKA, TW_SECTION_ENGINE, TW_SECTION_STATE};
-    for (size_t i = 0; i < 3; i++) {
+        TW_SECTION_KAFKA, TW_SECTION_ENGINE, TW_SECTION_STATE, TW_SECTION_HTTP};
+    for (size_t i = 0; i < 4; i++) {
         const char *name = tw_section_name(run_sections[i]);
         fprintf(out, "\n# %s\n%s:\n", tw_schema_find(TW_SECTION_TOP, name)->doc,
                 name);
         sample_section(out, run_sections[i], 2, "");
     }
+    /* The sink needs a URL: all of it commented, so the sample posts
+     * nothing when run. */
+    fprintf(out, "\n# %s\n# alertmanager:\n",
+            tw_schema_find(TW_SECTION_TOP, "alertmanager")->doc);
+    size_t nk;
+    const tw_key_spec *t = tw_schema_table(&nk);
+    for (size_t i = 0; i < nk; i++)
+        if (t[i].section == TW_SECTION_AM)
+            fprintf(out, "#   %s: %s   # %s\n", t[i].path,
+                    t[i].def ? t[i].def : t[i].example, t[i].doc);
 }
 
 void tw_schema_print_keys(FILE *out, tw_section section, int indent)

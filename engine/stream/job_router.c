@@ -555,6 +555,8 @@ static int tw_router_finish(tw_router *r, tw_rpart *p, size_t i,
         return TW_ERR;
     if (tw_job_loss_any(tw_job_loss_of(j->job)))
         r->stats.jobs_partial++;
+    if (r->cfg.job_finished != NULL)
+        r->cfg.job_finished(r->cfg.job_finished_ud, tw_job_id(j->job));
     r->stats.jobs_finished++;
     r->stats.jobs_active--;
     tw_rjob_free(j);

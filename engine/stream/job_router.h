@@ -85,6 +85,10 @@ typedef struct tw_router_config {
     const char *topic;            /* the metrics topic: checkpoint keys */
     tw_on_data_loss on_data_loss; /* a job whose beginning was lost */
     size_t max_alert_bytes; /* 0 = none (tw_alert_tracker_set_max_bytes) */
+    /* Told of each job finished here (its results handed to the writer);
+     * NULL = nobody. */
+    void (*job_finished)(void *ud, const char *job);
+    void *job_finished_ud;
 } tw_router_config;
 
 typedef struct tw_router_stats {

@@ -332,6 +332,33 @@ int tw_source_paused(const tw_kafka_source *s)
     return s->paused;
 }
 
+void tw_source_lag(tw_kafka_source *s, const int32_t *parts, size_t n,
+                   int64_t *lag)
+{
+    for (size_t i = 0; i < n; i++)
+        lag[i] = -1;
+    rd_kafka_topic_partition_list_t *pl =
+        rd_kafka_topic_partition_list_new((int)(n > 0 ? n : 1));
+    if (pl == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        rd_kafka_topic_partition_list_add(pl, s->topic, parts[i]);
+    if (n > 0 && rd_kafka_position(s->rk, pl) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (size_t i = 0; i < n; i++) {
+            int64_t lo, hi;
+            /* cached from fetch responses: no request to the broker */
+            if (pl->elems[i].offset < 0 ||
+                rd_kafka_get_watermark_offsets(s->rk, s->topic, parts[i], &lo,
+                                               &hi) !=
+                    RD_KAFKA_RESP_ERR_NO_ERROR ||
+                hi < 0)
+                continue;
+            lag[i] = hi > pl->elems[i].offset ? hi - pl->elems[i].offset : 0;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(pl);
+}
+
 int tw_source_seek(tw_kafka_source *s, int32_t partition, int64_t offset,
                    char *err, size_t errlen)
 {

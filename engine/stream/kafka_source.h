@@ -106,6 +106,11 @@ int tw_source_commit(tw_kafka_source *s, const tw_source_commit_entry *e,
  * delivered: a caller that must not process them drops them and seeks. */
 int tw_source_pause(tw_kafka_source *s, int pause, char *err, size_t errlen);
 int tw_source_paused(const tw_kafka_source *s);
+/* Per partition: messages between the consumer's position and the high
+ * watermark last seen in a fetch response (no broker request), or -1
+ * when not known yet. */
+void tw_source_lag(tw_kafka_source *s, const int32_t *parts, size_t n,
+                   int64_t *lag);
 
 /* The next message of `partition` will be the one at `offset` (assigned
  * partitions only; works on a paused partition). */

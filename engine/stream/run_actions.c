@@ -2,10 +2,12 @@
 #include "run_actions.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actions.h"
 #include "checkpoint.h"
@@ -15,12 +17,24 @@
 #include "plugin_host.h"
 #include "results_file.h"
 #include "state_store.h"
+#include "tw_assert.h"
 
 /* A rule name seen in alerts and the configured rule it belongs to. */
 typedef struct tw_ra_name {
     char *name;
-    size_t rule; /* index into cfg->rules */
+    size_t rule;           /* index into cfg->rules */
+    const char *semantics; /* "fixed" or "reference" (top rules) */
 } tw_ra_name;
+
+/* An alert posted to Alertmanager, kept until its job ends to be posted
+ * again as resolved (consuming thread). */
+typedef struct tw_ra_firing {
+    char *job;
+    size_t rule;    /* index into cfg->rules */
+    json_t *alert;  /* the last alert object posted for these labels */
+    int64_t end_us; /* the latest event time of the job seen in an alert */
+    int ended;      /* its job ended: resolve it */
+} tw_ra_firing;
 
 struct tw_run_actions {
     tw_actions *actions;
@@ -31,7 +45,11 @@ struct tw_run_actions {
     tw_ra_name *sub; /* their sub-rules (any depth) */
     size_t nsub, capsub;
     char *results_dir;
-    uint64_t bad_alerts; /* alerts that could not be read (consuming thread) */
+    uint64_t bad_alerts;  /* alerts that could not be read (consuming thread) */
+    tw_ra_firing *firing; /* consuming thread */
+    size_t nfiring, capfiring;
+    char **ended; /* jobs ended since the last tw_run_actions_resolve_ended */
+    size_t nended, capended;
 };
 
 /* ---- the ledger (worker thread) --------------------------------------- */
@@ -116,6 +134,9 @@ int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
         tw_rule *rule = tw_job_rule(probe, i);
         ra->top[i].name = strdup(tw_rule_name(rule));
         ra->top[i].rule = i;
+        ra->top[i].semantics = tw_rule_semantics(rule) == TW_SEMANTICS_FIXED
+                                   ? "fixed"
+                                   : "reference";
         ra->ntop = i + 1;
         if (ra->top[i].name == NULL || tw_ra_add_sub(ra, rule, i) != TW_OK)
             goto oom;
@@ -200,6 +221,179 @@ static char *tw_ra_mail_text(const tw_alert_facts *a)
     return crlf;
 }
 
+/* ---- Alertmanager ------------------------------------------------------- */
+
+/* RFC 3339 UTC with milliseconds, as Alertmanager's API takes it. */
+static void tw_ra_rfc3339(int64_t us, char out[32])
+{
+    time_t s = (time_t)(us / 1000000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 32 - n, ".%03dZ", (int)((us % 1000000) / 1000));
+}
+
+/* The alert object for Alertmanager (actions.h: am_alert): labels
+ * alertname (the rule), job_id, node (the worst, when named), semantics,
+ * parent (a sub-rule's composite); annotations summary, description,
+ * recommendation, report; startsAt the first violation's event time. The
+ * action adds severity and report_url. NULL when out of memory. */
+static json_t *tw_ra_am_alert(const tw_run_actions *ra, size_t index,
+                              const char *job, const tw_alert_facts *a,
+                              const char *line, const char *report)
+{
+    json_t *labels =
+        json_pack("{s:s, s:s, s:s}", "alertname", a->rule, "job_id", job,
+                  "semantics", ra->top[index].semantics);
+    json_t *ann = json_pack("{s:s}", "description", line);
+    if (labels == NULL || ann == NULL) {
+        json_decref(labels);
+        json_decref(ann);
+        return NULL;
+    }
+    const char *worst = tw_ra_worst(a);
+    if (worst[0])
+        json_object_set_new(labels, "node", json_string(worst));
+    if (a->parent != NULL)
+        json_object_set_new(labels, "parent", json_string(a->parent));
+    if (a->has_finding) {
+        json_object_set_new(ann, "summary", json_string(a->finding.summary));
+        json_object_set_new(ann, "recommendation",
+                            json_string(a->finding.recommendation));
+    } else {
+        json_object_set_new(ann, "summary", json_string(line));
+    }
+    if (report != NULL)
+        json_object_set_new(ann, "report", json_string(report));
+    int64_t start = a->has_finding && a->finding.first_us > 0
+                        ? a->finding.first_us
+                        : a->end_us;
+    char ts[32];
+    tw_ra_rfc3339(start, ts);
+    return json_pack("{s:o, s:o, s:s}", "labels", labels, "annotations", ann,
+                     "startsAt", ts);
+}
+
+static int tw_ra_job_ended(const tw_run_actions *ra, const char *job)
+{
+    for (size_t i = 0; i < ra->nended; i++)
+        if (strcmp(ra->ended[i], job) == 0)
+            return 1;
+    return 0;
+}
+
+/* Remembers the alert posted for its labels until its job ends. */
+static void tw_ra_remember(tw_run_actions *ra, const char *job, size_t index,
+                           json_t *alert, int64_t end_us, int ended)
+{
+    json_t *labels = json_object_get(alert, "labels");
+    for (size_t i = 0; i < ra->nfiring; i++) {
+        tw_ra_firing *f = &ra->firing[i];
+        if (strcmp(f->job, job) == 0 &&
+            json_equal(json_object_get(f->alert, "labels"), labels)) {
+            json_decref(f->alert);
+            f->alert = json_incref(alert);
+            if (end_us > f->end_us)
+                f->end_us = end_us;
+            f->ended |= ended;
+            return;
+        }
+    }
+    char *id = strdup(job);
+    if (id == NULL ||
+        tw_grow((void **)&ra->firing, &ra->capfiring, ra->nfiring + 1,
+                sizeof(*ra->firing), 16) != TW_OK) {
+        free(id);
+        tw_log(TW_LOG_WARN,
+               "actions: job %s: out of memory; its Alertmanager "
+               "alert will not be resolved at its end",
+               job);
+        return;
+    }
+    ra->firing[ra->nfiring++] = (tw_ra_firing){.job = id,
+                                               .rule = index,
+                                               .alert = json_incref(alert),
+                                               .end_us = end_us,
+                                               .ended = ended};
+}
+
+/* The Alertmanager part of an event: the alert (owned by the caller, NULL
+ * when the rule has no alertmanager action or out of memory). A job's
+ * final alerts come after its end: they are not posted firing (a post
+ * racing its own resolution could reopen it) but go out with the
+ * resolution. */
+static char *tw_ra_am_event(tw_run_actions *ra, size_t index, const char *job,
+                            const tw_alert_facts *a, const char *line,
+                            const char *report)
+{
+    if (!tw_actions_has_type(ra->actions, index, TW_ACTION_ALERTMANAGER))
+        return NULL;
+    json_t *alert = tw_ra_am_alert(ra, index, job, a, line, report);
+    int ended = tw_ra_job_ended(ra, job);
+    char *text = alert && !ended ? json_dumps(alert, JSON_COMPACT) : NULL;
+    if (alert != NULL)
+        tw_ra_remember(ra, job, index, alert, a->end_us, ended);
+    json_decref(alert);
+    return text;
+}
+
+void tw_run_actions_job_finished(tw_run_actions *ra, const char *job)
+{
+    if (ra == NULL)
+        return;
+    for (size_t i = 0; i < ra->nfiring; i++)
+        if (strcmp(ra->firing[i].job, job) == 0)
+            ra->firing[i].ended = 1;
+    char *id = strdup(job);
+    if (id == NULL || tw_grow((void **)&ra->ended, &ra->capended,
+                              ra->nended + 1, sizeof(*ra->ended), 8) != TW_OK) {
+        free(id);
+        return; /* its final alerts are then posted firing, not held */
+    }
+    ra->ended[ra->nended++] = id;
+}
+
+void tw_run_actions_resolve_ended(tw_run_actions *ra)
+{
+    if (ra == NULL)
+        return;
+    for (size_t i = 0; i < ra->nfiring;) {
+        tw_ra_firing *f = &ra->firing[i];
+        if (!f->ended) {
+            i++;
+            continue;
+        }
+        int64_t end = f->end_us;
+        char ts[32], key[600];
+        tw_ra_rfc3339(end, ts);
+        json_t *labels = json_object_get(f->alert, "labels");
+        const char *node = json_string_value(json_object_get(labels, "node"));
+        const char *name =
+            json_string_value(json_object_get(labels, "alertname"));
+        snprintf(key, sizeof(key), "resolved/%s/%s", name ? name : "",
+                 node ? node : "");
+        json_object_set_new(f->alert, "endsAt", json_string(ts));
+        char *text = json_dumps(f->alert, JSON_COMPACT);
+        tw_action_event ev = {.job_id = f->job,
+                              .rule_index = f->rule,
+                              .alert_id = key,
+                              .am_alert = text,
+                              .am_only = 1,
+                              .time_us = end};
+        if (text == NULL || tw_actions_fire(ra->actions, &ev) != TW_OK)
+            tw_log(TW_LOG_WARN,
+                   "actions: job %s: Alertmanager resolution not queued",
+                   f->job);
+        free(text);
+        free(f->job);
+        json_decref(f->alert);
+        ra->firing[i] = ra->firing[--ra->nfiring];
+    }
+    for (size_t i = 0; i < ra->nended; i++)
+        free(ra->ended[i]);
+    ra->nended = 0;
+}
+
 void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
                           const char *json, size_t len, const tw_alert_facts *a)
 {
@@ -254,6 +448,8 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
     }
     /* the webhook body: the alert exactly as published */
     char *body = strndup(json, len);
+    char *am = tw_ra_am_event(ra, index, job, a, line,
+                              ra->results_dir ? report : NULL);
     tw_action_event ev = {.job_id = job,
                           .rule_index = index,
                           .alert_id = id,
@@ -263,12 +459,14 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
                           .sms_text = sms,
                           .report = ra->results_dir ? report : NULL,
                           .alert_json = body,
+                          .am_alert = am,
                           .time_us = a->end_us};
     /* TW_ERR here is a full queue (counted as dropped by the module) */
     if (tw_actions_fire(ra->actions, &ev) != TW_OK)
         tw_log(TW_LOG_WARN, "actions: job %s rule %s: not queued (queue full)",
                job, a->rule);
     free(body);
+    free(am);
     free(mail);
 }
 
@@ -301,6 +499,13 @@ void tw_run_actions_format(const tw_run_actions *ra, char *buf, size_t len)
              s.retried, c.dropped, c.ledger_errors, c.queued);
 }
 
+void tw_run_actions_counters(const tw_run_actions *ra, tw_action_counters *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (ra != NULL)
+        tw_actions_get_counters(ra->actions, out);
+}
+
 int tw_run_actions_drain(tw_run_actions *ra, int64_t timeout_ms)
 {
     if (ra == NULL)
@@ -320,6 +525,14 @@ void tw_run_actions_free(tw_run_actions *ra)
         free(ra->sub[i].name);
     free(ra->top);
     free(ra->sub);
+    for (size_t i = 0; i < ra->nfiring; i++) {
+        free(ra->firing[i].job);
+        json_decref(ra->firing[i].alert);
+    }
+    free(ra->firing);
+    for (size_t i = 0; i < ra->nended; i++)
+        free(ra->ended[i]);
+    free(ra->ended);
     free(ra->results_dir);
     free(ra);
 }

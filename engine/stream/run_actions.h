@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "actions.h"
 #include "alert.h"
 #include "config.h"
 #include "job.h"
@@ -71,6 +72,16 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
  * actions_skipped=N actions_retried=N actions_dropped=N actions_queued=N"
  * (all action types summed) into buf; "" when ra is NULL. */
 void tw_run_actions_format(const tw_run_actions *ra, char *buf, size_t len);
+
+/* Alertmanager resolution. A job ended (router): its alerts posted to
+ * Alertmanager are posted again with endsAt = the job's latest event time
+ * seen in its alerts by the next tw_run_actions_resolve_ended, called
+ * after the job's final alerts were flushed. NULL ra is fine. */
+void tw_run_actions_job_finished(tw_run_actions *ra, const char *job);
+void tw_run_actions_resolve_ended(tw_run_actions *ra);
+
+/* The actions' counters by type (actions.h); zeros when ra is NULL. */
+void tw_run_actions_counters(const tw_run_actions *ra, tw_action_counters *out);
 
 /* Shutdown: let queued sends finish for at most timeout_ms. TW_OK when
  * nothing was abandoned. */

@@ -17,6 +17,7 @@ struct tw_store {
     int txn_failed; /* an op could not be buffered (out of memory) */
     int64_t checkpoint_interval_us;
     int64_t finished_ttl_s;
+    uint64_t requests; /* ping, commit, get, smembers, ttl, claim */
 };
 
 int tw_store_open(const tw_settings *state, tw_store **out, char *err,
@@ -101,7 +102,13 @@ int64_t tw_store_finished_ttl_s(const tw_store *s)
 
 int tw_store_ping(tw_store *s, char *err, size_t errlen)
 {
+    s->requests++;
     return s->vt->ping(s->impl, err, errlen);
+}
+
+uint64_t tw_store_requests(const tw_store *s)
+{
+    return s->requests;
 }
 
 int64_t tw_store_retry_in_ms(const tw_store *s)
@@ -184,29 +191,34 @@ int tw_store_txn_commit(tw_store *s, char *err, size_t errlen)
                  "state store: out of memory while building a transaction");
         return TW_ERR;
     }
+    s->requests++;
     return s->vt->commit(s->impl, s->ops, s->nops, err, errlen);
 }
 
 int tw_store_get(tw_store *s, const char *key, uint8_t **data, size_t *len,
                  char *err, size_t errlen)
 {
+    s->requests++;
     return s->vt->get(s->impl, key, data, len, err, errlen);
 }
 
 int tw_store_smembers(tw_store *s, const char *set, tw_store_member_fn fn,
                       void *ud, char *err, size_t errlen)
 {
+    s->requests++;
     return s->vt->smembers(s->impl, set, fn, ud, err, errlen);
 }
 
 int tw_store_ttl(tw_store *s, const char *key, int64_t *ttl_ms, char *err,
                  size_t errlen)
 {
+    s->requests++;
     return s->vt->ttl(s->impl, key, ttl_ms, err, errlen);
 }
 
 int tw_store_claim(tw_store *s, const char *key, int64_t ttl_s, char *err,
                    size_t errlen)
 {
+    s->requests++;
     return s->vt->claim(s->impl, key, ttl_s > 0 ? ttl_s : 1, err, errlen);
 }

@@ -95,6 +95,9 @@ int64_t tw_store_finished_ttl_s(const tw_store *s);
  * reconnect is attempted only when the backoff allows, so this is cheap to
  * call in a loop). Memory: always TW_OK. */
 int tw_store_ping(tw_store *s, char *err, size_t errlen);
+/* Requests made to the store so far (each a round trip for Redis: a
+ * checkpoint's transaction is pipelined into one). */
+uint64_t tw_store_requests(const tw_store *s);
 /* Milliseconds until the next reconnect attempt (0 when up or due). */
 int64_t tw_store_retry_in_ms(const tw_store *s);
 

@@ -6,7 +6,9 @@
 # engine logs the outage once (store down, consumption paused) and the
 # recovery once (store back, consumption resumed), keeps its group
 # membership (no rebalance), and the results and alerts are byte-identical
-# to an uninterrupted run's (results also equal to `eval --json`).
+# to an uninterrupted run's (results also equal to `eval --json`); the
+# engine's /readyz (http: section) answers 200 before the outage, 503
+# naming the pause during it, and 200 again after.
 set -u
 BUILD=${1:-${TW_BUILD_DIR:?}}
 TW=$BUILD/trainwatch
@@ -21,6 +23,7 @@ REPLAY_PID=
 . "$HERE/lib/run.sh"
 . "$HERE/lib/redis.sh"
 . "$HERE/lib/state.sh"
+. "$HERE/lib/http.sh"
 cleanup() {
     for p in ${RUN_PID_A:-} ${RUN_PID_BASE:-} ${REPLAY_PID:-} ${KCAT_PID:-} ${BROKER_PID:-}; do
         kill -KILL "$p" 2>/dev/null
@@ -43,7 +46,9 @@ state_baseline
 tw_redis_cli flushall >/dev/null
 
 tw_broker_start || fail "broker start"
-state_config A restart-group "$WORK/res"
+HTTP_PORT=$(tw_free_port)
+READYZ=http://127.0.0.1:$HTTP_PORT/readyz
+state_config A restart-group "$WORK/res" "http: {enabled: true, port: $HTTP_PORT, refresh: 50ms}"
 state_alerts_start "$WORK/alerts.jsonl"
 tw_run_start A "$WORK/A.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no assignment"
@@ -54,14 +59,20 @@ checkpointed() { [ -n "$(tw_redis_cli --raw keys 't:v1:job:*:core')" ]; }
 wait_for 60 checkpointed || fail "no checkpoint of the job"
 sleep 3
 [ -f "$WORK/res/$STATE_JOB.json" ] && fail "the job finished before the outage (too fast)"
+tw_http_is 200 "$READYZ" || fail "/readyz not 200 before the outage"
 state_redis_kill
 echo "redis killed"
 wait_for 30 grep -q "paused consumption" "$WORK/A.err" || fail "consumption not paused"
+wait_for 5 tw_http_is 503 "$READYZ" || fail "/readyz not 503 during the outage"
+echo "readyz during the outage: $(curl -s "$READYZ" | cut -c 1-150)"
+curl -s "$READYZ" | grep -q "paused" || fail "/readyz does not say why"
 sleep 4 # the replay goes on: messages wait on the topic
 [ -f "$WORK/res/$STATE_JOB.json" ] && fail "the job finished while redis was down"
 state_redis_restart
 echo "redis restarted on port $REDIS_PORT"
 wait_for 60 grep -q "resumed consumption" "$WORK/A.err" || fail "consumption not resumed"
+wait_for 5 tw_http_is 200 "$READYZ" || fail "/readyz not 200 after the outage"
+echo "readyz after the outage: $(curl -s "$READYZ")"
 wait "$REPLAY_PID" || fail "replay: $(cat "$WORK/replay.out")"
 REPLAY_PID=
 wait_for 120 test -f "$WORK/res/$STATE_JOB.json" || fail "no results after the outage"

@@ -22,6 +22,8 @@ static const tw_command commands[] = {
      "describe every configuration key, or print a sample configuration"},
     {"explain", tw_cmd_explain,
      "what a rule checks, its parameters, what its findings mean"},
+    {"stats", tw_cmd_stats,
+     "job, step, utilization and training-phase statistics of a folder"},
 };
 
 static void usage(FILE *out)

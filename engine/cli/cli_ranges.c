@@ -7,8 +7,7 @@
 #include <string.h>
 
 /* A finite number of seconds within what an int64 of us holds. */
-static int seconds_to_us(const char *s, const char *end_expected,
-                         int64_t *us)
+static int seconds_to_us(const char *s, const char *end_expected, int64_t *us)
 {
     char *end;
     errno = 0;

@@ -27,8 +27,8 @@ enum {
 static const tw_cli_option stats_options[] = {
     {"json", 0, NULL, "print one JSON object instead of the text report",
      OPT_JSON},
-    {"csv", 0, NULL,
-     "print long-form CSV: table,group,node,phase,stat,value", OPT_CSV},
+    {"csv", 0, NULL, "print long-form CSV: table,group,node,phase,stat,value",
+     OPT_CSV},
     {"by", 0, "GROUPING",
      "step durations grouped by training_phase (default: the Step:ModeKeys "
      "events), framework_metric (every event with a step, by name) or "
@@ -41,8 +41,8 @@ static const tw_cli_option stats_options[] = {
     {"time", 0, "T1:T2",
      "only what lies within [T1, T2], epoch seconds (fractions allowed)",
      OPT_TIME},
-    {"per-phase", 0, NULL,
-     "utilization also per training-phase interval", OPT_PER_PHASE},
+    {"per-phase", 0, NULL, "utilization also per training-phase interval",
+     OPT_PER_PHASE},
     {"ranges", 0, "LIST",
      "device usage ranges, percent, tested in order, ends inclusive "
      "(default: 90:100,10:90,0:10)",

@@ -44,8 +44,8 @@ int tw_folder_pass(const tw_folder *folder, unsigned kinds, const char *what,
     int rc = TW_OK;
     for (size_t i = 0; i < folder->nfiles && rc == TW_OK; i++) {
         const tw_agent_file *f = &folder->files[i];
-        unsigned kind = f->kind == TW_FILE_SYSTEM ? TW_PASS_SYSTEM
-                                                  : TW_PASS_FRAMEWORK;
+        unsigned kind =
+            f->kind == TW_FILE_SYSTEM ? TW_PASS_SYSTEM : TW_PASS_FRAMEWORK;
         if ((kinds & kind) == 0)
             continue;
         if (tw_folder_read_file(f, NULL, ts, sink, ud, on_bad_input, &pe,

@@ -34,8 +34,8 @@ static int intern(interned *in, const char *s, uint32_t *idx)
     size_t len = strlen(s);
     if (tw_strmap_get(&in->map, s, len, idx))
         return TW_OK;
-    if (tw_grow((void **)&in->str, &in->cap, in->n + 1, sizeof(*in->str),
-                64) != TW_OK ||
+    if (tw_grow((void **)&in->str, &in->cap, in->n + 1, sizeof(*in->str), 64) !=
+            TW_OK ||
         tw_strmap_put(&in->map, s, len, (uint32_t)in->n) != TW_OK)
         return TW_ERR;
     in->str[in->n] = tw_strmap_key(&in->map, s, len);
@@ -186,8 +186,7 @@ static int index_train_steps(stats_ctx *c)
     for (size_t i = 0; i < c->nsteps; i++)
         if (c->steps[i].train && c->steps[i].has_step)
             c->train_sorted[c->ntrain++] = c->steps[i];
-    qsort(c->train_sorted, c->ntrain, sizeof(*c->train_sorted),
-          cmp_node_start);
+    qsort(c->train_sorted, c->ntrain, sizeof(*c->train_sorted), cmp_node_start);
     for (size_t i = c->ntrain; i-- > 0;) {
         uint32_t n = c->train_sorted[i].node;
         c->node_first[n] = i;
@@ -236,8 +235,8 @@ static int series_key_of(stats_ctx *c, const char *type, const char *name,
         len = (int)sizeof(buf) - 1;
     if (tw_strmap_get(&c->key_map, buf, (size_t)len, out))
         return TW_OK;
-    if (tw_grow((void **)&c->keys, &c->cap_keys, c->nkeys + 1,
-                sizeof(*c->keys), 64) != TW_OK ||
+    if (tw_grow((void **)&c->keys, &c->cap_keys, c->nkeys + 1, sizeof(*c->keys),
+                64) != TW_OK ||
         tw_strmap_put(&c->key_map, buf, (size_t)len, (uint32_t)c->nkeys) !=
             TW_OK)
         return TW_ERR;
@@ -294,8 +293,8 @@ static int add_group_step(stats_ctx *c, const char *group, const char *node,
     char buf[600];
     int len = 0;
     if (c->o->by != TW_STATS_BY_PHASE) {
-        len = snprintf(buf, sizeof(buf), "%u\x1f%lld\x1f%s", g,
-                       (long long)step, node);
+        len = snprintf(buf, sizeof(buf), "%u\x1f%lld\x1f%s", g, (long long)step,
+                       node);
         if (len < 0 || (size_t)len >= sizeof(buf))
             len = (int)sizeof(buf) - 1;
         if (tw_strmap_get(&c->gs_map, buf, (size_t)len, &i)) {
@@ -336,8 +335,8 @@ static int add_events(stats_ctx *c, const tw_batch *b)
             (ev->mode != TW_MODE_NONE ||
              !step_of(c, ev->node ? ev->node : "", ev->start_us, &step)))
             continue;
-        const char *group = c->o->by == TW_STATS_BY_PROCESS ? ev->phase
-                                                            : ev->name;
+        const char *group =
+            c->o->by == TW_STATS_BY_PROCESS ? ev->phase : ev->name;
         if (add_group_step(c, group ? group : "", ev->node ? ev->node : "",
                            step, ev) != TW_OK)
             return TW_ERR;
@@ -354,7 +353,8 @@ static int sink_all(void *ud, tw_batch *b)
     return c->oom ? TW_ERR : TW_OK;
 }
 
-/* ---- summaries ------------------------------------------------------------ */
+/* ---- summaries ------------------------------------------------------------
+ */
 
 /* Sorts v (n > 0) and summarizes it; the mean is taken over the sorted
  * values, so it does not depend on the order the files were read in. */
@@ -489,8 +489,8 @@ static int phase_intervals(stats_ctx *c, tw_statistics *s)
             i = j;
         }
         if (rc == TW_OK && prev != NULL && s->has_job)
-            rc = add_phase(s, &cap, node, prev_end + 1, s->end_us,
-                           "After %s%s", prev, "");
+            rc = add_phase(s, &cap, node, prev_end + 1, s->end_us, "After %s%s",
+                           prev, "");
         k = i;
     }
     free(v);
@@ -528,7 +528,8 @@ static void phases_of_node(const tw_statistics *s, const char *node,
     *first = *count = 0;
     for (size_t i = 0; i < s->nphases;) {
         size_t j = i;
-        while (j < s->nphases && strcmp(s->phases[j].node, s->phases[i].node) == 0)
+        while (j < s->nphases &&
+               strcmp(s->phases[j].node, s->phases[i].node) == 0)
             j++;
         const char *f = s->phases[i].node;
         if (strncmp(f, node, len) == 0 && (f[len] == '\0' || f[len] == '-')) {
@@ -582,11 +583,11 @@ static int utilization(const stats_ctx *c, tw_statistics *s, int per_phase)
             name_of[nnames++] = nm;
         }
         slot_of_phase[p] = slot;
-        max_end[p] = p == 0 || strcmp(s->phases[p].node,
-                                      s->phases[p - 1].node) != 0 ||
-                             s->phases[p].end_us > max_end[p - 1]
-                         ? s->phases[p].end_us
-                         : max_end[p - 1];
+        max_end[p] =
+            p == 0 || strcmp(s->phases[p].node, s->phases[p - 1].node) != 0 ||
+                    s->phases[p].end_us > max_end[p - 1]
+                ? s->phases[p].end_us
+                : max_end[p - 1];
     }
     size_t slots = 1 + nnames;
     size_t ngroups = c->nkeys * slots;
@@ -607,8 +608,8 @@ static int utilization(const stats_ctx *c, tw_statistics *s, int per_phase)
         slot_of[i] = 0;
         if (per_phase && kcount[r->key] > 0) {
             size_t f = kfirst[r->key];
-            long p = phase_of(s->phases + f, max_end + f, kcount[r->key],
-                              r->ts_us);
+            long p =
+                phase_of(s->phases + f, max_end + f, kcount[r->key], r->ts_us);
             if (p >= 0) {
                 slot_of[i] = 1 + slot_of_phase[f + (size_t)p];
                 count[r->key * slots + slot_of[i]]++;

@@ -60,8 +60,7 @@ int tw_statistics_compute(const char *dir, const tw_stats_opts *o,
 /* Writes s as a text report, one JSON object or long-form CSV
  * (`table,group,node,phase,stat,value`). TW_ERR on out-of-memory or a
  * write error. */
-int tw_statistics_write(const tw_statistics *s, tw_stats_format f,
-                        FILE *out);
+int tw_statistics_write(const tw_statistics *s, tw_stats_format f, FILE *out);
 
 void tw_statistics_free(tw_statistics *s);
 

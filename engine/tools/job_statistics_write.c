@@ -13,7 +13,8 @@
 #include "job_statistics_internal.h"
 #include "json_writer.h"
 
-/* ---- JSON ------------------------------------------------------------------- */
+/* ---- JSON -------------------------------------------------------------------
+ */
 
 static void json_summary(tw_json *j, const tw_stat_summary *s)
 {
@@ -197,7 +198,8 @@ static int write_json(const tw_statistics *s, FILE *out)
     return rc;
 }
 
-/* ---- CSV: table,group,node,phase,stat,value ---------------------------------- */
+/* ---- CSV: table,group,node,phase,stat,value
+ * ---------------------------------- */
 
 /* A field quoted when it holds a comma, quote or line break. */
 static void csv_field(FILE *out, const char *s)
@@ -323,7 +325,8 @@ static int write_csv(const tw_statistics *s, FILE *out)
     return ferror(out) ? TW_ERR : TW_OK;
 }
 
-/* ---- text ------------------------------------------------------------------- */
+/* ---- text -------------------------------------------------------------------
+ */
 
 static void text_time(FILE *out, const char *label, int64_t us)
 {
@@ -362,9 +365,10 @@ static void text_summary(FILE *out, const char *first, int width,
 
 static int write_text(const tw_statistics *s, FILE *out)
 {
-    fprintf(out, "%" PRIu64 " files, %" PRIu64 " bad lines; %" PRIu64
-                 " of %" PRIu64 " samples and %" PRIu64 " of %" PRIu64
-                 " framework events selected\n",
+    fprintf(out,
+            "%" PRIu64 " files, %" PRIu64 " bad lines; %" PRIu64 " of %" PRIu64
+            " samples and %" PRIu64 " of %" PRIu64
+            " framework events selected\n",
             s->files, s->bad_lines, s->selected_samples, s->samples,
             s->selected_events, s->events);
     if (s->has_selection)
@@ -381,8 +385,8 @@ static int write_text(const tw_statistics *s, FILE *out)
         if (s->has_loop) {
             text_time(out, "training loop start", s->loop_start_us);
             text_time(out, "training loop end", s->loop_end_us);
-            text_duration(out, "training loop", s->loop_end_us - s->loop_start_us,
-                          dur);
+            text_duration(out, "training loop",
+                          s->loop_end_us - s->loop_start_us, dur);
             text_duration(out, "initialization", s->loop_start_us - s->start_us,
                           dur);
             text_duration(out, "finalization", s->end_us - s->loop_end_us, dur);

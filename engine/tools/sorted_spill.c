@@ -155,7 +155,11 @@ int tw_spill_add(tw_spill *s, int64_t key, const char *bytes, size_t len,
         snprintf(err, errlen, "out of memory (spill buffer)");
         return TW_ERR;
     }
-    rec_head h = {key, s->seq++, (uint32_t)len};
+    rec_head h;
+    memset(&h, 0, sizeof(h)); /* the padding goes to the file too */
+    h.key = key;
+    h.seq = s->seq++;
+    h.len = (uint32_t)len;
     memcpy(s->buf + s->used, &h, sizeof(h));
     memcpy(s->buf + s->used + sizeof(h), bytes, len);
     s->offs[s->nrec++] = s->used;

@@ -65,6 +65,21 @@ PY
 grep -q '^step duration (ms) by training_phase' "$WORK/h.txt" ||
   fail "text report lacks the step table"
 
+# bad input: the fixture job plus its system file with line 7 cut short,
+# listed under a name the reader takes: the line is named and counted, the
+# rest counts (exit 0)
+FIX=$(cd "$HERE/../fixtures/agent" && pwd)
+cp -r "$FIX/job" "$WORK/fixture"
+cp "$FIX/1614852000.algo-1.json.corrupt" "$WORK/fixture/system/incremental/2021030410/1614852060.algo-1.json"
+"$TW" stats "$WORK/fixture" --json > "$WORK/fix.json" 2>"$WORK/fix.err" || fail "stats on bad input exited $?"
+grep -q "1614852060.algo-1.json:7:" "$WORK/fix.err" || fail "bad line not named: $(cat "$WORK/fix.err")"
+/usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["input"]["bad_lines"] == 2, d["input"]   # the cut line + the unmatched E
+assert d["input"]["samples"] > 12, d["input"]     # the good lines of the damaged file count
+' "$WORK/fix.json" || fail "bad input not counted"
+
 # errors
 set +e
 "$TW" stats "$WORK/healthy" --by nothing 2>"$WORK/err"; rc=$?

@@ -48,6 +48,14 @@ assert any(e["ph"] == "C" and e["name"].startswith("gpu0") for e in doc["traceEv
 print("absolute times: ok")
 PY
 
+# the hand-written fixture job: numeric and string step numbers, a B/E
+# pair and an E without its B (reported, counted, not an event)
+FIX=$(cd "$HERE/../fixtures/agent" && pwd)
+"$TW" timeline "$FIX/job" -o "$WORK/fixture.json" 2>"$WORK/fix.err"
+grep -q "horovod_timeline.json:6: E event without a matching B" "$WORK/fix.err" ||
+  fail "unmatched E not reported: $(cat "$WORK/fix.err")"
+check "$FIX/job" "$WORK/fixture.json"
+
 "$TW" synth "$WORK/job" --preset healthy --nodes 2 --duration 3m --seed 1 2>/dev/null
 "$TW" timeline "$WORK/job" -o "$WORK/job.json" 2>"$WORK/log"
 grep -q "(0 sorted runs)" "$WORK/log" || fail "a 3 MB job should sort in memory: $(cat "$WORK/log")"

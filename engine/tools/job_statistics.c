@@ -388,8 +388,9 @@ static int cmp_group_idx(const void *a, const void *b, void *ud)
 
 static int step_statistics(const stats_ctx *c, tw_statistics *s)
 {
-    qsort_r(c->gsteps, c->ngsteps, sizeof(*c->gsteps), cmp_group_idx,
-            (void *)&c->str);
+    if (c->ngsteps > 1) /* gsteps is NULL when there is none */
+        qsort_r(c->gsteps, c->ngsteps, sizeof(*c->gsteps), cmp_group_idx,
+                (void *)&c->str);
     double *v = malloc((c->ngsteps + 1) * sizeof(*v));
     s->steps = calloc(c->ngsteps + 1, sizeof(*s->steps));
     if (v == NULL || s->steps == NULL) {

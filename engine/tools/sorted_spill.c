@@ -82,7 +82,8 @@ static int cmp_rec(const void *a, const void *b, void *ud)
 
 static void sort_buffer(tw_spill *s)
 {
-    qsort_r(s->offs, s->nrec, sizeof(*s->offs), cmp_rec, s->buf);
+    if (s->nrec > 1) /* offs is NULL before the first record */
+        qsort_r(s->offs, s->nrec, sizeof(*s->offs), cmp_rec, s->buf);
 }
 
 static int write_all(int fd, const char *p, size_t n)
@@ -184,7 +185,8 @@ static int run_next(int fd, run *r)
             errno = EIO; /* a record cut off: the file changed under us */
             return TW_ERR;
         }
-        memmove(r->buf, r->buf + r->pos, have);
+        if (have > 0 && r->pos > 0) /* buf is NULL before the first read */
+            memmove(r->buf, r->buf + r->pos, have);
         r->fill = have;
         r->pos = 0;
         size_t want = have >= sizeof(rec_head) ? sizeof(rec_head) + r->head.len

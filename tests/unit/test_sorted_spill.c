@@ -64,14 +64,12 @@ static size_t sort_through(size_t buffer, size_t n, collected *out)
             memset(big + len, 'x', 60000);
             len += 60000;
         }
-        assert_int_equal(tw_spill_add(s, key, big, (size_t)len, err,
-                                      sizeof(err)),
-                         TW_OK);
+        assert_int_equal(
+            tw_spill_add(s, key, big, (size_t)len, err, sizeof(err)), TW_OK);
     }
     free(big);
     size_t runs = tw_spill_runs(s);
-    assert_int_equal(tw_spill_finish(s, collect, out, err, sizeof(err)),
-                     TW_OK);
+    assert_int_equal(tw_spill_finish(s, collect, out, err, sizeof(err)), TW_OK);
     tw_spill_free(s);
     return runs;
 }
@@ -127,9 +125,8 @@ static void test_output_failure_is_reported(void **st)
     assert_non_null(s);
     char err[256] = "";
     for (int i = 0; i < 100; i++)
-        assert_int_equal(tw_spill_add(s, 100 - i, "abcdefgh", 8, err,
-                                      sizeof(err)),
-                         TW_OK);
+        assert_int_equal(
+            tw_spill_add(s, 100 - i, "abcdefgh", 8, err, sizeof(err)), TW_OK);
     assert_true(tw_spill_runs(s) > 1);
     assert_int_equal(tw_spill_finish(s, fail_out, NULL, err, sizeof(err)),
                      TW_ERR);

@@ -334,25 +334,52 @@ static void meta(tw_json *j, const char *name, uint32_t pid, uint32_t tid,
     tw_json_object_end(j);
 }
 
+static int cmp_track(const void *a, const void *b, void *ud)
+{
+    const track *t = ud;
+    const track *x = &t[*(const size_t *)a], *y = &t[*(const size_t *)b];
+    int r = strcmp(x->node, y->node);
+    return r != 0 ? r : x->system - y->system;
+}
+
 /* Process and thread names (metadata events: no time, so after the merged
- * events), then the end of the array and otherData. */
+ * events), then the end of the array and otherData. Processes are shown
+ * by node name, so a host's system metrics sit beside its ranks. */
 static int write_tail(timeline_ctx *c, writer *w, const char *dir)
 {
     tw_json *j = c->j;
-    for (size_t i = 0; i < c->ntracks; i++) {
+    size_t *order = malloc((c->ntracks + 1) * sizeof(*order));
+    size_t *rank = malloc((c->ntracks + 1) * sizeof(*rank));
+    if (order == NULL || rank == NULL) {
+        free(order);
+        free(rank);
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < c->ntracks; i++)
+        order[i] = i;
+    if (c->ntracks > 1)
+        qsort_r(order, c->ntracks, sizeof(*order), cmp_track, c->tracks);
+    for (size_t k = 0; k < c->ntracks; k++)
+        rank[order[k]] = k;
+    free(order);
+    int rc = TW_OK;
+    for (size_t i = 0; i < c->ntracks && rc == TW_OK; i++) {
         const track *t = &c->tracks[i];
         uint32_t pid = (uint32_t)i + 1;
         char label[600];
         track_label(t, label, sizeof(label));
         tw_json_reset(j);
         meta(j, "process_name", pid, 0, "name", label, 0);
-        if (write_record(w, 0, tw_json_str(j), tw_json_len(j)) != TW_OK)
-            return TW_ERR;
+        rc = write_record(w, 0, tw_json_str(j), tw_json_len(j));
         tw_json_reset(j);
-        meta(j, "process_sort_index", pid, 0, "sort_index", NULL, pid);
-        if (write_record(w, 0, tw_json_str(j), tw_json_len(j)) != TW_OK)
-            return TW_ERR;
+        meta(j, "process_sort_index", pid, 0, "sort_index", NULL,
+             (int64_t)rank[i]);
+        if (rc == TW_OK)
+            rc = write_record(w, 0, tw_json_str(j), tw_json_len(j));
     }
+    free(rank);
+    if (rc != TW_OK)
+        return TW_ERR;
     /* thread names: the keys of thread_map are "<pid>\x1f<phase>" */
     for (size_t s = 0; s < c->thread_map.cap; s++) {
         const tw_strmap_slot *sl = &c->thread_map.slots[s];

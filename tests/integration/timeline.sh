@@ -68,10 +68,15 @@ cmp -s "$WORK/job.json" "$WORK/job-spill.json" || fail "spilled output differs"
 # track names: a process per framework node (rank) and per system node
 /usr/bin/python3 - "$WORK/job.json" <<'PY' || fail "track names"
 import json, sys
-names = sorted(e["args"]["name"] for e in json.load(open(sys.argv[1]))["traceEvents"]
-               if e["ph"] == "M" and e["name"] == "process_name")
-assert names == ["algo-1 rank 0", "algo-1 system metrics", "algo-2 rank 1",
-                 "algo-2 system metrics"], names
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+name = {e["pid"]: e["args"]["name"] for e in ev
+        if e["ph"] == "M" and e["name"] == "process_name"}
+index = {e["pid"]: e["args"]["sort_index"] for e in ev
+         if e["ph"] == "M" and e["name"] == "process_sort_index"}
+shown = [name[p] for p in sorted(index, key=index.get)]
+# by node name: a host's system metrics beside its ranks
+assert shown == ["algo-1 system metrics", "algo-1 rank 0",
+                 "algo-2 system metrics", "algo-2 rank 1"], shown
 PY
 
 # steps 100..200: from the first one's start to the last one's end

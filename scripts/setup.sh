@@ -13,6 +13,7 @@ PKGS=(
   redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind
   clang-format
   python3-torch python3-confluent-kafka python3-flatbuffers python3-setuptools
+  python3-pandas python3-numpy
 )
 
 missing=()

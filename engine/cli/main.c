@@ -24,6 +24,10 @@ static const tw_command commands[] = {
      "what a rule checks, its parameters, what its findings mean"},
     {"rules", tw_cmd_rules,
      "list built-in rules, check a plugin, run rule unit tests"},
+    {"stats", tw_cmd_stats,
+     "job, step, utilization and training-phase statistics of a folder"},
+    {"timeline", tw_cmd_timeline,
+     "merge a folder's traces and system metrics into one Chrome trace"},
 };
 
 static void usage(FILE *out)

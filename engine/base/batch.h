@@ -67,6 +67,10 @@ typedef struct tw_batch {
 
     tw_marker *markers;
     size_t nmarkers;
+
+    /* The hook's Python profiles (metrics.fbs PythonProfile): verified
+     * and counted, not decoded, since no rule reads them yet. */
+    size_t npython_profiles;
 } tw_batch;
 
 /* An empty batch with a fresh arena. Never fails except on OOM (NULL). */

@@ -547,7 +547,7 @@ static void tw_run_stats_line(const tw_router *router,
             " skewed=%" PRIu64 " skewed_batches=%" PRIu64
             " scan_cap_hits=%" PRIu64 " alerts_truncated=%" PRIu64
             " jobs_quarantined=%" PRIu64 " messages_quarantined=%" PRIu64
-            "%s\n",
+            " python_profiles=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
@@ -558,7 +558,8 @@ static void tw_run_stats_line(const tw_router *router,
             st.results_written, st.results_versions, st.results_failures,
             st.results_retries, st.results_pending, st.checkpoints_held,
             st.skewed, st.skewed_batches, st.scan_cap_hits, st.alerts_truncated,
-            st.jobs_quarantined, st.messages_quarantined, act);
+            st.jobs_quarantined, st.messages_quarantined, st.python_profiles,
+            act);
     fflush(out);
 }
 

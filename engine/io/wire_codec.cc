@@ -570,6 +570,8 @@ tw_wire_status Decoder::run(const tww::Batch *root)
         st = events(root);
     if (st == TW_WIRE_OK)
         st = markers(root);
+    if (root->python_profiles() != nullptr)
+        b_->npython_profiles = root->python_profiles()->size();
     return st;
 }
 

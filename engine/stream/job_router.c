@@ -803,6 +803,7 @@ int tw_router_batch(tw_router *r, int32_t partition, int64_t offset,
     if (offset + 1 > p->next_offset)
         p->next_offset = offset + 1;
     r->stats.batches++;
+    r->stats.python_profiles += b->npython_profiles;
     int joined_lost = 0;
     if (j == NULL) {
         if (tw_strmap_get(&p->known, id, strlen(id), &known)) {

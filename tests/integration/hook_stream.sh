@@ -193,5 +193,8 @@ print("loader: cores %d, loader processes per second %d, violations %d" % (
 PYEOF
 
 tw_run_stop A || fail "run exit status"
+# the healthy run's Python profiles reached the engine and were counted
+PROFILES=$(field python_profiles "$(cat "$WORK/A.out")")
+[ "${PROFILES:-0}" -ge 10 ] || fail "run counted python_profiles=${PROFILES:-none}"
 tw_broker_stop || fail "broker stop"
 echo "PASS hook_stream: healthy run without finding; StepOutlier alert ${LAT_ONSET} ms after the first slow step, ${LAT_DETECT} ms after the 11th (detectable); Dataloader alert ${LAT_LOADER} ms after the training process started"

@@ -132,7 +132,7 @@ typedef struct tw_router_stats {
     uint64_t alerts_truncated; /* cut to max_alert_bytes               */
     uint64_t jobs_quarantined; /* tw_router_quarantine                 */
     uint64_t messages_quarantined; /* tw_router_quarantine                 */
-    uint64_t python_profiles;  /* the hook's, verified and not evaluated */
+    uint64_t python_profiles;      /* the hook's, verified and not evaluated */
 } tw_router_stats;
 
 /* An alert to publish (key = job). partition/offset: the metrics message

@@ -9,6 +9,12 @@
  *  - different in the two modes:
  *    1. memory box plot: reference computes the memory whiskers with
  *       iqr = memory p75 - *utilisation* p25; fixed uses the memory IQR.
+ *  - fixed, phase-aware: samples of the initialization phase (before the
+ *    job's first step, rules/common/job_phase.h) are not taken in: idle,
+ *    empty GPUs while the job loads are no batch-size problem. Before
+ *    any framework event, samples within `init_grace` minutes of the
+ *    job's start count as initialization; a job without the hook is
+ *    evaluated after that.
  *  - the same in both modes: 2 (Details["last_timestamp"] is the rule's
  *    clock, scan->rule_clock_us), 3 (a node without GPU series, or a GPU
  *    without a memory series, is skipped instead of crashing), 4 (CPU
@@ -36,6 +42,7 @@
 
 #include "countmap.h"
 #include "dmap.h"
+#include "job_phase.h"
 #include "ser.h"
 #include "sysutil.h"
 #include "trainwatch/finding.h"
@@ -44,7 +51,7 @@
 #define BS_NOSEQ UINT32_MAX
 #define BS_STATE_TAG 0x42535a31u /* "BSZ1" */
 
-enum { P_CPU = 0, P_GPU, P_MEM, P_PATIENCE, P_WINDOW, P_COUNT };
+enum { P_CPU = 0, P_GPU, P_MEM, P_PATIENCE, P_WINDOW, P_INIT_GRACE, P_COUNT };
 
 static const tw_param_spec bs_params[P_COUNT] = {
     {"cpu_threshold_p95", TW_PARAM_DOUBLE, "70", 0.0, 100.0,
@@ -58,6 +65,10 @@ static const tw_param_spec bs_params[P_COUNT] = {
      "evaluate a node only when it has more than this many CPU points"},
     {"window", TW_PARAM_INT, "500", 0.0, 100000.0,
      "number of most recent points for the p95s (0 = whole history)"},
+    {"init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+     "trainwatch extension, fixed semantics only: minutes from the job's "
+     "first timestamp during which samples of a job that has shown no "
+     "framework event yet count as initialization (not evaluated)"},
 };
 
 /* A history: newest W values, whole-history multiset, length. */
@@ -110,6 +121,8 @@ typedef struct bs {
      * scan windows with a violation, and the p95s of the latest one. */
     int64_t viol_first_us, viol_last_us;
     double last_cpu95, last_gpu95, last_mem95;
+    tw_job_phase phase; /* fixed: the initialization to skip */
+    int64_t grace_us;   /* fixed: init_grace */
 } bs;
 
 static int wants_util(const tw_series *s)
@@ -202,6 +215,9 @@ static int bs_create(const tw_host *host, const tw_params *params, void **state,
     r->mem_thr = params->values[P_MEM].d;
     r->patience = params->values[P_PATIENCE].i;
     r->window = (uint32_t)params->values[P_WINDOW].i;
+    r->grace_us = params->values[P_INIT_GRACE].is_none
+                      ? 0
+                      : (int64_t)(params->values[P_INIT_GRACE].d * 60e6);
     for (int i = 0; i < P_COUNT; i++)
         r->ptext[i] = params->values[i].text;
     r->lt_seq = BS_NOSEQ;
@@ -282,8 +298,15 @@ static int bs_cpu_resolve(bs *r, const tw_scan *scan, uint32_t sid,
 
 static int bs_ingest(bs *r, const tw_scan *scan)
 {
+    int fixed = r->sem == TW_SEMANTICS_FIXED;
+    if (fixed)
+        tw_job_phase_note(&r->phase, scan);
     for (size_t i = 0; i < scan->nsamples; i++) {
         const tw_sample *smp = &scan->samples[i];
+        if (fixed &&
+            tw_job_phase_in_init(&r->phase, smp->ts, scan->first_timestamp_us,
+                                 r->grace_us))
+            continue;
         uint32_t id;
         int added;
         if (tw_seriestab_resolve(&r->mem_tab, scan, smp->series, wants_mem, &id,
@@ -592,6 +615,7 @@ static int bs_save(void *state, tw_buf *out)
     tw_ser_f64(&s, r->last_cpu95);
     tw_ser_f64(&s, r->last_gpu95);
     tw_ser_f64(&s, r->last_mem95);
+    tw_job_phase_save(&r->phase, &s);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -660,6 +684,10 @@ static int bs_restore(void *state, const void *data, size_t len, char *err,
         r->last_gpu95 = tw_deser_f64(&d);
         r->last_mem95 = tw_deser_f64(&d);
     }
+    /* the phase's trailer; absent in checkpoints of older builds */
+    memset(&r->phase, 0, sizeof(r->phase));
+    if (tw_deser_ok(&d) && d.left > 0)
+        tw_job_phase_load(&r->phase, &d);
     if (tw_deser_done(&d))
         return TW_OK;
 bad:

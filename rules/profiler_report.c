@@ -112,6 +112,10 @@ static const tw_param_spec pr_params[] = {
        "newest samples per GPU used for the p95/p5 (0 = the whole history)"),
     OV("LowGPUUtilization", "patience", TW_PARAM_INT, "1000", 0, 1e15,
        "a GPU is evaluated only when it has more than this many samples"),
+    OV("LowGPUUtilization", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+       "trainwatch extension, fixed semantics only: minutes from the job's "
+       "first timestamp during which samples of a job that has shown no "
+       "framework event yet count as initialization (not evaluated)"),
     /* StepOutlier */
     OV("StepOutlier", "stddev", TW_PARAM_DOUBLE, "3", 0.0, 1e6,
        "a step is an outlier when its duration exceeds mean + stddev * std"),
@@ -123,6 +127,14 @@ static const tw_param_spec pr_params[] = {
     OV("StepOutlier", "max_exact_steps", TW_PARAM_INT, "20000", 1000.0, 1e9,
        "trainwatch extension, fixed semantics only: steps per (node, step "
        "kind) kept exactly before switching to bounded summaries"),
+    OV("StepOutlier", "min_factor", TW_PARAM_DOUBLE, "3", 1.0, 1e6,
+       "trainwatch extension, fixed semantics only: a step is an outlier only "
+       "when it also takes more than min_factor x the median step"),
+    OV("StepOutlier", "min_outlier_fraction", TW_PARAM_DOUBLE, "0.005", 0.0,
+       1.0,
+       "trainwatch extension, fixed semantics only: trigger only when the "
+       "outliers are also more than this fraction of the (node, step kind)'s "
+       "steps"),
     /* GPUMemoryIncrease */
     OV("GPUMemoryIncrease", "increase", TW_PARAM_DOUBLE, "5", 0.0, 100.0,
        "percentage points: trigger when the moving average of GPU memory "
@@ -145,6 +157,10 @@ static const tw_param_spec pr_params[] = {
        "evaluate a node only when it has more than this many CPU points"),
     OV("BatchSize", "window", TW_PARAM_INT, "500", 0.0, 100000.0,
        "number of most recent points for the p95s (0 = whole history)"),
+    OV("BatchSize", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+       "trainwatch extension, fixed semantics only: minutes from the job's "
+       "first timestamp during which samples of a job that has shown no "
+       "framework event yet count as initialization (not evaluated)"),
     /* MaxInitializationTime */
     OV("MaxInitializationTime", "threshold", TW_PARAM_DOUBLE, "20", 0.0,
        525600.0,
@@ -198,6 +214,8 @@ static const struct {
     {"LowGPUUtilization", "threshold_p5", "100"},
     {"StepOutlier", "stddev", "1"},
     {"StepOutlier", "n_outliers", "0"},
+    {"StepOutlier", "min_factor", "1"},
+    {"StepOutlier", "min_outlier_fraction", "0"},
     {"GPUMemoryIncrease", "increase", "0"},
     {"GPUMemoryIncrease", "window", "10"},
     {"BatchSize", "cpu_threshold_p95", "100"},

@@ -1,0 +1,42 @@
+/*
+ * job_phase.h - the job's initialization phase as rules in `fixed`
+ * semantics see it (docs/rules.md, "Phases"): from the job's start to the
+ * start of its first step event (a framework event with a Step:ModeKeys
+ * mode). Rules that judge a running training (LowGPUUtilization,
+ * BatchSize, GPUMemoryIncrease) skip system samples of that phase: idle,
+ * empty GPUs before the first step are MaxInitializationTime's concern.
+ *
+ * Once framework events arrived but no step yet, every sample counts as
+ * initialization. While the job has shown no framework event at all, a
+ * sample does only within `grace_us` of the job's first timestamp: a job
+ * without the framework hook is evaluated from then on (and a hook whose
+ * first event comes later than that finds those samples counted).
+ */
+#ifndef TW_RULES_JOB_PHASE_H
+#define TW_RULES_JOB_PHASE_H
+
+#include <stdint.h>
+
+#include "ser.h"
+#include "trainwatch/plugin.h"
+
+typedef struct tw_job_phase {
+    int fw_seen;           /* any framework event so far */
+    int step_seen;         /* any step event so far */
+    int64_t first_step_us; /* the earliest step start seen */
+} tw_job_phase;
+
+/* Notes the scan's framework events (call before its samples). */
+void tw_job_phase_note(tw_job_phase *p, const tw_scan *scan);
+
+/* Whether a sample at ts (seconds since the epoch) of a job whose first
+ * timestamp is first_us lies in the initialization, as far as the events
+ * seen so far tell. */
+int tw_job_phase_in_init(const tw_job_phase *p, double ts, int64_t first_us,
+                         int64_t grace_us);
+
+/* Checkpoint: u8 fw_seen, u8 step_seen, i64 first_step_us. */
+void tw_job_phase_save(const tw_job_phase *p, tw_ser *s);
+void tw_job_phase_load(tw_job_phase *p, tw_deser *d);
+
+#endif

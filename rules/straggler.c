@@ -50,15 +50,15 @@ static const tw_param_spec sg_params[P_COUNT] = {
 #define SG_MAGIC 0x53544731u /* "STG1" */
 
 typedef struct sg_node {
-    tw_dring rel;        /* relative scores, newest `window` */
-    tw_dring ind;        /* individual scores, parallel to rel */
-    double best;         /* own fastest step (s); 0 = none yet */
-    int64_t seen_us;     /* newest step start taken in (previous scans) */
-    int64_t compared;    /* steps compared, whole job */
-    int straggler;       /* at the last evaluation */
-    double rel_mean;     /* window means at the last evaluation */
+    tw_dring rel;     /* relative scores, newest `window` */
+    tw_dring ind;     /* individual scores, parallel to rel */
+    double best;      /* own fastest step (s); 0 = none yet */
+    int64_t seen_us;  /* newest step start taken in (previous scans) */
+    int64_t compared; /* steps compared, whole job */
+    int straggler;    /* at the last evaluation */
+    double rel_mean;  /* window means at the last evaluation */
     double ind_mean;
-    double slow_share;   /* share of slow steps in the window */
+    double slow_share; /* share of slow steps in the window */
 } sg_node;
 
 /* One TRAIN step event of the current scan. */
@@ -105,8 +105,8 @@ static void sg_destroy(void *state)
     free(s);
 }
 
-static int sg_create(const tw_host *host, const tw_params *params,
-                     void **state, char *err, size_t errlen)
+static int sg_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
         snprintf(err, errlen, "Straggler: expected %d parameters, got %zu",
@@ -199,9 +199,8 @@ static int sg_collect(sg_state *s, const tw_scan *scan, size_t *n)
             s->ent = p;
             s->ecap = cap;
         }
-        s->ent[(*n)++] = (sg_entry){num, idx,
-                                    (double)(e->end_us - e->start_us) / 1e6,
-                                    e->start_us};
+        s->ent[(*n)++] = (sg_entry){
+            num, idx, (double)(e->end_us - e->start_us) / 1e6, e->start_us};
     }
     return TW_OK;
 }
@@ -258,8 +257,8 @@ static int64_t sg_judge(sg_state *s)
         for (size_t k = 0; k < len; k++)
             slow += s->scratch[k] > s->factor;
         nd->slow_share = len ? (double)slow / (double)len : 0.0;
-        nd->straggler = nd->compared >= s->patience &&
-                        nd->slow_share > s->min_fraction;
+        nd->straggler =
+            nd->compared >= s->patience && nd->slow_share > s->min_fraction;
         found += nd->straggler;
     }
     return found;
@@ -456,10 +455,9 @@ static int sg_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                     "degraded GPU, a slow disk or network link), other "
                     "processes on it, or a larger share of the data; the "
                     "other nodes' idle GPUs are waiting for it.");
-    tw_finding_text(f->parameters,
-                    "factor %g, window %u, patience %lld, min_fraction %g",
-                    s->factor, s->window, (long long)s->patience,
-                    s->min_fraction);
+    tw_finding_text(
+        f->parameters, "factor %g, window %u, patience %lld, min_fraction %g",
+        s->factor, s->window, (long long)s->patience, s->min_fraction);
     return TW_OK;
 }
 

@@ -38,8 +38,7 @@ static void sg_job_fill(sg_job *j, double slow)
             size_t k = (size_t)(s * NODES + n);
             j->args[k] = (tw_arg){"step_num", j->nums[s], TW_ARG_STRING};
             j->ev[k] = rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN",
-                                nodes[n], start,
-                                start + (int64_t)(dur * 1e6),
+                                nodes[n], start, start + (int64_t)(dur * 1e6),
                                 TW_SOURCE_PYTHONTIMELINE);
             j->ev[k].args = &j->args[k];
             j->ev[k].nargs = 1;

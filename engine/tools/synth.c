@@ -127,8 +127,8 @@ static const tw_synth_preset tw_synth_preset_table[] = {
     {"straggler", TW_SYNTH_STRAGGLER, 4, 4, 1, 720, 1, TW_SYNTH_NEEDS_2NODES,
      "node algo-2 is slow: steps 0.6 s instead of 0.25 s and GPU 40-62 % "
      "instead of 85-97 %; all other nodes healthy. Fires LowGPUUtilization "
-     "and BatchSize for algo-2's GPUs only (no built-in rule compares "
-     "nodes)."},
+     "and BatchSize for algo-2's GPUs only, and in fixed semantics "
+     "Straggler naming algo-2 (also among --nodes 8 or 16)."},
 };
 
 #define TW_SYNTH_NPRESETS                                                      \

@@ -1146,15 +1146,17 @@ static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                     "%lld outlier step(s) of '%s' on %zu node(s).",
                     (long long)total_out, worst->phase ? worst->phase : "?",
                     flagged);
+    char floor[64] = "";
+    if (s->semantics == TW_SEMANTICS_FIXED)
+        snprintf(floor, sizeof(floor), ", at least %g x the median",
+                 s->min_factor);
     tw_finding_text(f->magnitude,
                     "on %s: %lld steps above %.3f s (mean %.3f s + %g x std "
-                    "%.3f s, at least %g x the median in fixed semantics); "
-                    "the slowest 1 %% take %.3f s, %.1fx the median "
-                    "%.3f s (longest %.3f s)",
+                    "%.3f s%s); the slowest 1 %% take %.3f s, %.1fx the "
+                    "median %.3f s (longest %.3f s)",
                     worst_node, (long long)worst->n_out, thr, worst->mean,
-                    s->stddev, worst->stddev,
-                    s->semantics == TW_SEMANTICS_FIXED ? s->min_factor : 0.0,
-                    worst->p99, ratio, worst->p50, worst->max);
+                    s->stddev, worst->stddev, floor, worst->p99, ratio,
+                    worst->p50, worst->max);
     tw_finding_text(f->recommendation,
                     "Look at what runs at the slow steps (the report's "
                     "framework metrics): periodic checkpoints, evaluation or "

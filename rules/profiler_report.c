@@ -173,6 +173,10 @@ static const tw_param_spec pr_params[] = {
        "histograms above which a node counts as imbalanced"),
     OV("LoadBalancing", "patience", TW_PARAM_INT, "1000", 0.0, 1e9,
        "compare a GPU only when its series has more than this many samples"),
+    OV("LoadBalancing", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+       "trainwatch extension, fixed semantics only: minutes from the job's "
+       "first timestamp during which samples of a job that has shown no "
+       "framework event yet count as initialization (not evaluated)"),
     /* OverallSystemUsage: no parameters */
     /* Dataloader */
     OV("Dataloader", "min_threshold", TW_PARAM_DOUBLE, "70", 0.0, 1e6,

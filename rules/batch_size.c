@@ -12,7 +12,7 @@
  *  - fixed, phase-aware: samples of the initialization phase (before the
  *    job's first step, rules/common/job_phase.h) are not taken in: idle,
  *    empty GPUs while the job loads are no batch-size problem. Before
- *    any framework event, samples within `init_grace` minutes of the
+ *    the first step event, samples within `init_grace` minutes of the
  *    job's start count as initialization; a job without the hook is
  *    evaluated after that.
  *  - the same in both modes: 2 (Details["last_timestamp"] is the rule's
@@ -68,7 +68,7 @@ static const tw_param_spec bs_params[P_COUNT] = {
     {"init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
      "trainwatch extension, fixed semantics only: minutes from the job's "
      "first timestamp during which samples of a job that has shown no "
-     "framework event yet count as initialization (not evaluated)"},
+     "step event yet count as initialization (not evaluated)"},
 };
 
 /* A history: newest W values, whole-history multiset, length. */

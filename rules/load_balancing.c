@@ -17,7 +17,7 @@
  *       threshold). A violation counts once per scan and pair and sets
  *       Details[node]["distances"][g1][g2].
  *    fixed, phase-aware: samples of the initialization (before the job's
- *    first step, rules/common/job_phase.h; before any framework event,
+ *    first step, rules/common/job_phase.h; before the first step event,
  *    those within `init_grace` minutes of the job's start) are not taken
  *    in: GPUs idle alike while the job loads say nothing of its balance.
  *  - the same in both modes: 2 (>98 % invisible), 3 (Datapoints = length
@@ -62,7 +62,7 @@ static const tw_param_spec lb_params[P_COUNT] = {
     {"init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
      "trainwatch extension, fixed semantics only: minutes from the job's "
      "first timestamp during which samples of a job that has shown no "
-     "framework event yet count as initialization (not evaluated)"},
+     "step event yet count as initialization (not evaluated)"},
 };
 
 typedef struct lb_gpu {

@@ -33,7 +33,7 @@
  *    counted: idle GPUs while the job loads are MaxInitializationTime's
  *    concern. The window then holds post-init samples only (it reads the
  *    newest min(window, n) and n counts post-init samples), and
- *    `patience` counts from the first step. Before any framework event,
+ *    `patience` counts from the first step. Before the first step event,
  *    samples within `init_grace` minutes of the job's start count as
  *    initialization; a job without the hook is evaluated after that.
  *  - also different: the count map is capped at 10 001 distinct values
@@ -78,7 +78,7 @@ static const tw_param_spec params[P_COUNT] = {
     {"init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
      "trainwatch extension, fixed semantics only: minutes from the job's "
      "first timestamp during which samples of a job that has shown no "
-     "framework event yet count as initialization (not evaluated)"},
+     "step event yet count as initialization (not evaluated)"},
 };
 
 /* One GPU series being tracked (since the last reset). */

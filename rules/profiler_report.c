@@ -88,7 +88,12 @@
            "evaluate only when more than this many snapshots were seen"),      \
         OV(rule, "max_report_entries", TW_PARAM_INT, "10000", 1, 1000000,      \
            "fixed semantics: newest bottleneck entries kept in the report "    \
-           "(reference keeps all)")
+           "(reference keeps all)"),                                           \
+        OV(rule, "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,           \
+           "trainwatch extension, fixed semantics only: minutes from the "     \
+           "job's first timestamp during which samples of a job that has "     \
+           "shown no step event yet count as initialization (not "             \
+           "evaluated)")
 
 enum { P_TRIGGER_ALL = 0, P_OPT_OUT_TELEMETRY, P_FIRST_OVERRIDE };
 
@@ -116,7 +121,7 @@ static const tw_param_spec pr_params[] = {
     OV("LowGPUUtilization", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
        "trainwatch extension, fixed semantics only: minutes from the job's "
        "first timestamp during which samples of a job that has shown no "
-       "framework event yet count as initialization (not evaluated)"),
+       "step event yet count as initialization (not evaluated)"),
     /* StepOutlier */
     OV("StepOutlier", "stddev", TW_PARAM_DOUBLE, "3", 0.0, 1e6,
        "a step is an outlier when its duration exceeds mean + stddev * std"),
@@ -161,7 +166,7 @@ static const tw_param_spec pr_params[] = {
     OV("BatchSize", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
        "trainwatch extension, fixed semantics only: minutes from the job's "
        "first timestamp during which samples of a job that has shown no "
-       "framework event yet count as initialization (not evaluated)"),
+       "step event yet count as initialization (not evaluated)"),
     /* MaxInitializationTime */
     OV("MaxInitializationTime", "threshold", TW_PARAM_DOUBLE, "20", 0.0,
        525600.0,
@@ -176,7 +181,7 @@ static const tw_param_spec pr_params[] = {
     OV("LoadBalancing", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
        "trainwatch extension, fixed semantics only: minutes from the job's "
        "first timestamp during which samples of a job that has shown no "
-       "framework event yet count as initialization (not evaluated)"),
+       "step event yet count as initialization (not evaluated)"),
     /* OverallSystemUsage: no parameters */
     /* Dataloader */
     OV("Dataloader", "min_threshold", TW_PARAM_DOUBLE, "70", 0.0, 1e6,

@@ -9,6 +9,7 @@
 
 #include "dmap.h"
 #include "fwagg.h"
+#include "job_phase.h"
 #include "ser.h"
 #include "trainwatch/finding.h"
 
@@ -62,6 +63,8 @@ typedef struct bneck {
     uint64_t high_peak_pct; /* highest "high" sample in a bottleneck, % */
     tw_fwagg agg;
     tw_keyorder order;
+    tw_job_phase phase; /* fixed: the initialization to skip */
+    int64_t grace_us;   /* fixed: init_grace */
 } bneck;
 
 void tw_bneck_destroy(void *state)
@@ -100,6 +103,9 @@ int tw_bneck_create(const tw_bneck_kind *kind, const tw_host *host,
     b->gpu_threshold = p->values[TW_BNECK_P_GPU].d;
     b->high_threshold = p->values[TW_BNECK_P_HIGH].d;
     b->patience = p->values[TW_BNECK_P_PATIENCE].i;
+    b->grace_us = p->values[TW_BNECK_P_INIT_GRACE].is_none
+                      ? 0
+                      : (int64_t)(p->values[TW_BNECK_P_INIT_GRACE].d * 60e6);
     for (int i = 0; i < TW_BNECK_P_COUNT; i++)
         b->param_text[i] = p->values[i].text;
     b->ring_max = b->sem == TW_SEMANTICS_FIXED
@@ -117,6 +123,14 @@ int tw_bneck_create(const tw_bneck_kind *kind, const tw_host *host,
 static int fixed(const bneck *b)
 {
     return b->ring_max > 0;
+}
+
+/* fixed: a sample of the initialization makes no snapshot. */
+static int in_init(const bneck *b, const tw_scan *sc, const tw_sample *s)
+{
+    return fixed(b) &&
+           tw_job_phase_in_init(&b->phase, s->ts, sc->first_timestamp_us,
+                                b->grace_us);
 }
 
 static void reset_map(bneck *b)
@@ -211,6 +225,8 @@ static int note_nodes(bneck *b, const tw_scan *sc, double anchor)
     }
     for (size_t i = 0; i < sc->nsamples; i++) {
         const tw_sample *s = &sc->samples[i];
+        if (in_init(b, sc, s))
+            continue;
         if (fabs(anchor - s->ts) > BNECK_SNAPSHOT_S)
             anchor = s->ts;
         if (s->series >= sc->nseries)
@@ -258,9 +274,13 @@ int tw_bneck_scan(void *state, const tw_scan *sc, tw_scan_result *out,
 
     tw_dmap_clear(&b->g);
     tw_dmap_clear(&b->c);
+    if (fixed(b))
+        tw_job_phase_note(&b->phase, sc);
     double anchor0 = b->anchor;
     for (size_t i = 0; i < sc->nsamples; i++) {
         const tw_sample *s = &sc->samples[i];
+        if (in_init(b, sc, s))
+            continue;
         if (fabs(b->anchor - s->ts) > BNECK_SNAPSHOT_S) {
             b->anchor = s->ts;
             b->datapoints++;
@@ -532,6 +552,7 @@ int tw_bneck_save(void *state, tw_buf *out)
     tw_ser_u64(&s, b->nnode_hits);
     for (size_t i = 0; i < b->nnode_hits; i++)
         tw_ser_u64(&s, b->node_hits[i]);
+    tw_job_phase_save(&b->phase, &s);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -608,6 +629,10 @@ int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
         for (size_t i = 0; i < b->nnode_hits && tw_deser_ok(&d); i++)
             b->node_hits[i] = tw_deser_u64(&d);
     }
+    /* the phase's trailer; absent in checkpoints of older builds */
+    memset(&b->phase, 0, sizeof(b->phase));
+    if (tw_deser_ok(&d) && d.left > 0)
+        tw_job_phase_load(&b->phase, &d);
     if (!tw_deser_done(&d)) {
         snprintf(err, errlen, "%s: corrupt checkpoint", b->kind->rule_name);
         return TW_ERR;

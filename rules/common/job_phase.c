@@ -21,8 +21,6 @@ int tw_job_phase_in_init(const tw_job_phase *p, double ts, int64_t first_us,
 {
     if (p->step_seen)
         return ts * 1e6 < (double)p->first_step_us;
-    if (p->fw_seen)
-        return 1;
     return ts * 1e6 < (double)first_us + (double)grace_us;
 }
 

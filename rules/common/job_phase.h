@@ -6,11 +6,12 @@
  * BatchSize, GPUMemoryIncrease) skip system samples of that phase: idle,
  * empty GPUs before the first step are MaxInitializationTime's concern.
  *
- * Once framework events arrived but no step yet, every sample counts as
- * initialization. While the job has shown no framework event at all, a
- * sample does only within `grace_us` of the job's first timestamp: a job
- * without the framework hook is evaluated from then on (and a hook whose
- * first event comes later than that finds those samples counted).
+ * Until the first step event arrives, a sample counts as initialization
+ * only within `grace_us` of the job's first timestamp: a job without the
+ * framework hook, or whose traces hold no step events (a Horovod or
+ * TF-profiler timeline only), is evaluated from then on, and an
+ * initialization longer than that finds its later samples counted.
+ * (GPUMemoryIncrease keeps its own rule for that case, its header says.)
  */
 #ifndef TW_RULES_JOB_PHASE_H
 #define TW_RULES_JOB_PHASE_H
@@ -21,7 +22,7 @@
 #include "trainwatch/plugin.h"
 
 typedef struct tw_job_phase {
-    int fw_seen;           /* any framework event so far */
+    int fw_seen;           /* any framework event so far (GPUMemoryIncrease) */
     int step_seen;         /* any step event so far */
     int64_t first_step_us; /* the earliest step start seen */
 } tw_job_phase;

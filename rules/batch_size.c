@@ -9,6 +9,12 @@
  *  - different in the two modes:
  *    1. memory box plot: reference computes the memory whiskers with
  *       iqr = memory p75 - *utilisation* p25; fixed uses the memory IQR.
+ *  - fixed, phase-aware: samples of the initialization phase (before the
+ *    job's first step, rules/common/job_phase.h) are not taken in: idle,
+ *    empty GPUs while the job loads are no batch-size problem. Before
+ *    the first step event, samples within `init_grace` minutes of the
+ *    job's start count as initialization; a job without the hook is
+ *    evaluated after that.
  *  - the same in both modes: 2 (Details["last_timestamp"] is the rule's
  *    clock, scan->rule_clock_us), 3 (a node without GPU series, or a GPU
  *    without a memory series, is skipped instead of crashing), 4 (CPU
@@ -34,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job_phase.h"
 #include "sysutil.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/dmap.h"
@@ -44,7 +51,7 @@
 #define BS_NOSEQ UINT32_MAX
 #define BS_STATE_TAG 0x42535a31u /* "BSZ1" */
 
-enum { P_CPU = 0, P_GPU, P_MEM, P_PATIENCE, P_WINDOW, P_COUNT };
+enum { P_CPU = 0, P_GPU, P_MEM, P_PATIENCE, P_WINDOW, P_INIT_GRACE, P_COUNT };
 
 static const tw_param_spec bs_params[P_COUNT] = {
     {"cpu_threshold_p95", TW_PARAM_DOUBLE, "70", 0.0, 100.0,
@@ -58,6 +65,10 @@ static const tw_param_spec bs_params[P_COUNT] = {
      "evaluate a node only when it has more than this many CPU points"},
     {"window", TW_PARAM_INT, "500", 0.0, 100000.0,
      "number of most recent points for the p95s (0 = whole history)"},
+    {"init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+     "trainwatch extension, fixed semantics only: minutes from the job's "
+     "first timestamp during which samples of a job that has shown no "
+     "step event yet count as initialization (not evaluated)"},
 };
 
 /* A history: newest W values, whole-history multiset, length. */
@@ -87,6 +98,7 @@ typedef struct bs {
     int64_t patience;
     uint32_t window;
     const char *ptext[P_COUNT];
+    char params_text[512]; /* RuleParameters: the reference's parameters */
 
     tw_namemap cpu_nodes; /* nodes with CPU data, first-seen order */
     bs_cpu_node *cpu;
@@ -110,6 +122,8 @@ typedef struct bs {
      * scan windows with a violation, and the p95s of the latest one. */
     int64_t viol_first_us, viol_last_us;
     double last_cpu95, last_gpu95, last_mem95;
+    tw_job_phase phase; /* fixed: the initialization to skip */
+    int64_t grace_us;   /* fixed: init_grace */
 } bs;
 
 static int wants_util(const tw_series *s)
@@ -182,6 +196,11 @@ static void bs_destroy(void *state)
     free(r);
 }
 
+static const char *bs_parameters_text(void *state)
+{
+    return ((const bs *)state)->params_text;
+}
+
 static int bs_create(const tw_host *host, const tw_params *params, void **state,
                      char *err, size_t errlen)
 {
@@ -202,8 +221,18 @@ static int bs_create(const tw_host *host, const tw_params *params, void **state,
     r->mem_thr = params->values[P_MEM].d;
     r->patience = params->values[P_PATIENCE].i;
     r->window = (uint32_t)params->values[P_WINDOW].i;
+    r->grace_us = params->values[P_INIT_GRACE].is_none
+                      ? 0
+                      : (int64_t)(params->values[P_INIT_GRACE].d * 60e6);
     for (int i = 0; i < P_COUNT; i++)
         r->ptext[i] = params->values[i].text;
+    if (tw_job_phase_params_text(bs_params, params, P_INIT_GRACE,
+                                 r->params_text,
+                                 sizeof(r->params_text)) != TW_OK) {
+        snprintf(err, errlen, "BatchSize: parameter values too long");
+        free(r);
+        return TW_ERR;
+    }
     r->lt_seq = BS_NOSEQ;
     tw_namemap_init(&r->cpu_nodes);
     tw_namemap_init(&r->cores);
@@ -282,8 +311,15 @@ static int bs_cpu_resolve(bs *r, const tw_scan *scan, uint32_t sid,
 
 static int bs_ingest(bs *r, const tw_scan *scan)
 {
+    int fixed = r->sem == TW_SEMANTICS_FIXED;
+    if (fixed)
+        tw_job_phase_note(&r->phase, scan);
     for (size_t i = 0; i < scan->nsamples; i++) {
         const tw_sample *smp = &scan->samples[i];
+        if (fixed &&
+            tw_job_phase_in_init(&r->phase, smp->ts, scan->first_timestamp_us,
+                                 r->grace_us))
+            continue;
         uint32_t id;
         int added;
         if (tw_seriestab_resolve(&r->mem_tab, scan, smp->series, wants_mem, &id,
@@ -575,6 +611,7 @@ static int bs_save(void *state, tw_buf *out)
     tw_ser_f64(&s, r->last_cpu95);
     tw_ser_f64(&s, r->last_gpu95);
     tw_ser_f64(&s, r->last_mem95);
+    tw_job_phase_save(&r->phase, &s);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -643,6 +680,10 @@ static int bs_restore(void *state, const void *data, size_t len, char *err,
         r->last_gpu95 = tw_deser_f64(&d);
         r->last_mem95 = tw_deser_f64(&d);
     }
+    /* the phase's trailer; absent in checkpoints of older builds */
+    memset(&r->phase, 0, sizeof(r->phase));
+    if (tw_deser_ok(&d) && d.left > 0)
+        tw_job_phase_load(&r->phase, &d);
     if (tw_deser_done(&d))
         return TW_OK;
 bad:
@@ -710,6 +751,7 @@ static const tw_rule_descriptor bs_descriptor = {
     .create = bs_create,
     .scan = bs_scan,
     .details = bs_details,
+    .parameters_text = bs_parameters_text,
     .save = bs_save,
     .restore = bs_restore,
     .destroy = bs_destroy,

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job_phase.h"
 #include "sysutil.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
@@ -104,9 +105,7 @@ typedef struct gmi {
     uint32_t next_seq;
     uint32_t lt_seq; /* order of Details["last_timestamp"]     */
     int64_t last_timestamp;
-    int fw_seen; /* any framework event so far (fixed)     */
-    int step_seen;
-    int64_t first_step_us; /* earliest step start seen (fixed)       */
+    tw_job_phase phase; /* the first step start (fixed) */
 
     /* For the finding (an optional checkpoint trailer): sample times of
      * the first and the last increase, and the largest increase. */
@@ -212,10 +211,10 @@ static int gmi_eligible(const gmi *r, const gmi_series *s, double ts)
 {
     if (r->sem == TW_SEMANTICS_REFERENCE)
         return (int64_t)s->n > r->patience;
-    if (r->step_seen)
+    if (r->phase.step_seen)
         return (int64_t)s->n > r->patience &&
-               ts * 1e6 >= (double)r->first_step_us;
-    if (!r->fw_seen)
+               ts * 1e6 >= (double)r->phase.first_step_us;
+    if (!r->phase.fw_seen)
         return (int64_t)s->n_nonzero > r->patience;
     return 0;
 }
@@ -293,17 +292,8 @@ static int gmi_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                     char *err, size_t errlen)
 {
     gmi *r = state;
-    if (r->sem == TW_SEMANTICS_FIXED) {
-        for (size_t i = 0; i < scan->nevents; i++) {
-            const tw_fw_event *e = &scan->events[i];
-            r->fw_seen = 1;
-            if (e->mode != TW_MODE_NONE &&
-                (!r->step_seen || e->start_us < r->first_step_us)) {
-                r->step_seen = 1;
-                r->first_step_us = e->start_us;
-            }
-        }
-    }
+    if (r->sem == TW_SEMANTICS_FIXED)
+        tw_job_phase_note(&r->phase, scan);
     for (size_t i = 0; i < scan->nsamples; i++) {
         const tw_sample *smp = &scan->samples[i];
         uint32_t id;
@@ -385,9 +375,7 @@ static int gmi_save(void *state, tw_buf *out)
     tw_ser_u32(&s, r->next_seq);
     tw_ser_u32(&s, r->lt_seq);
     tw_ser_i64(&s, r->last_timestamp);
-    tw_ser_u8(&s, (uint8_t)r->fw_seen);
-    tw_ser_u8(&s, (uint8_t)r->step_seen);
-    tw_ser_i64(&s, r->first_step_us);
+    tw_job_phase_save(&r->phase, &s);
     tw_seriestab_save(&r->tab, &s);
     for (uint32_t n = 0; n < tw_seriestab_nnodes(&r->tab); n++)
         tw_ser_u32(&s, r->node_seq[n]);
@@ -425,9 +413,7 @@ static int gmi_restore(void *state, const void *data, size_t len, char *err,
     r->next_seq = tw_deser_u32(&d);
     r->lt_seq = tw_deser_u32(&d);
     r->last_timestamp = tw_deser_i64(&d);
-    r->fw_seen = tw_deser_u8(&d);
-    r->step_seen = tw_deser_u8(&d);
-    r->first_step_us = tw_deser_i64(&d);
+    tw_job_phase_load(&r->phase, &d);
     if (tw_seriestab_load(&r->tab, &d) != TW_OK)
         goto bad;
     for (uint32_t i = 0; i < tw_seriestab_count(&r->tab); i++)

@@ -16,6 +16,10 @@
  *       p_i > 0); an all-zero histogram gives NaN (never above the
  *       threshold). A violation counts once per scan and pair and sets
  *       Details[node]["distances"][g1][g2].
+ *    fixed, phase-aware: samples of the initialization (before the job's
+ *    first step, rules/common/job_phase.h; before the first step event,
+ *    those within `init_grace` minutes of the job's start) are not taken
+ *    in: GPUs idle alike while the job loads say nothing of its balance.
  *  - the same in both modes: 2 (>98 % invisible), 3 (Datapoints = length
  *    of the series of the last sample), the 1 000 000 reset (all series
  *    and histograms cleared, the sample that overflowed is lost; Details
@@ -36,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job_phase.h"
 #include "sysutil.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
@@ -46,7 +51,7 @@
 #define LB_NOSEQ UINT32_MAX
 #define LB_STATE_TAG 0x4c424c31u /* "LBL1" */
 
-enum { P_THRESHOLD = 0, P_PATIENCE, P_COUNT };
+enum { P_THRESHOLD = 0, P_PATIENCE, P_INIT_GRACE, P_COUNT };
 
 static const tw_param_spec lb_params[P_COUNT] = {
     {"threshold", TW_PARAM_DOUBLE, "0.2", 0.0, 1.0,
@@ -54,6 +59,10 @@ static const tw_param_spec lb_params[P_COUNT] = {
      "histograms above which a node counts as imbalanced"},
     {"patience", TW_PARAM_INT, "1000", 0.0, 1e9,
      "compare a GPU only when its series has more than this many samples"},
+    {"init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+     "trainwatch extension, fixed semantics only: minutes from the job's "
+     "first timestamp during which samples of a job that has shown no "
+     "step event yet count as initialization (not evaluated)"},
 };
 
 typedef struct lb_gpu {
@@ -85,6 +94,7 @@ typedef struct lb {
     double threshold;
     int64_t patience;
     const char *ptext[P_COUNT];
+    char params_text[512]; /* RuleParameters: the reference's parameters */
 
     tw_seriestab tab;
     lb_gpu *gpu;
@@ -97,6 +107,8 @@ typedef struct lb {
     /* For the finding (an optional checkpoint trailer): the first and the
      * last scan window with an unbalanced pair. */
     int64_t viol_first_us, viol_last_us;
+    tw_job_phase phase; /* fixed: the initialization to skip */
+    int64_t grace_us;   /* fixed: init_grace */
 
     int64_t triggered, violations, datapoints;
     uint32_t next_seq;
@@ -122,6 +134,11 @@ static void lb_destroy(void *state)
     free(r);
 }
 
+static const char *lb_parameters_text(void *state)
+{
+    return ((const lb *)state)->params_text;
+}
+
 static int lb_create(const tw_host *host, const tw_params *params, void **state,
                      char *err, size_t errlen)
 {
@@ -139,8 +156,18 @@ static int lb_create(const tw_host *host, const tw_params *params, void **state,
     r->sem = params->semantics;
     r->threshold = params->values[P_THRESHOLD].d;
     r->patience = params->values[P_PATIENCE].i;
+    r->grace_us = params->values[P_INIT_GRACE].is_none
+                      ? 0
+                      : (int64_t)(params->values[P_INIT_GRACE].d * 60e6);
     for (int i = 0; i < P_COUNT; i++)
         r->ptext[i] = params->values[i].text;
+    if (tw_job_phase_params_text(lb_params, params, P_INIT_GRACE,
+                                 r->params_text,
+                                 sizeof(r->params_text)) != TW_OK) {
+        snprintf(err, errlen, "LoadBalancing: parameter values too long");
+        free(r);
+        return TW_ERR;
+    }
     tw_seriestab_init(&r->tab);
     *state = r;
     return TW_OK;
@@ -285,8 +312,15 @@ static int lb_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                    char *err, size_t errlen)
 {
     lb *r = state;
+    int fixed = r->sem == TW_SEMANTICS_FIXED;
+    if (fixed)
+        tw_job_phase_note(&r->phase, scan);
     for (size_t i = 0; i < scan->nsamples; i++) {
         const tw_sample *smp = &scan->samples[i];
+        if (fixed &&
+            tw_job_phase_in_init(&r->phase, smp->ts, scan->first_timestamp_us,
+                                 r->grace_us))
+            continue;
         uint32_t id;
         int added;
         if (tw_seriestab_resolve(&r->tab, scan, smp->series, wants_util, &id,
@@ -540,6 +574,7 @@ static int lb_save(void *state, tw_buf *out)
     }
     tw_ser_i64(&s, r->viol_first_us);
     tw_ser_i64(&s, r->viol_last_us);
+    tw_job_phase_save(&r->phase, &s);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -589,6 +624,10 @@ static int lb_restore(void *state, const void *data, size_t len, char *err,
         r->viol_first_us = tw_deser_i64(&d);
         r->viol_last_us = tw_deser_i64(&d);
     }
+    /* the phase's trailer; absent in checkpoints of older builds */
+    memset(&r->phase, 0, sizeof(r->phase));
+    if (tw_deser_ok(&d) && d.left > 0)
+        tw_job_phase_load(&r->phase, &d);
     if (tw_deser_done(&d))
         return TW_OK;
 bad:
@@ -606,6 +645,7 @@ static const tw_rule_descriptor lb_descriptor = {
     .create = lb_create,
     .scan = lb_scan,
     .details = lb_details,
+    .parameters_text = lb_parameters_text,
     .save = lb_save,
     .restore = lb_restore,
     .destroy = lb_destroy,

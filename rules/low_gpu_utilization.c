@@ -28,7 +28,15 @@
  *    series is forgotten (counts, count maps, visiting order) and the next
  *    scan starts empty; the report keeps its Details;
  *  - integer samples are doubles (gpu_max prints as 90.0);
- *  - the only difference: the count map is capped at 10 001 distinct values
+ *  - differ (fixed, phase-aware): samples of the initialization phase
+ *    (before the job's first step, rules/common/job_phase.h) are not
+ *    counted: idle GPUs while the job loads are MaxInitializationTime's
+ *    concern. The window then holds post-init samples only (it reads the
+ *    newest min(window, n) and n counts post-init samples), and
+ *    `patience` counts from the first step. Before the first step event,
+ *    samples within `init_grace` minutes of the job's start count as
+ *    initialization; a job without the hook is evaluated after that.
+ *  - also different: the count map is capped at 10 001 distinct values
  *    per GPU in `fixed` (then coarsened to 0.01 steps, see countmap.h; max
  *    and min stay exact, quantiles of a non-percentage stream become
  *    approximate) and uncapped in `reference`.
@@ -46,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job_phase.h"
 #include "select.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
@@ -55,7 +64,7 @@
 
 #define LOWGPU_MAX_DATAPOINTS 1000000u
 
-enum { P_P95, P_P5, P_WINDOW, P_PATIENCE, P_COUNT };
+enum { P_P95, P_P5, P_WINDOW, P_PATIENCE, P_INIT_GRACE, P_COUNT };
 
 static const tw_param_spec params[P_COUNT] = {
     {"threshold_p95", TW_PARAM_DOUBLE, "70", 0, 100,
@@ -66,6 +75,10 @@ static const tw_param_spec params[P_COUNT] = {
      "newest samples per GPU used for the p95/p5 (0 = the whole history)"},
     {"patience", TW_PARAM_INT, "1000", 0, 1e15,
      "a GPU is evaluated only when it has more than this many samples"},
+    {"init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+     "trainwatch extension, fixed semantics only: minutes from the job's "
+     "first timestamp during which samples of a job that has shown no "
+     "step event yet count as initialization (not evaluated)"},
 };
 
 /* One GPU series being tracked (since the last reset). */
@@ -96,6 +109,7 @@ typedef struct lowgpu {
     double p95, p5;
     int64_t window, patience;
     const char *param_text[P_COUNT];
+    char params_text[512]; /* RuleParameters: the reference's parameters */
 
     gpu_series *gpus; /* first-appearance order */
     size_t ngpus, capgpus;
@@ -110,7 +124,9 @@ typedef struct lowgpu {
     int64_t last_ts;
 
     int64_t triggered, violations, datapoints;
-    double *scratch; /* window values */
+    double *scratch;    /* window values */
+    tw_job_phase phase; /* fixed: the initialization to skip */
+    int64_t grace_us;   /* fixed: init_grace */
 
     /* Indexes, so that a job's cost stays linear in its GPUs: */
     tw_smap node_ids; /* node -> nodes index + 1 */
@@ -191,6 +207,11 @@ static void destroy(void *state)
     free(r);
 }
 
+static const char *parameters_text(void *state)
+{
+    return ((const lowgpu *)state)->params_text;
+}
+
 static int create(const tw_host *host, const tw_params *p, void **state,
                   char *err, size_t errlen)
 {
@@ -210,8 +231,17 @@ static int create(const tw_host *host, const tw_params *p, void **state,
     r->p5 = p->values[P_P5].d;
     r->window = p->values[P_WINDOW].i;
     r->patience = p->values[P_PATIENCE].i;
+    r->grace_us = p->values[P_INIT_GRACE].is_none
+                      ? 0
+                      : (int64_t)(p->values[P_INIT_GRACE].d * 60e6);
     for (int i = 0; i < P_COUNT; i++)
         r->param_text[i] = p->values[i].text;
+    if (tw_job_phase_params_text(params, p, P_INIT_GRACE, r->params_text,
+                                 sizeof(r->params_text)) != TW_OK) {
+        snprintf(err, errlen, "LowGPUUtilization: parameter values too long");
+        free(r);
+        return TW_ERR;
+    }
     r->ts_pos = -1;
     if (r->window > 0) {
         r->scratch = malloc((size_t)r->window * sizeof(double));
@@ -391,10 +421,16 @@ static int scan(void *state, const tw_scan *sc, tw_scan_result *out, char *err,
                 size_t errlen)
 {
     lowgpu *r = state;
+    int fixed = r->sem == TW_SEMANTICS_FIXED;
+    if (fixed)
+        tw_job_phase_note(&r->phase, sc);
     for (size_t i = 0; i < sc->nsamples; i++) {
         const tw_sample *s = &sc->samples[i];
         if (s->series >= sc->nseries ||
             sc->series[s->series].metric != TW_METRIC_GPU_UTIL)
+            continue;
+        if (fixed && tw_job_phase_in_init(&r->phase, s->ts,
+                                          sc->first_timestamp_us, r->grace_us))
             continue;
         gpu_series *g = gpu_of_series(r, sc, s->series);
         if (g == NULL || tw_countmap_add(&g->hist, s->value) != TW_OK) {
@@ -571,6 +607,7 @@ static int save(void *state, tw_buf *out)
     }
     tw_ser_i64(&s, r->viol_first_us);
     tw_ser_i64(&s, r->viol_last_us);
+    tw_job_phase_save(&r->phase, &s);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -751,6 +788,10 @@ static int restore(void *state, const void *data, size_t len, char *err,
         r->viol_first_us = tw_deser_i64(&d);
         r->viol_last_us = tw_deser_i64(&d);
     }
+    /* the phase's trailer; absent in checkpoints of older builds */
+    memset(&r->phase, 0, sizeof(r->phase));
+    if (tw_deser_ok(&d) && d.left > 0)
+        tw_job_phase_load(&r->phase, &d);
     if (!tw_deser_done(&d) || r->ts_pos > (int64_t)r->ndet) {
         snprintf(err, errlen, "LowGPUUtilization: corrupt checkpoint");
         return TW_ERR;
@@ -779,7 +820,7 @@ static const tw_rule_descriptor descriptor = {
     "input pipeline stalls; prefetch, add loader workers, pin memory, and "
     "look for periodic pauses in the training loop.",
     details,
-    NULL, /* RuleParameters: every parameter, in order */
+    parameters_text, /* RuleParameters: the reference's, not init_grace */
 };
 
 TW_PLUGIN_EXPORT const tw_rule_descriptor *trainwatch_rule(void)

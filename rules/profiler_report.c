@@ -3,8 +3,9 @@
  *
  * Runs the eleven built-in profiler rules, in the reference's fixed order,
  * on the scans the host delivers to ProfilerReport, and reports all their
- * reports at once. Each sub-rule is an ordinary rule instance created
- * through host->subrule_create with ProfilerReport's semantics.
+ * reports at once; in `fixed` semantics also Straggler (a trainwatch rule,
+ * docs/rules.md), after them. Each sub-rule is an ordinary rule instance
+ * created through host->subrule_create with ProfilerReport's semantics.
  *
  * Parameters (extensions; the reference's ProfilerReport takes only
  * scan_interval_us and nb_path, and the tick is the engine's):
@@ -87,7 +88,12 @@
            "evaluate only when more than this many snapshots were seen"),      \
         OV(rule, "max_report_entries", TW_PARAM_INT, "10000", 1, 1000000,      \
            "fixed semantics: newest bottleneck entries kept in the report "    \
-           "(reference keeps all)")
+           "(reference keeps all)"),                                           \
+        OV(rule, "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,           \
+           "trainwatch extension, fixed semantics only: minutes from the "     \
+           "job's first timestamp during which samples of a job that has "     \
+           "shown no step event yet count as initialization (not "             \
+           "evaluated)")
 
 enum { P_TRIGGER_ALL = 0, P_OPT_OUT_TELEMETRY, P_FIRST_OVERRIDE };
 
@@ -112,6 +118,10 @@ static const tw_param_spec pr_params[] = {
        "newest samples per GPU used for the p95/p5 (0 = the whole history)"),
     OV("LowGPUUtilization", "patience", TW_PARAM_INT, "1000", 0, 1e15,
        "a GPU is evaluated only when it has more than this many samples"),
+    OV("LowGPUUtilization", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+       "trainwatch extension, fixed semantics only: minutes from the job's "
+       "first timestamp during which samples of a job that has shown no "
+       "step event yet count as initialization (not evaluated)"),
     /* StepOutlier */
     OV("StepOutlier", "stddev", TW_PARAM_DOUBLE, "3", 0.0, 1e6,
        "a step is an outlier when its duration exceeds mean + stddev * std"),
@@ -123,6 +133,14 @@ static const tw_param_spec pr_params[] = {
     OV("StepOutlier", "max_exact_steps", TW_PARAM_INT, "20000", 1000.0, 1e9,
        "trainwatch extension, fixed semantics only: steps per (node, step "
        "kind) kept exactly before switching to bounded summaries"),
+    OV("StepOutlier", "min_factor", TW_PARAM_DOUBLE, "3", 1.0, 1e6,
+       "trainwatch extension, fixed semantics only: a step is an outlier only "
+       "when it also takes more than min_factor x the median step"),
+    OV("StepOutlier", "min_outlier_fraction", TW_PARAM_DOUBLE, "0.005", 0.0,
+       1.0,
+       "trainwatch extension, fixed semantics only: trigger only when the "
+       "outliers are also more than this fraction of the (node, step kind)'s "
+       "steps"),
     /* GPUMemoryIncrease */
     OV("GPUMemoryIncrease", "increase", TW_PARAM_DOUBLE, "5", 0.0, 100.0,
        "percentage points: trigger when the moving average of GPU memory "
@@ -145,6 +163,10 @@ static const tw_param_spec pr_params[] = {
        "evaluate a node only when it has more than this many CPU points"),
     OV("BatchSize", "window", TW_PARAM_INT, "500", 0.0, 100000.0,
        "number of most recent points for the p95s (0 = whole history)"),
+    OV("BatchSize", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+       "trainwatch extension, fixed semantics only: minutes from the job's "
+       "first timestamp during which samples of a job that has shown no "
+       "step event yet count as initialization (not evaluated)"),
     /* MaxInitializationTime */
     OV("MaxInitializationTime", "threshold", TW_PARAM_DOUBLE, "20", 0.0,
        525600.0,
@@ -156,6 +178,10 @@ static const tw_param_spec pr_params[] = {
        "histograms above which a node counts as imbalanced"),
     OV("LoadBalancing", "patience", TW_PARAM_INT, "1000", 0.0, 1e9,
        "compare a GPU only when its series has more than this many samples"),
+    OV("LoadBalancing", "init_grace", TW_PARAM_DOUBLE, "30", 0.0, 525600.0,
+       "trainwatch extension, fixed semantics only: minutes from the job's "
+       "first timestamp during which samples of a job that has shown no "
+       "step event yet count as initialization (not evaluated)"),
     /* OverallSystemUsage: no parameters */
     /* Dataloader */
     OV("Dataloader", "min_threshold", TW_PARAM_DOUBLE, "70", 0.0, 1e6,
@@ -170,21 +196,34 @@ static const tw_param_spec pr_params[] = {
        "trainwatch extension, fixed semantics only: distinct data-loading "
        "durations kept exactly before they are rounded (bounds memory)"),
     /* OverallFrameworkMetrics: no parameters */
+    /* Straggler (fixed semantics only) */
+    OV("Straggler", "factor", TW_PARAM_DOUBLE, "1.5", 1.0, 1e6,
+       "a node's step is slow when it takes more than factor x the fastest "
+       "node's step of the same number"),
+    OV("Straggler", "window", TW_PARAM_INT, "50", 1.0, 100000.0,
+       "newest compared steps per node that decide"),
+    OV("Straggler", "patience", TW_PARAM_INT, "20", 1.0, 1e9,
+       "compared steps a node needs before it is judged"),
+    OV("Straggler", "min_fraction", TW_PARAM_DOUBLE, "0.5", 0.0, 1.0,
+       "a node is a straggler when more than this fraction of its window's "
+       "steps are slow"),
 };
 
 #define PR_NPARAMS (sizeof(pr_params) / sizeof(pr_params[0]))
 
-/* The sub-rules in the reference's order (RULES.md §3.12). */
+/* The sub-rules in the reference's order (RULES.md §3.12), then the
+ * trainwatch rules that run in `fixed` semantics only. */
 static const char *const pr_rules[] = {
     "CPUBottleneck",           "IOBottleneck",
     "LowGPUUtilization",       "StepOutlier",
     "GPUMemoryIncrease",       "BatchSize",
     "MaxInitializationTime",   "LoadBalancing",
     "OverallSystemUsage",      "Dataloader",
-    "OverallFrameworkMetrics",
+    "OverallFrameworkMetrics", "Straggler",
 };
 
 #define PR_NSUB (sizeof(pr_rules) / sizeof(pr_rules[0]))
+#define PR_NSUB_REFERENCE 11u /* the reference's own sub-rules */
 
 /* RULES.md §6.3's TRIGGER_ALL list (rules not listed keep defaults). */
 static const struct {
@@ -198,6 +237,8 @@ static const struct {
     {"LowGPUUtilization", "threshold_p5", "100"},
     {"StepOutlier", "stddev", "1"},
     {"StepOutlier", "n_outliers", "0"},
+    {"StepOutlier", "min_factor", "1"},
+    {"StepOutlier", "min_outlier_fraction", "0"},
     {"GPUMemoryIncrease", "increase", "0"},
     {"GPUMemoryIncrease", "window", "10"},
     {"BatchSize", "cpu_threshold_p95", "100"},
@@ -229,6 +270,7 @@ typedef struct pr_state {
     const tw_host *host;
     tw_semantics sem;
     pr_sub subs[PR_NSUB];
+    size_t nsub; /* sub-rules run: the reference's, plus Straggler (fixed) */
     int any_met; /* some sub-rule's condition was met in some scan */
     char *params_text;
 } pr_state;
@@ -293,13 +335,14 @@ static int pr_create(const tw_host *host, const tw_params *params, void **state,
     }
     s->host = host;
     s->sem = params->semantics;
+    s->nsub = s->sem == TW_SEMANTICS_FIXED ? PR_NSUB : PR_NSUB_REFERENCE;
     if (build_params_text(s, params) != TW_OK) {
         snprintf(err, errlen, PR_NAME ": out of memory");
         pr_destroy(s);
         return TW_ERR;
     }
     int trigger_all = params->values[P_TRIGGER_ALL].i != 0;
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         /* The preset first, then the user's overrides: the host keeps the
          * last value given for a key. */
         const char *keys[PR_NPRESET + PR_NPARAMS];
@@ -346,7 +389,7 @@ static int pr_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                             ? scan->first_timestamp_us
                             : scan->start_us;
     int met = 0;
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         pr_sub *u = &s->subs[r];
         if (u->status == PR_ERROR)
             continue;
@@ -377,13 +420,13 @@ static int pr_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     }
     s->any_met |= met;
     if (scan->final)
-        for (size_t r = 0; r < PR_NSUB; r++)
+        for (size_t r = 0; r < s->nsub; r++)
             if (s->subs[r].status == PR_IN_PROGRESS)
                 s->subs[r].status = PR_NO_ISSUES;
     out->condition_met =
         s->sem == TW_SEMANTICS_REFERENCE ? (scan->final && s->any_met) : met;
     out->rule_triggered = out->violations = out->datapoints = 0;
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         out->rule_triggered += s->subs[r].triggered;
         out->violations += s->subs[r].violations;
         out->datapoints += s->subs[r].datapoints;
@@ -403,7 +446,7 @@ static int pr_details(void *state, tw_json *j)
     pr_state *s = state;
     const tw_host *h = s->host;
     h->json_object_begin(j);
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         const pr_sub *u = &s->subs[r];
         h->json_key(j, pr_rules[r]);
         h->json_object_begin(j);
@@ -436,9 +479,9 @@ static int pr_save(void *state, tw_buf *out)
     tw_ser_init(&w, h, out);
     tw_ser_u32(&w, PR_MAGIC);
     tw_ser_u32(&w, PR_VERSION);
-    tw_ser_u32(&w, (uint32_t)PR_NSUB);
+    tw_ser_u32(&w, (uint32_t)s->nsub);
     tw_ser_u8(&w, (uint8_t)s->any_met);
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         const pr_sub *u = &s->subs[r];
         tw_ser_u8(&w, (uint8_t)u->status);
         tw_ser_i64(&w, u->triggered);
@@ -448,7 +491,7 @@ static int pr_save(void *state, tw_buf *out)
     }
     if (!tw_ser_ok(&w))
         return TW_ERR;
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         size_t before = h->buf_len(out);
         if (h->subrule_save(s->subs[r].rule, out) != TW_OK)
             return TW_ERR;
@@ -477,14 +520,14 @@ static int pr_restore(void *state, const void *data, size_t len, char *err,
     uint32_t version = tw_deser_u32(&d);
     uint32_t nsub = tw_deser_u32(&d);
     if (!tw_deser_ok(&d) || magic != PR_MAGIC || version != PR_VERSION ||
-        nsub != PR_NSUB) {
+        nsub != s->nsub) {
         snprintf(err, errlen, PR_NAME ": checkpoint is not from this rule");
         return TW_ERR;
     }
     int any_met = tw_deser_u8(&d) != 0;
     pr_sub meta[PR_NSUB];
     memset(meta, 0, sizeof(meta));
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         uint8_t st = tw_deser_u8(&d);
         if (st > PR_ERROR)
             tw_deser_fail(&d);
@@ -503,7 +546,7 @@ static int pr_restore(void *state, const void *data, size_t len, char *err,
     size_t end = d.left;
     const uint8_t *blob[PR_NSUB];
     size_t blen[PR_NSUB];
-    for (size_t r = PR_NSUB; ok && r-- > 0;) {
+    for (size_t r = s->nsub; ok && r-- > 0;) {
         if (end < 8) {
             ok = 0;
             break;
@@ -519,24 +562,24 @@ static int pr_restore(void *state, const void *data, size_t len, char *err,
         blen[r] = (size_t)n;
     }
     if (!ok || end != 0) {
-        for (size_t r = 0; r < PR_NSUB; r++)
+        for (size_t r = 0; r < s->nsub; r++)
             free(meta[r].error);
         snprintf(err, errlen, PR_NAME ": checkpoint is truncated or corrupt");
         return TW_ERR;
     }
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         char suberr[512];
         suberr[0] = '\0';
         if (s->host->subrule_restore(s->subs[r].rule, blob[r], blen[r], suberr,
                                      sizeof(suberr)) != TW_OK) {
-            for (size_t k = 0; k < PR_NSUB; k++)
+            for (size_t k = 0; k < s->nsub; k++)
                 free(meta[k].error);
             snprintf(err, errlen, PR_NAME ": sub-rule %s: %s", pr_rules[r],
                      suberr[0] ? suberr : "restore failed");
             return TW_ERR;
         }
     }
-    for (size_t r = 0; r < PR_NSUB; r++) {
+    for (size_t r = 0; r < s->nsub; r++) {
         pr_sub *u = &s->subs[r];
         free(u->error);
         u->status = meta[r].status;

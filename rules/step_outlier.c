@@ -13,6 +13,14 @@
  *    equals it. `fixed`: when `mode` is set, only events named `mode` or
  *    `Step:<mode>` are accepted (e.g. mode "ModeKeys.EVAL" keeps only EVAL
  *    steps). Also the memory bound below (`fixed` only).
+ *  - differ (fixed: steady real runs raise nothing): a step is an outlier
+ *    only when it also exceeds min_factor (3) x the (node, name)'s median
+ *    step: a steady run's std is tiny (mean + 3 std ~ 1.3x the mean), so
+ *    jitter and each epoch's slower first step counted; and a (node,
+ *    name) triggers only when its outliers are also more than
+ *    min_outlier_fraction (0.5 %) of its steps, so a long run does not
+ *    trigger from n_outliers rare spikes gathered over its whole history.
+ *    Periodic slow steps (e.g. every 15th step 6x) still trigger.
  *  - same (reproduced in both): Violations re-count the outliers of the
  *    whole history at every triggering scan (quirk 2); one report slot per
  *    node, the last name evaluated wins (quirk 3); step intervals keyed by
@@ -60,7 +68,15 @@
 #include "trainwatch/plugin.h"
 #include "trainwatch/ser.h"
 
-enum { P_STDDEV = 0, P_MODE, P_N_OUTLIERS, P_MAX_EXACT, P_COUNT };
+enum {
+    P_STDDEV = 0,
+    P_MODE,
+    P_N_OUTLIERS,
+    P_MAX_EXACT,
+    P_MIN_FACTOR,
+    P_MIN_FRACTION,
+    P_COUNT
+};
 
 static const tw_param_spec so_params[P_COUNT] = {
     {"stddev", TW_PARAM_DOUBLE, "3", 0.0, 1e6,
@@ -73,6 +89,13 @@ static const tw_param_spec so_params[P_COUNT] = {
     {"max_exact_steps", TW_PARAM_INT, "20000", 1000.0, 1e9,
      "trainwatch extension, fixed semantics only: steps per (node, step "
      "kind) kept exactly before switching to bounded summaries"},
+    {"min_factor", TW_PARAM_DOUBLE, "3", 1.0, 1e6,
+     "trainwatch extension, fixed semantics only: a step is an outlier only "
+     "when it also takes more than min_factor x the median step"},
+    {"min_outlier_fraction", TW_PARAM_DOUBLE, "0.005", 0.0, 1.0,
+     "trainwatch extension, fixed semantics only: trigger only when the "
+     "outliers are also more than this fraction of the (node, step kind)'s "
+     "steps"},
 };
 
 #define SO_MIN_STEPS 100          /* evaluate above this many durations */
@@ -110,6 +133,8 @@ typedef struct so_detail {
     int set;
     double mean, max, p99, p95, p50, min, stddev;
     int64_t n_out;
+    uint64_t nsteps; /* the series' steps at this evaluation (fixed's
+                        fraction test; 0: restored from an older build) */
     char *phase;
     int64_t probs[100];
     double edges[101];
@@ -135,6 +160,8 @@ typedef struct so_state {
     char *step_mode; /* fixed: "Step:<mode>" */
     int64_t n_outliers;
     size_t max_exact;
+    double min_factor;   /* fixed: outliers lie above min_factor x median */
+    double min_fraction; /* fixed: and are more than this share of steps */
     char *params_text;
 
     int64_t triggered;
@@ -325,6 +352,8 @@ static int so_create(const tw_host *host, const tw_params *params, void **state,
     s->stddev = v[P_STDDEV].d;
     s->n_outliers = v[P_N_OUTLIERS].i;
     s->max_exact = v[P_MAX_EXACT].is_none ? 1000000u : (size_t)v[P_MAX_EXACT].i;
+    s->min_factor = v[P_MIN_FACTOR].is_none ? 3.0 : v[P_MIN_FACTOR].d;
+    s->min_fraction = v[P_MIN_FRACTION].is_none ? 0.005 : v[P_MIN_FRACTION].d;
     fwsm_init(&s->nodes);
     tw_fwagg_init(&s->agg, s->semantics);
     tw_keyorder_init(&s->ko);
@@ -554,6 +583,32 @@ static void note_detail(so_state *s, size_t node_index)
     s->det_order[s->ndet++] = node_index;
 }
 
+/* The outlier cut-off. fixed also requires min_factor x the median: on a
+ * steady run std is tiny, so mean + 3 std sits near 1.3x the mean and
+ * ordinary jitter (or each epoch's slower first step) would count. */
+static double so_threshold(const so_state *s, double mean, double std,
+                           double p50)
+{
+    double thr = mean + std * s->stddev;
+    if (s->semantics == TW_SEMANTICS_FIXED && s->min_factor * p50 > thr)
+        thr = s->min_factor * p50;
+    return thr;
+}
+
+/* Whether a node's report slot meets the trigger condition. fixed also
+ * requires the outliers to be more than min_fraction of the steps, so a
+ * long healthy run does not trigger from n_outliers rare spikes gathered
+ * over its whole history. */
+static int so_flagged(const so_state *s, const so_detail *d)
+{
+    if (!d->set || d->n_out <= s->n_outliers)
+        return 0;
+    if (s->semantics == TW_SEMANTICS_FIXED && d->nsteps > 0 &&
+        (double)d->n_out <= s->min_fraction * (double)d->nsteps)
+        return 0;
+    return 1;
+}
+
 /* Fills the node's report slot from one (node, name) series. */
 static int so_evaluate(so_state *s, so_node *n, size_t node_index,
                        const char *name, so_series *ser)
@@ -569,7 +624,7 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
         mean = ser->w_mean;
         std = sqrt(ser->w_m2 / (double)ser->total);
     }
-    double thr = mean + std * s->stddev;
+    double thr = 0.0; /* after the median, below */
 
     char *phase = strdup(name);
     if (!phase)
@@ -580,6 +635,7 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
     d->mean = mean;
     d->stddev = h->round2(std);
     d->steps_str = ser->any_string;
+    d->nsteps = ser->total;
 
     if (!ser->summary) {
         double *buf = scratch(s, cnt);
@@ -592,6 +648,7 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
         d->p99 = h->quantile_sorted(buf, cnt, 0.99);
         d->p95 = h->quantile_sorted(buf, cnt, 0.95);
         d->p50 = h->quantile_sorted(buf, cnt, 0.50);
+        thr = so_threshold(s, mean, std, d->p50);
         size_t nn = 0;
         int64_t nout = 0;
         for (size_t i = 0; i < cnt; i++) {
@@ -609,6 +666,7 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
             tw_countmap_quantile(&ser->cm, 0.95, &d->p95) != TW_OK ||
             tw_countmap_quantile(&ser->cm, 0.50, &d->p50) != TW_OK)
             return TW_ERR;
+        thr = so_threshold(s, mean, std, d->p50);
         d->n_out = (int64_t)fw_countmap_above(&ser->cm, thr);
         fw_hist100_countmap(&ser->cm, h, 1, thr, d->probs, d->edges);
     }
@@ -674,7 +732,7 @@ static int so_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                 continue;
             if (so_evaluate(s, n, ni, n->names.keys[k], ser) != TW_OK)
                 goto oom;
-            if (n->det.n_out > s->n_outliers) {
+            if (so_flagged(s, &n->det)) {
                 s->violations += n->det.n_out;
                 s->triggered++;
                 const so_detail *dd = &n->det;
@@ -886,6 +944,9 @@ static int so_save(void *state, tw_buf *out)
                 tw_ser_i64(&w, ser->t[t]);
         }
     }
+    /* second trailer: the slots' step counts (fixed's fraction test) */
+    for (size_t i = 0; i < s->nodes.n; i++)
+        tw_ser_u64(&w, ((const so_node *)s->nodes.ptrs[i])->det.nsteps);
     return tw_ser_ok(&w) ? TW_OK : TW_ERR;
 }
 
@@ -1005,6 +1066,10 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
             }
         }
     }
+    /* absent in checkpoints of older builds: 0 skips the fraction test */
+    if (tw_deser_ok(&d) && d.left > 0)
+        for (size_t i = 0; i < s->nodes.n && tw_deser_ok(&d); i++)
+            ((so_node *)s->nodes.ptrs[i])->det.nsteps = tw_deser_u64(&d);
     if (!tw_deser_done(&d)) {
         so_clear_nodes(s);
         fwsm_init(&s->nodes);
@@ -1030,7 +1095,7 @@ static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     for (size_t i = 0; i < s->ndet; i++) {
         const so_detail *d =
             &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
-        if (!d->set || d->n_out <= s->n_outliers)
+        if (!so_flagged(s, d))
             continue;
         flagged++;
         total_out += d->n_out;
@@ -1045,8 +1110,7 @@ static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
         for (size_t i = 0; i < s->ndet; i++) {
             const so_detail *d =
                 &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
-            if (d->set && d->n_out > s->n_outliers && d->n_out < above &&
-                d->n_out > best)
+            if (so_flagged(s, d) && d->n_out < above && d->n_out > best)
                 best = d->n_out;
         }
         if (best < 0)
@@ -1055,7 +1119,7 @@ static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
         for (size_t i = 0; i < s->ndet; i++) {
             const so_detail *d =
                 &((const so_node *)s->nodes.ptrs[s->det_order[i]])->det;
-            if (d->set && d->n_out == best)
+            if (so_flagged(s, d) && d->n_out == best)
                 tw_finding_add_name(f, s->nodes.keys[s->det_order[i]]);
         }
     }
@@ -1068,7 +1132,7 @@ static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     /* the slowest 1 % against the median: what a slow step costs, without
      * letting one warm-up step speak for all of them */
     double ratio = worst->p50 > 0 ? worst->p99 / worst->p50 : 0.0;
-    double thr = worst->mean + worst->stddev * s->stddev;
+    double thr = so_threshold(s, worst->mean, worst->stddev, worst->p50);
     f->value = ratio;
     f->limit = worst->p50 > 0 ? thr / worst->p50 : 0.0;
     snprintf(f->unit, sizeof(f->unit), "x median");
@@ -1077,22 +1141,34 @@ static int so_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                     "%lld outlier step(s) of '%s' on %zu node(s).",
                     (long long)total_out, worst->phase ? worst->phase : "?",
                     flagged);
+    char floor[64] = "";
+    if (s->semantics == TW_SEMANTICS_FIXED)
+        snprintf(floor, sizeof(floor), ", at least %g x the median",
+                 s->min_factor);
     tw_finding_text(f->magnitude,
                     "on %s: %lld steps above %.3f s (mean %.3f s + %g x std "
-                    "%.3f s); the slowest 1 %% take %.3f s, %.1fx the median "
-                    "%.3f s (longest %.3f s)",
+                    "%.3f s%s); the slowest 1 %% take %.3f s, %.1fx the "
+                    "median %.3f s (longest %.3f s)",
                     worst_node, (long long)worst->n_out, thr, worst->mean,
-                    s->stddev, worst->stddev, worst->p99, ratio, worst->p50,
-                    worst->max);
+                    s->stddev, worst->stddev, floor, worst->p99, ratio,
+                    worst->p50, worst->max);
     tw_finding_text(f->recommendation,
                     "Look at what runs at the slow steps (the report's "
                     "framework metrics): periodic checkpoints, evaluation or "
                     "logging belong outside the step or on a schedule; data "
                     "stalls call for more loader workers and prefetching; a "
                     "single slow node points at its hardware.");
-    tw_finding_text(f->parameters, "stddev %g, n_outliers %lld, mode %s",
-                    s->stddev, (long long)s->n_outliers,
-                    s->mode ? s->mode : "None");
+    if (s->semantics == TW_SEMANTICS_FIXED)
+        tw_finding_text(f->parameters,
+                        "stddev %g, n_outliers %lld, mode %s, min_factor %g, "
+                        "min_outlier_fraction %g",
+                        s->stddev, (long long)s->n_outliers,
+                        s->mode ? s->mode : "None", s->min_factor,
+                        s->min_fraction);
+    else
+        tw_finding_text(f->parameters, "stddev %g, n_outliers %lld, mode %s",
+                        s->stddev, (long long)s->n_outliers,
+                        s->mode ? s->mode : "None");
     return TW_OK;
 }
 

@@ -115,10 +115,10 @@ static const tw_synth_preset tw_synth_preset_table[] = {
      "after the job start (GPUs 0 %, GPU memory 0 until the model is loaded "
      "shortly before, one core busy 55-80 %); healthy afterwards. Fires "
      "MaxInitializationTime run stand-alone or in fixed semantics (scans "
-     "21-23; never under ProfilerReport in reference semantics), "
-     "LowGPUUtilization and BatchSize during the init phase, and "
-     "GPUMemoryIncrease in reference semantics only (the first-allocation "
-     "quirk)."},
+     "21-23; never under ProfilerReport in reference semantics); in "
+     "reference semantics also LowGPUUtilization and BatchSize during the "
+     "init phase and GPUMemoryIncrease (the first-allocation quirk), which "
+     "fixed semantics leaves to MaxInitializationTime."},
     {"dataloader", TW_SYNTH_DATALOADER, 1, 16, 1, 720, 1,
      TW_SYNTH_NEEDS_FRAMEWORK | TW_SYNTH_NEEDS_2CORES,
      "otherwise healthy; num_workers 0 and pin_memory false: only the main "
@@ -127,8 +127,8 @@ static const tw_synth_preset tw_synth_preset_table[] = {
     {"straggler", TW_SYNTH_STRAGGLER, 4, 4, 1, 720, 1, TW_SYNTH_NEEDS_2NODES,
      "node algo-2 is slow: steps 0.6 s instead of 0.25 s and GPU 40-62 % "
      "instead of 85-97 %; all other nodes healthy. Fires LowGPUUtilization "
-     "and BatchSize for algo-2's GPUs only (no built-in rule compares "
-     "nodes)."},
+     "and BatchSize for algo-2's GPUs only, and in fixed semantics "
+     "Straggler naming algo-2 (also among --nodes 8 or 16)."},
 };
 
 #define TW_SYNTH_NPRESETS                                                      \

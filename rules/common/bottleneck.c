@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fwagg.h"
+#include "job_phase.h"
 #include "trainwatch/dmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/ser.h"
@@ -63,6 +64,8 @@ typedef struct bneck {
     tw_fwagg agg;
     tw_keyorder order;
     char params_text[512]; /* RuleParameters, the reference's order */
+    tw_job_phase phase;    /* fixed: the initialization to skip */
+    int64_t grace_us;      /* fixed: init_grace */
 } bneck;
 
 void tw_bneck_destroy(void *state)
@@ -101,6 +104,9 @@ int tw_bneck_create(const tw_bneck_kind *kind, const tw_host *host,
     b->gpu_threshold = p->values[TW_BNECK_P_GPU].d;
     b->high_threshold = p->values[TW_BNECK_P_HIGH].d;
     b->patience = p->values[TW_BNECK_P_PATIENCE].i;
+    b->grace_us = p->values[TW_BNECK_P_INIT_GRACE].is_none
+                      ? 0
+                      : (int64_t)(p->values[TW_BNECK_P_INIT_GRACE].d * 60e6);
     for (int i = 0; i < TW_BNECK_P_COUNT; i++)
         b->param_text[i] = p->values[i].text;
     snprintf(b->params_text, sizeof(b->params_text),
@@ -123,6 +129,14 @@ int tw_bneck_create(const tw_bneck_kind *kind, const tw_host *host,
 static int fixed(const bneck *b)
 {
     return b->ring_max > 0;
+}
+
+/* fixed: a sample of the initialization makes no snapshot. */
+static int in_init(const bneck *b, const tw_scan *sc, const tw_sample *s)
+{
+    return fixed(b) &&
+           tw_job_phase_in_init(&b->phase, s->ts, sc->first_timestamp_us,
+                                b->grace_us);
 }
 
 static void reset_map(bneck *b)
@@ -217,6 +231,8 @@ static int note_nodes(bneck *b, const tw_scan *sc, double anchor)
     }
     for (size_t i = 0; i < sc->nsamples; i++) {
         const tw_sample *s = &sc->samples[i];
+        if (in_init(b, sc, s))
+            continue;
         if (fabs(anchor - s->ts) > BNECK_SNAPSHOT_S)
             anchor = s->ts;
         if (s->series >= sc->nseries)
@@ -264,9 +280,13 @@ int tw_bneck_scan(void *state, const tw_scan *sc, tw_scan_result *out,
 
     tw_dmap_clear(&b->g);
     tw_dmap_clear(&b->c);
+    if (fixed(b))
+        tw_job_phase_note(&b->phase, sc);
     double anchor0 = b->anchor;
     for (size_t i = 0; i < sc->nsamples; i++) {
         const tw_sample *s = &sc->samples[i];
+        if (in_init(b, sc, s))
+            continue;
         if (fabs(b->anchor - s->ts) > BNECK_SNAPSHOT_S) {
             b->anchor = s->ts;
             b->datapoints++;
@@ -527,6 +547,7 @@ int tw_bneck_save(void *state, tw_buf *out)
     tw_ser_u64(&s, b->nnode_hits);
     for (size_t i = 0; i < b->nnode_hits; i++)
         tw_ser_u64(&s, b->node_hits[i]);
+    tw_job_phase_save(&b->phase, &s);
     return tw_ser_ok(&s) ? TW_OK : TW_ERR;
 }
 
@@ -603,6 +624,10 @@ int tw_bneck_restore(void *state, const void *data, size_t len, char *err,
         for (size_t i = 0; i < b->nnode_hits && tw_deser_ok(&d); i++)
             b->node_hits[i] = tw_deser_u64(&d);
     }
+    /* the phase's trailer; absent in checkpoints of older builds */
+    memset(&b->phase, 0, sizeof(b->phase));
+    if (tw_deser_ok(&d) && d.left > 0)
+        tw_job_phase_load(&b->phase, &d);
     if (!tw_deser_done(&d)) {
         snprintf(err, errlen, "%s: corrupt checkpoint", b->kind->rule_name);
         return TW_ERR;

@@ -32,6 +32,11 @@
  *    inserted ones (default 10 000) in insertion order (an entry replaced
  *    in place keeps its position, as in the reference's dict);
  *    Violations stays the true count in both;
+ *  - fixed, phase-aware: samples of the initialization (before the job's
+ *    first step, job_phase.h; before the first step event, those within
+ *    `init_grace` minutes of the job's start) make no snapshot: idle GPUs
+ *    while the job loads (its CPUs busy loading) are no bottleneck, and
+ *    they do not dilute the ratio either;
  *  - the §4 aggregation: `reference` reproduces the swapped ratio,
  *    `fixed` pairs labels with their own totals (fwagg.h).
  *
@@ -57,6 +62,7 @@ enum {
     TW_BNECK_P_HIGH,
     TW_BNECK_P_PATIENCE,
     TW_BNECK_P_MAX_REPORT,
+    TW_BNECK_P_INIT_GRACE,
     TW_BNECK_P_COUNT
 };
 
@@ -95,6 +101,15 @@ enum {
              1000000,                                                          \
              "fixed semantics: newest bottleneck entries kept in the "         \
              "report (reference keeps all)"},                                  \
+            {"init_grace",                                                     \
+             TW_PARAM_DOUBLE,                                                  \
+             "30",                                                             \
+             0.0,                                                              \
+             525600.0,                                                         \
+             "trainwatch extension, fixed semantics only: minutes from the "   \
+             "job's first timestamp during which samples of a job that has "   \
+             "shown no step event yet count as initialization (not "           \
+             "evaluated)"},                                                    \
     }
 
 typedef struct tw_bneck_kind {

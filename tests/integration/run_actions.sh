@@ -117,7 +117,9 @@ engine:
   commit_interval: 60s
 rules:
   - name: CPUBottleneck
-    parameters: {patience: 200}
+    # system metrics only (no hook): judged from the start, not after the
+    # init_grace that keeps a job's initialization out (docs/rules.md)
+    parameters: {patience: 200, init_grace: 0}
     actions:
       - type: webhook
         url: 'http://127.0.0.1:$PORT/hook'

@@ -313,8 +313,14 @@ static tw_job *new_job(tw_registry *reg)
 {
     static const char *const keys[] = {"fail_at_scan"};
     static const char *const vals[] = {"6"};
+    /* system metrics only: judged from the job's start (init_grace 0) */
+    static const char *const pr_keys[] = {"LowGPUUtilization_init_grace"};
+    static const char *const pr_vals[] = {"0"};
     tw_rule_spec specs[] = {
-        {.rule = "ProfilerReport"},
+        {.rule = "ProfilerReport",
+         .keys = pr_keys,
+         .values = pr_vals,
+         .nparams = 1},
         {.source = failing_path,
          .entry = "failing_rule",
          .keys = keys,
@@ -600,8 +606,17 @@ static void test_subrule_beside_same_rule(void **st)
     (void)st;
     tw_registry *reg = tw_registry_new();
     assert_non_null(reg);
-    tw_rule_spec specs[] = {{.rule = "ProfilerReport"},
-                            {.rule = "LowGPUUtilization"}};
+    static const char *const pr_keys[] = {"LowGPUUtilization_init_grace"};
+    static const char *const keys[] = {"init_grace"};
+    static const char *const zero[] = {"0"};
+    tw_rule_spec specs[] = {{.rule = "ProfilerReport",
+                             .keys = pr_keys,
+                             .values = zero,
+                             .nparams = 1},
+                            {.rule = "LowGPUUtilization",
+                             .keys = keys,
+                             .values = zero,
+                             .nparams = 1}};
     tw_job_config cfg;
     tw_job_config_default(&cfg);
     tw_job *job = NULL;

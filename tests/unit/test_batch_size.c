@@ -55,7 +55,8 @@ static void check_box(json_t *box, const double want[6])
 static rt_env *worked_example(tw_semantics sem, const tw_scan_result **res)
 {
     rt_env *e = rt_env_new();
-    const char *kv[] = {"patience", "2", "window", "3", NULL};
+    const char *kv[] = {"init_grace", "0", "patience", "2",
+                        "window",     "3", NULL};
     assert_int_equal(rt_create(e, RULE, sem, kv), TW_OK);
     static bs_job b;
     bs_job_init(&b, "algo-1");
@@ -130,7 +131,8 @@ static void test_threshold_boundary(void **state)
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"patience",   "0",          "window", "2",
+        const char *kv[] = {"init_grace", "0",          "patience",
+                            "0",          "window",     "2",
                             cases[c].key, cases[c].val, NULL};
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
         bs_job b;
@@ -157,8 +159,9 @@ static void test_patience_and_window_boundary(void **state)
     } cases[] = {{"3", "2", 0}, {"2", "2", 1}, {"0", "3", 0}, {"0", "2", 1}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"patience", cases[c].patience, "window",
-                            cases[c].window, NULL};
+        const char *kv[] = {
+            "init_grace",    "0", "patience", cases[c].patience, "window",
+            cases[c].window, NULL};
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
         bs_job b;
         bs_job_init(&b, "algo-1");
@@ -179,7 +182,8 @@ static void test_last_timestamp_is_rule_clock(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"patience", "0", "window", "1", NULL};
+    const char *kv[] = {"init_grace", "0", "patience", "0",
+                        "window",     "1", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     bs_job b;
     bs_job_init(&b, "algo-1");
@@ -202,8 +206,9 @@ static void test_cores_union_divisor(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"patience",          "0",   "window", "1",
-                        "cpu_threshold_p95", "100", NULL};
+    const char *kv[] = {"init_grace", "0", "patience",          "0",
+                        "window",     "1", "cpu_threshold_p95", "100",
+                        NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     bs_job b;
     bs_job_init(&b, "algo-1");
@@ -236,7 +241,8 @@ static void test_gpu_without_memory(void **state)
     (void)state;
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"patience", "0", "window", "1", NULL};
+        const char *kv[] = {"init_grace", "0", "patience", "0",
+                            "window",     "1", NULL};
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         bs_job b;
         bs_job_init(&b, "algo-1");
@@ -264,7 +270,8 @@ static void test_cpu_only_job(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"patience", "0", "window", "1", NULL};
+    const char *kv[] = {"init_grace", "0", "patience", "0",
+                        "window",     "1", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
@@ -287,7 +294,8 @@ static void test_boundary_points_and_per_scan_count(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"patience", "0", "window", "1", NULL};
+    const char *kv[] = {"init_grace", "0", "patience", "0",
+                        "window",     "1", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     bs_job b;
     bs_job_init(&b, "algo-1");
@@ -311,7 +319,8 @@ static void test_checkpoint_equivalence(void **state)
 {
     (void)state;
     for (int sem = 0; sem < 2; sem++) {
-        const char *kv[] = {"patience", "3", "window", "4", NULL};
+        const char *kv[] = {"init_grace", "0", "patience", "3",
+                            "window",     "4", NULL};
         rt_env *a = rt_env_new();
         assert_int_equal(rt_create(a, RULE, (tw_semantics)sem, kv), TW_OK);
         bs_job b;
@@ -342,13 +351,13 @@ static void test_bad_parameters(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv1[] = {"window", "-1", NULL};
+    const char *kv1[] = {"init_grace", "0", "window", "-1", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv1), TW_ERR);
     assert_non_null(strstr(e->err, "window"));
-    const char *kv2[] = {"cpu_threshold_p95", "101", NULL};
+    const char *kv2[] = {"init_grace", "0", "cpu_threshold_p95", "101", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv2), TW_ERR);
     assert_non_null(strstr(e->err, "cpu_threshold_p95"));
-    const char *kv3[] = {"patience", "1.5", NULL};
+    const char *kv3[] = {"init_grace", "0", "patience", "1.5", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv3), TW_ERR);
     rt_env_free(e);
 }

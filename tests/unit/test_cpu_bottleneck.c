@@ -122,7 +122,7 @@ static void test_snapshot_window_20ms(void **st)
 {
     (void)st;
     for (int sem = 0; sem < 2; sem++) {
-        const char *kv[] = {"patience", "0", NULL};
+        const char *kv[] = {"init_grace", "0", "patience", "0", NULL};
         rt_env *e = rt_env_new();
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
@@ -161,7 +161,7 @@ static void test_patience_and_threshold_boundaries(void **st)
     for (int p = 3; p <= 4; p++) {
         char pv[8];
         snprintf(pv, sizeof(pv), "%d", p);
-        const char *kv[] = {"patience", pv, NULL};
+        const char *kv[] = {"init_grace", "0", "patience", pv, NULL};
         rt_env *e = rt_env_new();
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
         rt_job job;
@@ -173,8 +173,10 @@ static void test_patience_and_threshold_boundaries(void **st)
         rt_env_free(e);
     }
     /* 2 of 4 = 50 %: threshold 50 -> no (strict), 49.9 -> fires */
-    const char *t50[] = {"patience", "0", "threshold", "50", NULL};
-    const char *t49[] = {"patience", "0", "threshold", "49.9", NULL};
+    const char *t50[] = {"init_grace", "0",  "patience", "0",
+                         "threshold",  "50", NULL};
+    const char *t49[] = {"init_grace", "0",    "patience", "0",
+                         "threshold",  "49.9", NULL};
     for (int i = 0; i < 2; i++) {
         rt_env *e = rt_env_new();
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, i ? t49 : t50),
@@ -191,7 +193,7 @@ static void test_patience_and_threshold_boundaries(void **st)
     /* gpu == gpu_threshold is not low; cpu == cpu_threshold not high */
     const double g10[] = {10, 10}, c90[] = {90, 90}, c99[] = {99, 99};
     const double g9[] = {9.99, 9.99};
-    const char *kv0[] = {"patience", "0", NULL};
+    const char *kv0[] = {"init_grace", "0", "patience", "0", NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv0), TW_OK);
     rt_job job;
@@ -230,7 +232,7 @@ static void test_boundary_snapshot_counted_twice(void **st)
      * scans: low_gpu counts it twice, the bottleneck entry is replaced
      * (counted once) with the second scan's counts. Same in both. */
     for (int sem = 0; sem < 2; sem++) {
-        const char *kv[] = {"patience", "0", NULL};
+        const char *kv[] = {"init_grace", "0", "patience", "0", NULL};
         rt_env *e = rt_env_new();
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
@@ -267,7 +269,7 @@ static void test_cross_node_identical_anchor(void **st)
     /* Two nodes with identical timestamps: node 2's rounds restart the
      * anchors at the same values; the bottleneck map merges them. */
     for (int sem = 0; sem < 2; sem++) {
-        const char *kv[] = {"patience", "0", NULL};
+        const char *kv[] = {"init_grace", "0", "patience", "0", NULL};
         rt_env *e = rt_env_new();
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
@@ -302,7 +304,8 @@ static void test_report_cap_fixed_only(void **st)
     (void)st;
     const double ts[] = {10.0, 10.5, 11.0, 11.5, 12.0};
     const double g[] = {1, 1, 1, 1, 1}, c[] = {99, 99, 99, 99, 99};
-    const char *kv[] = {"patience", "0", "max_report_entries", "2", NULL};
+    const char *kv[] = {"init_grace",         "0", "patience", "0",
+                        "max_report_entries", "2", NULL};
     char keys[256];
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
@@ -334,7 +337,8 @@ static void test_reset_at_max_datapoints(void **st)
     /* A long generated stream: 1 000 001 bottleneck snapshots in one scan
      * (more than the internal max_datapoints). The next scan clears the
      * map first: Violations restarts, Datapoints does not. */
-    const char *kv[] = {"patience", "0", "max_report_entries", "3", NULL};
+    const char *kv[] = {"init_grace",         "0", "patience", "0",
+                        "max_report_entries", "3", NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
@@ -375,7 +379,8 @@ static void test_save_restore_equivalence(void **st)
 {
     (void)st;
     for (int sem = 0; sem < 2; sem++) {
-        const char *kv[] = {"patience", "2", "max_report_entries", "2", NULL};
+        const char *kv[] = {"init_grace",         "0", "patience", "2",
+                            "max_report_entries", "2", NULL};
         ex_job x;
         build_example(&x);
         rt_env *a = rt_env_new();
@@ -433,6 +438,45 @@ static void test_bad_parameters(void **st)
     rt_env_free(e);
 }
 
+/* Phases (fixed): 4 loading rounds before the first step (GPU idle, CPU
+ * busy: bottleneck snapshots to the reference), then 4 training rounds
+ * (GPU busy). fixed makes no snapshot of the loading: 4 datapoints, no
+ * bottleneck; reference: 8 datapoints, 4 bottlenecks, fires. */
+static void test_fixed_skips_initialization(void **st)
+{
+    (void)st;
+    const double ts[] = {10.0, 10.5, 11.0, 11.5, 12.0, 12.5, 13.0, 13.5};
+    const double gv[] = {1, 1, 1, 1, 90, 90, 90, 90};
+    const double cv[] = {99, 99, 99, 99, 50, 50, 50, 50};
+    for (int sem = 0; sem < 2; sem++) {
+        /* 4 of 8 is 50 %: threshold 40 makes the reference fire */
+        const char *kv[] = {"patience", "0", "threshold", "40", NULL};
+        rt_env *e = rt_env_new();
+        assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
+        rt_job job;
+        rt_job_init(&job);
+        uint32_t g =
+            rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+        uint32_t c =
+            rt_job_series(&job, "algo-1", "cpu", "cpu0", "CPUUtilization");
+        tw_sample s[16];
+        for (size_t i = 0; i < 8; i++) {
+            s[2 * i] = rt_sample(ts[i], gv[i], g);
+            s[2 * i + 1] = rt_sample(ts[i] + 0.001, cv[i], c);
+        }
+        tw_fw_event ev =
+            rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1",
+                     11900000, 12100000, TW_SOURCE_PYTHONTIMELINE);
+        tw_scan sc = rt_job_scan(&job, 0, 0, SCAN_US, s, 16, &ev, 1);
+        const tw_scan_result *r = rt_run(e, &sc);
+        int fixed = sem == TW_SEMANTICS_FIXED;
+        assert_int_equal(r->datapoints, fixed ? 4 : 8);
+        assert_int_equal(r->violations, fixed ? 0 : 4);
+        assert_int_equal(r->condition_met, !fixed);
+        rt_env_free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -447,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_reset_at_max_datapoints),
         cmocka_unit_test(test_save_restore_equivalence),
         cmocka_unit_test(test_bad_parameters),
+        cmocka_unit_test(test_fixed_skips_initialization),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,7 @@ static const tw_scan_result *run(rt_env *e, rt_job *job, uint64_t k,
 static void test_io_wait_not_cpu(void **st)
 {
     (void)st;
-    const char *kv[] = {"patience", "0", NULL};
+    const char *kv[] = {"init_grace", "0", "patience", "0", NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
@@ -56,8 +56,15 @@ static void test_io_wait_not_cpu(void **st)
 static void test_permissive_thresholds_fire(void **st)
 {
     (void)st;
-    const char *kv[] = {
-        "gpu_threshold", "100", "io_threshold", "0", "patience", "0", NULL};
+    const char *kv[] = {"init_grace",
+                        "0",
+                        "gpu_threshold",
+                        "100",
+                        "io_threshold",
+                        "0",
+                        "patience",
+                        "0",
+                        NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
@@ -87,8 +94,15 @@ static void test_permissive_thresholds_fire(void **st)
 static void test_aggregation_keys(void **st)
 {
     (void)st;
-    const char *kv[] = {
-        "gpu_threshold", "100", "io_threshold", "0", "patience", "0", NULL};
+    const char *kv[] = {"init_grace",
+                        "0",
+                        "gpu_threshold",
+                        "100",
+                        "io_threshold",
+                        "0",
+                        "patience",
+                        "0",
+                        NULL};
     for (int sem = 0; sem < 2; sem++) {
         rt_env *e = rt_env_new();
         assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
@@ -188,7 +202,8 @@ static void test_aggregation_keys(void **st)
 static void test_save_restore_equivalence(void **st)
 {
     (void)st;
-    const char *kv[] = {"patience", "0", "io_threshold", "5", NULL};
+    const char *kv[] = {"init_grace",   "0", "patience", "0",
+                        "io_threshold", "5", NULL};
     rt_env *a = rt_env_new();
     assert_int_equal(rt_create(a, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;

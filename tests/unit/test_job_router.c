@@ -272,8 +272,18 @@ static void assert_ids_distinct(const sink *k)
 
 /* ---- fixture: two jobs and their references ----------------------------- */
 
-static const tw_rule_spec rules[] = {{.rule = "LowGPUUtilization"},
-                                     {.rule = "CPUBottleneck"}};
+/* The jobs are system metrics only: init_grace 0 judges them from their
+ * start (fixed semantics would wait 30 minutes for a first step). */
+static const char *const grace_key[] = {"init_grace"};
+static const char *const grace_zero[] = {"0"};
+static const tw_rule_spec rules[] = {{.rule = "LowGPUUtilization",
+                                      .keys = grace_key,
+                                      .values = grace_zero,
+                                      .nparams = 1},
+                                     {.rule = "CPUBottleneck",
+                                      .keys = grace_key,
+                                      .values = grace_zero,
+                                      .nparams = 1}};
 #define NRULES (sizeof(rules) / sizeof(rules[0]))
 
 typedef struct reference {

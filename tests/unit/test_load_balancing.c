@@ -34,7 +34,8 @@ static void test_reference_never_triggers(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"threshold", "0", "patience", "0", NULL};
+    const char *kv[] = {"init_grace", "0", "threshold", "0",
+                        "patience",   "0", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
@@ -78,7 +79,8 @@ static void test_fixed_fires_for_different_gpus(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"threshold", "0.5", "patience", "3", NULL};
+    const char *kv[] = {"init_grace", "0", "threshold", "0.5",
+                        "patience",   "3", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
@@ -113,7 +115,8 @@ static void test_fixed_quiet_for_similar_gpus(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"threshold", "0.2", "patience", "0", NULL};
+    const char *kv[] = {"init_grace", "0", "threshold", "0.2",
+                        "patience",   "0", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
@@ -145,7 +148,8 @@ static void test_threshold_boundary(void **state)
     const char *vals[2] = {exact, below};
     for (int i = 0; i < 2; i++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"threshold", vals[i], "patience", "0", NULL};
+        const char *kv[] = {"init_grace", "0", "threshold", vals[i],
+                            "patience",   "0", NULL};
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
@@ -168,7 +172,8 @@ static void test_patience_boundary(void **state)
     const char *pats[2] = {"4", "3"};
     for (int i = 0; i < 2; i++) {
         rt_env *e = rt_env_new();
-        const char *kv[] = {"threshold", "0.1", "patience", pats[i], NULL};
+        const char *kv[] = {"init_grace", "0",     "threshold", "0.1",
+                            "patience",   pats[i], NULL};
         assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
         rt_job job;
         rt_job_init(&job);
@@ -189,7 +194,8 @@ static void test_multiple_nodes(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"threshold", "0.2", "patience", "0", NULL};
+    const char *kv[] = {"init_grace", "0", "threshold", "0.2",
+                        "patience",   "0", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
@@ -232,7 +238,8 @@ static void test_invisible_gpus_nan(void **state)
 {
     (void)state;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"threshold", "0", "patience", "0", NULL};
+    const char *kv[] = {"init_grace", "0", "threshold", "0",
+                        "patience",   "0", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
@@ -273,7 +280,8 @@ static void test_checkpoint_equivalence(void **state)
 {
     (void)state;
     for (int sem = 0; sem < 2; sem++) {
-        const char *kv[] = {"threshold", "0.3", "patience", "2", NULL};
+        const char *kv[] = {"init_grace", "0", "threshold", "0.3",
+                            "patience",   "2", NULL};
         rt_env *a = rt_env_new();
         assert_int_equal(rt_create(a, RULE, (tw_semantics)sem, kv), TW_OK);
         rt_job job;
@@ -314,9 +322,49 @@ static void test_bad_parameters(void **state)
     rt_env_free(e);
 }
 
+/* Phases (fixed): during the initialization gpu0 idles at 1 while gpu1
+ * loads at 97 (very different); from the first step on both run at 90.
+ * fixed judges only the samples from the first step on: balanced. With
+ * the first step before every sample, the same data is imbalanced. */
+static const tw_scan_result *run_init(rt_env *e, rt_job *job, int64_t step_us)
+{
+    const char *kv[] = {"threshold", "0.2", "patience", "0", NULL};
+    assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
+    uint32_t g0 = rt_job_series(job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    uint32_t g1 = rt_job_series(job, "algo-1", "gpu", "gpu1", "GPUUtilization");
+    tw_sample s[16];
+    size_t n = two_gpus(s, g0, 1.0, g1, 97.0, 4, 1.0); /* 1-4 s */
+    n += two_gpus(s + n, g0, 90.0, g1, 90.0, 4, 10.0); /* 10-13 s */
+    tw_fw_event ev =
+        rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1",
+                 step_us, step_us + 100000, TW_SOURCE_PYTHONTIMELINE);
+    tw_scan sc = rt_job_scan(job, 0, 0, MIN_US, s, n, &ev, 1);
+    return rt_run(e, &sc);
+}
+
+static void test_fixed_skips_initialization(void **state)
+{
+    (void)state;
+    rt_env *e = rt_env_new();
+    rt_job job;
+    rt_job_init(&job);
+    const tw_scan_result *r = run_init(e, &job, 9000000); /* step at 9 s */
+    assert_false(r->condition_met);
+    assert_int_equal(r->datapoints, 4);
+    rt_env_free(e);
+
+    e = rt_env_new();
+    rt_job_init(&job);
+    r = run_init(e, &job, 500000); /* step at 0.5 s: nothing is init */
+    assert_true(r->condition_met);
+    assert_int_equal(r->datapoints, 8);
+    rt_env_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_skips_initialization),
         cmocka_unit_test(test_reference_never_triggers),
         cmocka_unit_test(test_fixed_fires_for_different_gpus),
         cmocka_unit_test(test_fixed_quiet_for_similar_gpus),

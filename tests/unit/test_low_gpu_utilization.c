@@ -7,7 +7,8 @@
 #define SCAN_US 60000000LL
 #define T0_US 100000000LL /* scan 0 starts at 100 s */
 
-static const char *const EX_KV[] = {"window", "4", "patience", "3", NULL};
+static const char *const EX_KV[] = {"init_grace", "0", "window", "4",
+                                    "patience",   "3", NULL};
 
 /* Runs scan k of `job` with samples stamped inside it. */
 static const tw_scan_result *run_k(rt_env *e, rt_job *job, uint64_t k,
@@ -87,7 +88,8 @@ static const tw_scan_result *run_const(rt_env *e, rt_job *job, uint32_t sid,
 static void test_patience_boundary(void **st)
 {
     (void)st;
-    const char *kv[] = {"window", "10", "patience", "5", NULL};
+    const char *kv[] = {"init_grace", "0", "window", "10",
+                        "patience",   "5", NULL};
     /* exactly `patience` samples: not evaluated */
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
@@ -113,8 +115,8 @@ static void test_threshold_equality_never_violation(void **st)
 {
     (void)st;
     const char *kv[] = {
-        "window", "10",           "patience", "0", "threshold_p95",
-        "70",     "threshold_p5", "10",       NULL};
+        "init_grace",    "0",  "window",       "10", "patience", "0",
+        "threshold_p95", "70", "threshold_p5", "10", NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
@@ -126,8 +128,15 @@ static void test_threshold_equality_never_violation(void **st)
     assert_false(r->condition_met);
     /* p95 == 0 thresholds with zeros: strict comparisons, never fires
      * (Appendix A: LowGPUUtilization(p95 0, p5 0, patience 0)) */
-    const char *kv0[] = {
-        "threshold_p95", "0", "threshold_p5", "0", "patience", "0", NULL};
+    const char *kv0[] = {"init_grace",
+                         "0",
+                         "threshold_p95",
+                         "0",
+                         "threshold_p5",
+                         "0",
+                         "patience",
+                         "0",
+                         NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv0), TW_OK);
     rt_job job2;
     rt_job_init(&job2);
@@ -145,7 +154,8 @@ static void test_fluctuation_branch_needs_p95_above(void **st)
     /* 19 x 100 and 1 x 0 over window 20: w95 = 100 > 70, w5 =
      * Q(.05) = 0 + (100-0)*0.95 = 95 (h = 0.95) -> not < 10: no fire.
      * With 2 zeros: h = 0.95 -> s[0]=0,s[1]=0 -> 0 < 10: fire. */
-    const char *kv[] = {"window", "20", "patience", "0", NULL};
+    const char *kv[] = {"init_grace", "0", "window", "20",
+                        "patience",   "0", NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
@@ -187,7 +197,8 @@ static void test_window_zero_is_whole_history(void **st)
     for (int i = 0; i < 20; i++)
         s[i] = rt_sample(101 + i, i < 10 ? 0 : 100, g0);
     for (int w = 0; w < 2; w++) {
-        const char *kv[] = {"window", w ? "10" : "0", "patience", "0", NULL};
+        const char *kv[] = {"init_grace", "0", "window", w ? "10" : "0",
+                            "patience",   "0", NULL};
         for (int sem = 0; sem < 2; sem++) {
             rt_env *e = rt_env_new();
             assert_int_equal(rt_create(e, RULE, (tw_semantics)sem, kv), TW_OK);
@@ -210,7 +221,8 @@ static void test_window_zero_is_whole_history(void **st)
 static void test_multiple_nodes_and_gpus(void **st)
 {
     (void)st;
-    const char *kv[] = {"window", "5", "patience", "2", NULL};
+    const char *kv[] = {"init_grace", "0", "window", "5",
+                        "patience",   "2", NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
@@ -261,7 +273,7 @@ static void test_cpu_only_job(void **st)
 {
     (void)st;
     rt_env *e = rt_env_new();
-    const char *kv[] = {"patience", "0", NULL};
+    const char *kv[] = {"init_grace", "0", "patience", "0", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_REFERENCE, kv), TW_OK);
     rt_job job;
     rt_job_init(&job);
@@ -286,7 +298,8 @@ static void test_reset_after_max_datapoints(void **st)
      * than the internal max_datapoints), plus gpu1 visited after it. The
      * scan finishes on the data in hand (gpu1 is still evaluated), then
      * all series are forgotten: the next scan starts from zero. */
-    const char *kv[] = {"window", "10", "patience", "2", NULL};
+    const char *kv[] = {"init_grace", "0", "window", "10",
+                        "patience",   "2", NULL};
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
     rt_job job;
@@ -389,6 +402,72 @@ static void test_bad_parameters(void **st)
     rt_env_free(e);
 }
 
+/* Phases (fixed): 20 idle samples, then the first TRAIN step, then 6 busy
+ * samples, all in one scan. fixed counts only the 6 (no violation:
+ * p95 95, p5 95); reference counts 26 and its window of 10 holds 4 idle
+ * ones (p95 95 > 70, p5 0 < 10: a fluctuation). */
+static const tw_scan_result *run_init_then_busy(rt_env *e, rt_job *job,
+                                                tw_semantics sem)
+{
+    const char *kv[] = {"window", "10", "patience", "2", NULL};
+    assert_int_equal(rt_create(e, RULE, sem, kv), TW_OK);
+    uint32_t g0 = rt_job_series(job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    tw_sample s[26];
+    for (size_t i = 0; i < 26; i++)
+        s[i] = rt_sample(101.0 + (double)i * 0.5, i < 20 ? 0.0 : 95.0, g0);
+    /* the first step starts between the 20th (110.5 s) and 21st sample */
+    tw_fw_event ev =
+        rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1",
+                 110700000, 110900000, TW_SOURCE_PYTHONTIMELINE);
+    tw_scan sc = rt_job_scan(job, 0, 100000000, 160000000, s, 26, &ev, 1);
+    return rt_run(e, &sc);
+}
+
+static void test_fixed_skips_initialization(void **st)
+{
+    (void)st;
+    rt_env *e = rt_env_new();
+    rt_job job;
+    rt_job_init(&job);
+    const tw_scan_result *r = run_init_then_busy(e, &job, TW_SEMANTICS_FIXED);
+    assert_false(r->condition_met);
+    assert_int_equal(r->datapoints, 6);
+    rt_env_free(e);
+
+    e = rt_env_new();
+    rt_job_init(&job);
+    r = run_init_then_busy(e, &job, TW_SEMANTICS_REFERENCE);
+    assert_true(r->condition_met);
+    assert_int_equal(r->datapoints, 26);
+    rt_env_free(e);
+}
+
+/* Without any framework event, fixed counts samples only from init_grace
+ * minutes after the job's first timestamp (F = 100 s here): a job without
+ * the hook is evaluated after the grace. */
+static void test_fixed_init_grace_without_framework(void **st)
+{
+    (void)st;
+    rt_env *e = rt_env_new();
+    const char *kv[] = {"window",     "10", "patience", "2",
+                        "init_grace", "1",  NULL};
+    assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
+    rt_job job;
+    rt_job_init(&job);
+    uint32_t g0 =
+        rt_job_series(&job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    tw_sample s[8];
+    for (size_t i = 0; i < 4; i++) /* 130-145 s: within the grace */
+        s[i] = rt_sample(130.0 + 5.0 * (double)i, 1.0, g0);
+    for (size_t i = 4; i < 8; i++) /* 160-175 s: after it */
+        s[i] = rt_sample(140.0 + 5.0 * (double)i, 1.0, g0);
+    tw_scan sc = rt_job_scan(&job, 0, 100000000, 200000000, s, 8, NULL, 0);
+    const tw_scan_result *r = rt_run(e, &sc);
+    assert_int_equal(r->datapoints, 4);
+    assert_true(r->condition_met); /* 4 > patience 2, all low */
+    rt_env_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +482,8 @@ int main(void)
         cmocka_unit_test(test_reset_after_max_datapoints),
         cmocka_unit_test(test_save_restore_equivalence),
         cmocka_unit_test(test_bad_parameters),
+        cmocka_unit_test(test_fixed_skips_initialization),
+        cmocka_unit_test(test_fixed_init_grace_without_framework),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

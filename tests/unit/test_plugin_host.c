@@ -542,11 +542,11 @@ static void test_checkpoints_without_finding_trailer(void **st)
     static const struct {
         const char *rule;
         size_t trailer;
-    } cases[] = {{"LowGPUUtilization", 16},
+    } cases[] = {{"LowGPUUtilization", 26}, /* finding 16 + phase 10 */
                  {"Dataloader", 32},
                  {"GPUMemoryIncrease", 24},
-                 {"BatchSize", 40},
-                 {"LoadBalancing", 16}};
+                 {"BatchSize", 50},      /* finding 40 + phase 10 */
+                 {"LoadBalancing", 26}}; /* finding 16 + phase 10 */
     tw_registry *reg = tw_registry_new();
     tw_windows *w = tw_windows_new();
     tw_host_ctx *h = tw_host_ctx_new(reg, w, "job-old");

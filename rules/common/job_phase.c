@@ -1,0 +1,60 @@
+/*
+ * job_phase.c - the initialization phase of a job (job_phase.h).
+ */
+#include "job_phase.h"
+
+#include <stdio.h>
+
+void tw_job_phase_note(tw_job_phase *p, const tw_scan *scan)
+{
+    for (size_t i = 0; i < scan->nevents; i++) {
+        const tw_fw_event *e = &scan->events[i];
+        p->fw_seen = 1;
+        if (e->mode != TW_MODE_NONE &&
+            (!p->step_seen || e->start_us < p->first_step_us)) {
+            p->step_seen = 1;
+            p->first_step_us = e->start_us;
+        }
+    }
+}
+
+int tw_job_phase_in_init(const tw_job_phase *p, double ts, int64_t first_us,
+                         int64_t grace_us)
+{
+    if (p->step_seen)
+        return ts * 1e6 < (double)p->first_step_us;
+    return ts * 1e6 < (double)first_us + (double)grace_us;
+}
+
+void tw_job_phase_save(const tw_job_phase *p, tw_ser *s)
+{
+    tw_ser_u8(s, (uint8_t)p->fw_seen);
+    tw_ser_u8(s, (uint8_t)p->step_seen);
+    tw_ser_i64(s, p->first_step_us);
+}
+
+void tw_job_phase_load(tw_job_phase *p, tw_deser *d)
+{
+    p->fw_seen = tw_deser_u8(d) != 0;
+    p->step_seen = tw_deser_u8(d) != 0;
+    p->first_step_us = tw_deser_i64(d);
+}
+
+int tw_job_phase_params_text(const tw_param_spec *specs, const tw_params *p,
+                             size_t n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (cap == 0 || n > p->nvalues)
+        return TW_ERR;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (p->values[i].is_none)
+            continue;
+        int w = snprintf(buf + len, cap - len, "%s%s:%s", len > 0 ? "\n" : "",
+                         specs[i].name, p->values[i].text);
+        if (w < 0 || (size_t)w >= cap - len)
+            return TW_ERR;
+        len += (size_t)w;
+    }
+    return TW_OK;
+}

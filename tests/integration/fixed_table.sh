@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# fixed_table.sh BUILD_DIR - what `fixed` semantics reports on every synth
+# preset and on the shapes of issue 13 (a straggler among 8 and 16 nodes,
+# a healthy job with a long initialization that its configuration allows,
+# a healthy job with an evaluation pass every 600 steps), under the default
+# rule set (ProfilerReport): the rules that end IssuesFound, each with the
+# nodes/GPUs its finding names first. Healthy jobs raise nothing; the slow
+# initialization raises MaxInitializationTime only (not LowGPUUtilization,
+# BatchSize or GPUMemoryIncrease for the idle, empty GPUs before the first
+# step); the straggler is named by Straggler. Prints the table (markdown).
+# Not yet: CPU/IOBottleneck and the straggler still come with the
+# LowGPUUtilization (and BatchSize) findings they explain (caused_by).
+set -euo pipefail
+BUILD=${1:?build dir}
+TW="$BUILD/trainwatch"
+PY=${TW_PYTHON:-/usr/bin/python3}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A long initialization (24 min) that the job's configuration allows (30).
+cat > "$WORK/long_init.yaml" <<'YAML'
+rules:
+  - name: ProfilerReport
+    parameters: {MaxInitializationTime_threshold: 30}
+YAML
+
+# row NAME [--rules FILE] -- SYNTH ARGS...: one table row
+row() {
+    local name=$1 rules=()
+    shift
+    if [ "$1" = --rules ]; then rules=(--rules "$2"); shift 2; fi
+    shift # --
+    "$TW" synth "$WORK/$name" "$@" --seed 7 2>/dev/null
+    "$TW" eval "$WORK/$name" "${rules[@]}" --json --quiet > "$WORK/$name.json"
+    "$PY" - "$name" "$WORK/$name.json" <<'PY'
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+d = json.load(open(path))
+cells = []
+for r in d["rules"]:
+    if r["status"] == "IssuesFound" and r["name"] != "ProfilerReport":
+        f = r.get("finding") or {}
+        listed = (f.get("nodes") or {}).get("listed", [])
+        cells.append("%s (%s)" % (r["name"], ", ".join(listed[:2])))
+print("| %s | %s |" % (name, "; ".join(cells) or "none"))
+PY
+}
+
+{
+    echo "| job | fixed semantics: IssuesFound (finding names) |"
+    echo "| --- | --- |"
+    for p in healthy low_gpu gpu_fluctuation cpu_bottleneck io_bottleneck \
+             gpu_memory_growth small_batch step_outliers load_imbalance \
+             slow_init dataloader straggler; do
+        row "$p" -- --preset "$p"
+    done
+    row straggler_8_nodes -- --preset straggler --nodes 8
+    row straggler_16_nodes -- --preset straggler --nodes 16
+    row healthy_long_init --rules "$WORK/long_init.yaml" -- --preset slow_init
+    row healthy_eval_passes -- --preset healthy --duration 1800
+} > "$WORK/table.md"
+cat "$WORK/table.md"
+
+# the healthy job's evaluation passes are there: EVAL steps between TRAIN
+n_eval=$(cat "$WORK"/healthy_eval_passes/framework/pevents/*/*.json |
+    grep -c '"name": "Step:ModeKeys.EVAL", "pid"' || true)
+[ "$n_eval" -ge 60 ] || fail "healthy_eval_passes: $n_eval EVAL steps"
+
+cat > "$WORK/want.md" <<'EOF2'
+| job | fixed semantics: IssuesFound (finding names) |
+| --- | --- |
+| healthy | none |
+| low_gpu | LowGPUUtilization (algo-1/gpu0) |
+| gpu_fluctuation | LowGPUUtilization (algo-1/gpu0) |
+| cpu_bottleneck | CPUBottleneck (algo-1); LowGPUUtilization (algo-1/gpu0) |
+| io_bottleneck | IOBottleneck (algo-1); LowGPUUtilization (algo-1/gpu0) |
+| gpu_memory_growth | GPUMemoryIncrease (algo-1/gpu0) |
+| small_batch | LowGPUUtilization (algo-1/gpu0); BatchSize (algo-1/gpu0) |
+| step_outliers | StepOutlier (algo-1-0) |
+| load_imbalance | LowGPUUtilization (algo-1/gpu1, algo-1/gpu2); BatchSize (algo-1/gpu1, algo-1/gpu2); LoadBalancing (algo-1/gpu0, algo-1/gpu1) |
+| slow_init | MaxInitializationTime (algo-1) |
+| dataloader | Dataloader (algo-1) |
+| straggler | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
+| straggler_8_nodes | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
+| straggler_16_nodes | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
+| healthy_long_init | none |
+| healthy_eval_passes | none |
+EOF2
+diff "$WORK/want.md" "$WORK/table.md" || fail "the table differs (above)"
+echo "ok"

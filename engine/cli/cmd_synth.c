@@ -39,6 +39,7 @@ enum {
     OPT_ROTATE_S,
     OPT_ALIGNED_SAMPLES,
     OPT_MISSING_GPU_SERIES,
+    OPT_DETAILED_STEPS,
     OPT_LIST_PRESETS
 };
 
@@ -95,6 +96,10 @@ static const tw_cli_option tw_synth_options[] = {
     {"missing-gpu-series", 0, NULL,
      "algo-1 writes no GPUUtilization series for its last GPU",
      OPT_MISSING_GPU_SERIES},
+    {"detailed-steps", 0, "N",
+     "detailed profiling of TRAIN steps 5..5+N-1: each module's operator "
+     "(phase cpu_functions) and GPU kernel (gpu_functions-dev:0) (default: 0)",
+     OPT_DETAILED_STEPS},
     {"list-presets", 0, NULL,
      "list the presets, what each plants and which rules fire, then exit",
      OPT_LIST_PRESETS},
@@ -263,6 +268,11 @@ static int tw_synth_cmd_option(tw_synth_opts *o, int id, const char *val)
     case OPT_EVAL_EVERY:
         bad = tw_synth_parse_u64(val, UINT32_MAX, &u);
         o->eval_every = (uint32_t)u;
+        want = "an integer 0..4294967295";
+        break;
+    case OPT_DETAILED_STEPS:
+        bad = tw_synth_parse_u64(val, UINT32_MAX, &u);
+        o->detailed_steps = (uint32_t)u;
         want = "an integer 0..4294967295";
         break;
     case OPT_ROTATE_S:

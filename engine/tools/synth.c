@@ -198,6 +198,7 @@ void tw_synth_opts_default(tw_synth_opts *o)
     o->rotate_s = 60;
     o->aligned_samples = 0;
     o->missing_gpu_series = 0;
+    o->detailed_steps = 0;
     o->progress = NULL;
     o->progress_ctx = NULL;
 }
@@ -1235,6 +1236,8 @@ enum tw_synth_phase {
     TW_SYNTH_PH_ITER,
     TW_SYNTH_PH_WORKER,
     TW_SYNTH_PH_INIT,
+    TW_SYNTH_PH_CPUF, /* detailed profiling: operators  */
+    TW_SYNTH_PH_GPUF, /* detailed profiling: kernels    */
     TW_SYNTH_NPHASES
 };
 
@@ -1246,6 +1249,8 @@ static const char *const tw_synth_phase_name[TW_SYNTH_NPHASES] = {
     "DataLoaderIter",
     "DataLoaderWorker",
     "DataLoaderIterInitialize",
+    "cpu_functions",
+    "gpu_functions-dev:0",
 };
 
 /* Modules of the model: forward in this order, backward reversed; each
@@ -1254,6 +1259,18 @@ static const char *const tw_synth_module[] = {"conv1", "layer1", "layer2",
                                               "fc"};
 static const double tw_synth_module_share[] = {0.15, 0.35, 0.40, 0.10};
 #define TW_SYNTH_NMODULES 4
+/* Detailed profiling: per module its operator (forward, backward) and the
+ * GPU kernel it launches. */
+static const char *const tw_synth_op_fwd[] = {
+    "aten::conv2d", "aten::batch_norm", "aten::addmm", "aten::linear"};
+static const char *const tw_synth_op_bwd[] = {
+    "aten::convolution_backward", "aten::native_batch_norm_backward",
+    "aten::mm", "aten::mm"};
+static const char *const tw_synth_kernel[] = {
+    "implicit_convolve_sgemm", "bn_fw_tr_1C11_kernel_NCHW",
+    "volta_sgemm_128x64_nn", "volta_sgemm_32x32_sliced1x4_nn"};
+/* Detailed profiling covers TRAIN steps from this one on. */
+#define TW_SYNTH_DETAILED_FROM 5
 
 typedef enum {
     TW_SYNTH_ARGS_STEP,    /* {"pid": P, "step_num": "N"} */
@@ -1471,11 +1488,25 @@ static int64_t tw_synth_jitter_dur(tw_synth_rng *r, double base_s)
     return (int64_t)llround(base_s * tw_synth_range(r, 0.92, 1.08) * 1e6);
 }
 
+/* Detailed profiling of one module event [t, t + d): the operator on the
+ * CPU, then the kernel it launches on the GPU. */
+static int tw_synth_detailed(tw_synth_trace *tr, const char *op,
+                             const char *kernel, int64_t t, int64_t d,
+                             uint64_t step_num)
+{
+    if (tw_synth_trace_event(tr, TW_SYNTH_PH_CPUF, op, t + d / 20, d * 3 / 10,
+                             TW_SYNTH_ARGS_STEPNUM, step_num, 0) != 0)
+        return -1;
+    return tw_synth_trace_event(tr, TW_SYNTH_PH_GPUF, kernel, t + d * 3 / 10,
+                                d * 6 / 10, TW_SYNTH_ARGS_STEPNUM, step_num, 0);
+}
+
 /* One step: loader fetch, forward modules, backward modules (TRAIN only),
- * the step event itself. Returns the step's end through *cursor. */
+ * the step event itself; with `detailed`, each module's operator and
+ * kernel too. Returns the step's end through *cursor. */
 static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
                          int64_t dur, int64_t fetch_us, uint64_t main_pid,
-                         const char *iter_name, int64_t *cursor)
+                         const char *iter_name, int detailed, int64_t *cursor)
 {
     tw_synth_rng *r = &tr->n->fw;
     int64_t f0 = *cursor + 100 + (int64_t)tw_synth_below(r, 300);
@@ -1490,6 +1521,10 @@ static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
         if (tw_synth_trace_event(tr, TW_SYNTH_PH_FWD, tw_synth_module[m], t, d,
                                  TW_SYNTH_ARGS_STEPNUM, step_num, 0) != 0)
             return -1;
+        if (detailed &&
+            tw_synth_detailed(tr, tw_synth_op_fwd[m], tw_synth_kernel[m], t, d,
+                              step_num) != 0)
+            return -1;
         t += d;
     }
     if (!eval) {
@@ -1499,6 +1534,10 @@ static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
             if (tw_synth_trace_event(tr, TW_SYNTH_PH_BWD, tw_synth_module[m], t,
                                      d, TW_SYNTH_ARGS_STEPNUM, step_num,
                                      0) != 0)
+                return -1;
+            if (detailed &&
+                tw_synth_detailed(tr, tw_synth_op_bwd[m], tw_synth_kernel[m], t,
+                                  d, step_num) != 0)
                 return -1;
             t += d;
         }
@@ -1620,12 +1659,15 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
             if (eval_step % TW_SYNTH_EVAL_STEPS == 0)
                 cursor += 2000;
             if (tw_synth_step(&tr, 1, eval_step, dur, fetch, main_pid,
-                              iter_name, &cursor) != 0)
+                              iter_name, 0, &cursor) != 0)
                 goto done;
             eval_step++;
         } else {
+            int detailed =
+                train_step >= TW_SYNTH_DETAILED_FROM &&
+                train_step - TW_SYNTH_DETAILED_FROM < j->o.detailed_steps;
             if (tw_synth_step(&tr, 0, train_step, dur, fetch, main_pid,
-                              iter_name, &cursor) != 0)
+                              iter_name, detailed, &cursor) != 0)
                 goto done;
             train_step++;
         }

@@ -64,6 +64,9 @@ typedef struct tw_synth_opts {
                                 the minute start: samples on scan bounds */
     int missing_gpu_series;  /* algo-1 writes no GPUUtilization for its
                                 last GPU                                */
+    uint32_t detailed_steps; /* TRAIN steps 5 .. 5+N-1 also get detailed
+                                profiling events (cpu_functions,
+                                gpu_functions-dev:0); 0 = none        */
     tw_synth_progress_fn progress; /* optional, NULL = silent            */
     void *progress_ctx;            /* passed to progress                 */
 } tw_synth_opts;

@@ -53,9 +53,11 @@ SHAPES = {
     "hour_boundary": ["--start", HOUR_EDGE],
     "aligned_samples": ["--aligned-samples"],
     "missing_gpu_series": ["--missing-gpu-series"],
+    "detailed_profiling": ["--detailed-steps", "250"],
     "everything": [
         "--ranks-per-node", "2", "--step-ms", "2900", "--rotate-s", "13",
         "--eval-every", "5", "--start", HOUR_EDGE, "--aligned-samples",
+        "--detailed-steps", "40",
     ],
 }
 
@@ -87,7 +89,8 @@ def matrix(quick):
                         str(nodes), "--duration", "300"] + extra
                 # Both modes where events span the scan boundaries most.
                 modes = ("report", "standalone") if shape in (
-                    "long_steps_rotating", "everything") else ("report",)
+                    "long_steps_rotating", "everything",
+                    "detailed_profiling") else ("report",)
                 jobs.append(("%s-%s-n%d-s%d" % (shape, p, nodes, seed), args,
                              modes))
     return jobs

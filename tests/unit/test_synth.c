@@ -869,6 +869,7 @@ typedef struct shape_counts {
     size_t gpu_util_algo1;  /* GPUUtilization lines of algo-1       */
     size_t gpu_util_algo2;
     size_t eval_steps;
+    size_t conv_ops;        /* detailed profiling: aten::conv2d      */
     double longest_train_s; /* longest TRAIN step but step 0        */
 } shape_counts;
 
@@ -917,6 +918,7 @@ static shape_counts shape_scan(const char *d, uint32_t ranks_per_node)
                 c.rank_node_mismatch = 1;
             char *b = read_all(path, NULL);
             c.eval_steps += count_str(b, "{\"name\": \"Step:ModeKeys.EVAL\"");
+            c.conv_ops += count_str(b, "{\"name\": \"aten::conv2d\"");
             double t = longest_train(b);
             if (t > c.longest_train_s)
                 c.longest_train_s = t;
@@ -967,14 +969,16 @@ static void test_shapes(void **state)
     assert_int_equal(def.gpu_util_algo1, def.gpu_util_algo2);
     assert_true(def.longest_train_s < 0.3);
     assert_int_equal(def.eval_steps, 0); /* 600 steps take longer */
+    assert_int_equal(def.conv_ops, 0);
 
     tw_synth_opts_default(&o);
     o.ranks_per_node = 2;
     o.rotate_s = 13;
     o.step_s = 9.0;
-    o.eval_every = 3;
+    o.eval_every = 6; /* steps 0-5 end by ~62 s, then EVAL steps */
     o.aligned_samples = 1;
     o.missing_gpu_series = 1;
+    o.detailed_steps = 1; /* TRAIN step 5 */
     shape_counts c = shape_gen(&o);
     assert_int_equal(c.ranks_seen, 0xfu); /* ranks 0-3 of 2 nodes */
     assert_false(c.rank_node_mismatch);
@@ -984,7 +988,8 @@ static void test_shapes(void **state)
     assert_int_equal(c.gpu_util_algo1, 0);
     assert_true(c.gpu_util_algo2 > 250);
     assert_true(c.longest_train_s >= 9.0 * 0.92);
-    assert_true(c.eval_steps >= 4 * 30); /* ≥ one pass per rank */
+    assert_true(c.eval_steps >= 4 * 20); /* 3.6 s each, 88 s left */
+    assert_int_equal(c.conv_ops, 4);     /* one step of each rank */
 
     tw_synth_opts_default(&o);
     o.ranks_per_node = 9;

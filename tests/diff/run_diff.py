@@ -232,6 +232,7 @@ def main():
     a = ap.parse_args()
     if not os.environ.get("TW_REF_MIRROR"):
         sys.exit("run_diff: set TW_REF_MIRROR (../shared/reference/README.md)")
+    sys.stdout.reconfigure(line_buffering=True)
     tw = os.path.join(a.build, "trainwatch")
     if a.write_golden:
         with open(os.path.join(GOLDEN_DIR, "jobs.json")) as f:
@@ -242,13 +243,15 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="tw-diff-")
     os.makedirs(work, exist_ok=True)
     t0 = time.time()
-    with ThreadPoolExecutor(max_workers=a.j) as ex:
-        results = list(ex.map(lambda j: one_job(tw, a.reference, work, *j),
-                              jobs))
     tot_cells = tot_eq = 0
     crashes = []
     errors = []
-    for res in results:
+    results = []
+    ex = ThreadPoolExecutor(max_workers=a.j)
+    # Printed as the jobs finish (in matrix order), so a long run shows
+    # its progress.
+    for res in ex.map(lambda j: one_job(tw, a.reference, work, *j), jobs):
+        results.append(res)
         if "error" in res:
             errors.append(res)
             print("%-45s ERROR %s" % (res["name"], res["error"]))
@@ -264,6 +267,7 @@ def main():
         for rule, why in res["crashes"].items():
             crashes.append((res["name"], rule, why))
             print("    REFERENCE CRASH %s: %s" % (rule, why))
+    ex.shutdown()
     ndiff = tot_cells - tot_eq
     print("\njobs %d (errors %d), cells compared %d, cells equal %d, "
           "differences %d, reference crashes %d, %.0f s" %

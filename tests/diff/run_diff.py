@@ -23,6 +23,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
 

@@ -32,6 +32,14 @@ enum {
     OPT_SEED,
     OPT_START,
     OPT_NO_FRAMEWORK,
+    OPT_RANKS_PER_NODE,
+    OPT_PIDS,
+    OPT_STEP_MS,
+    OPT_EVAL_EVERY,
+    OPT_ROTATE_S,
+    OPT_ALIGNED_SAMPLES,
+    OPT_MISSING_GPU_SERIES,
+    OPT_DETAILED_STEPS,
     OPT_LIST_PRESETS
 };
 
@@ -64,6 +72,34 @@ static const tw_cli_option tw_synth_options[] = {
     {"no-framework", 0, NULL,
      "write system metrics only (default: also framework traces)",
      OPT_NO_FRAMEWORK},
+    {"ranks-per-node", 0, "N",
+     "trace writers (training processes) per node, 1..8 (default: 1)",
+     OPT_RANKS_PER_NODE},
+    {"pids", 0, "shared|per-rank",
+     "shared: every rank of every node has the same pids (default); "
+     "per-rank: each rank of a node its own",
+     OPT_PIDS},
+    {"step-ms", 0, "MS",
+     "TRAIN step length in ms, 1..600000 (default: the preset's, 250)",
+     OPT_STEP_MS},
+    {"eval-every", 0, "N",
+     "TRAIN steps between EVAL passes of 30 steps, 0 = none (default: 600)",
+     OPT_EVAL_EVERY},
+    {"rotate-s", 0, "S",
+     "a trace file is closed when it spans S seconds of event ends, 1..3600 "
+     "(default: 60)",
+     OPT_ROTATE_S},
+    {"aligned-samples", 0, NULL,
+     "sampling rounds exactly on the interval grid, so samples fall on "
+     "minute (scan) boundaries (default: offset, never on a boundary)",
+     OPT_ALIGNED_SAMPLES},
+    {"missing-gpu-series", 0, NULL,
+     "algo-1 writes no GPUUtilization series for its last GPU",
+     OPT_MISSING_GPU_SERIES},
+    {"detailed-steps", 0, "N",
+     "detailed profiling of TRAIN steps 5..5+N-1: each module's operator "
+     "(phase cpu_functions) and GPU kernel (gpu_functions-dev:0) (default: 0)",
+     OPT_DETAILED_STEPS},
     {"list-presets", 0, NULL,
      "list the presets, what each plants and which rules fire, then exit",
      OPT_LIST_PRESETS},
@@ -208,6 +244,42 @@ static int tw_synth_cmd_option(tw_synth_opts *o, int id, const char *val)
     case OPT_NO_FRAMEWORK:
         o->framework = 0;
         return 0;
+    case OPT_ALIGNED_SAMPLES:
+        o->aligned_samples = 1;
+        return 0;
+    case OPT_MISSING_GPU_SERIES:
+        o->missing_gpu_series = 1;
+        return 0;
+    case OPT_RANKS_PER_NODE:
+        bad = tw_synth_parse_u64(val, 8, &u) || u < 1;
+        o->ranks_per_node = (uint32_t)u;
+        want = "an integer 1..8";
+        break;
+    case OPT_PIDS:
+        bad = strcmp(val, "shared") != 0 && strcmp(val, "per-rank") != 0;
+        o->pids_per_rank = strcmp(val, "per-rank") == 0;
+        want = "shared or per-rank";
+        break;
+    case OPT_STEP_MS:
+        bad = tw_synth_parse_u64(val, 600000, &u) || u < 1;
+        o->step_s = (double)u / 1000.0;
+        want = "an integer 1..600000";
+        break;
+    case OPT_EVAL_EVERY:
+        bad = tw_synth_parse_u64(val, UINT32_MAX, &u);
+        o->eval_every = (uint32_t)u;
+        want = "an integer 0..4294967295";
+        break;
+    case OPT_DETAILED_STEPS:
+        bad = tw_synth_parse_u64(val, UINT32_MAX, &u);
+        o->detailed_steps = (uint32_t)u;
+        want = "an integer 0..4294967295";
+        break;
+    case OPT_ROTATE_S:
+        bad = tw_synth_parse_u64(val, 3600, &u) || u < 1;
+        o->rotate_s = (double)u;
+        want = "an integer 1..3600";
+        break;
     case OPT_NODES:
         bad = tw_synth_parse_u64(val, 4096, &u) || u < 1;
         o->nodes = (uint32_t)u;

@@ -191,6 +191,14 @@ void tw_synth_opts_default(tw_synth_opts *o)
     o->seed = 1;
     o->start_us = INT64_C(1700000000000000);
     o->framework = 1;
+    o->ranks_per_node = 1;
+    o->pids_per_rank = 0;
+    o->step_s = 0;
+    o->eval_every = 600;
+    o->rotate_s = 60;
+    o->aligned_samples = 0;
+    o->missing_gpu_series = 0;
+    o->detailed_steps = 0;
     o->progress = NULL;
     o->progress_ctx = NULL;
 }
@@ -210,6 +218,7 @@ static void tw_synth_errf(char *err, size_t errlen, const char *fmt, ...)
 
 /* Upper bounds that keep a run sane (and file names short). */
 #define TW_SYNTH_MAX_NODES 4096u
+#define TW_SYNTH_MAX_RANKS 8u
 #define TW_SYNTH_MAX_CORES 1024u
 #define TW_SYNTH_MAX_GPUS 64u
 #define TW_SYNTH_MAX_DURATION_S (30.0 * 86400.0)
@@ -273,6 +282,29 @@ int tw_synth_opts_resolve(tw_synth_opts *o, char *err, size_t errlen)
                       "10-digit epoch seconds the agent's readers accept "
                       "(start >= 1000000000, start + duration < 9999999999)",
                       (long long)(o->start_us / 1000000));
+        return -1;
+    }
+    if (o->ranks_per_node < 1 || o->ranks_per_node > TW_SYNTH_MAX_RANKS) {
+        tw_synth_errf(err, errlen, "--ranks-per-node: %u is out of range 1..%u",
+                      o->ranks_per_node, TW_SYNTH_MAX_RANKS);
+        return -1;
+    }
+    if (!(o->step_s >= 0) || o->step_s > 600) {
+        tw_synth_errf(err, errlen,
+                      "--step-ms: %g s is out of range (0 = the preset's, "
+                      "at most 600 s)",
+                      o->step_s);
+        return -1;
+    }
+    if (!(o->rotate_s >= 1) || o->rotate_s > 3600) {
+        tw_synth_errf(err, errlen, "--rotate-s: %g is out of range 1..3600",
+                      o->rotate_s);
+        return -1;
+    }
+    if (o->missing_gpu_series && o->gpus == 0) {
+        tw_synth_errf(err, errlen,
+                      "--missing-gpu-series: needs --gpus >= 1 (a CPU-only "
+                      "job has no GPU series to leave out)");
         return -1;
     }
     if ((p->needs & TW_SYNTH_NEEDS_GPU) && o->gpus == 0) {
@@ -780,6 +812,8 @@ static int tw_synth_job_init(tw_synth_job *j)
          * round (spread < 15 ms) never straddles a minute boundary. */
         int64_t off = 1000 + (int64_t)tw_synth_below(
                                  &setup, (uint64_t)(j->interval_us - 26000));
+        if (o->aligned_samples)
+            off = 0; /* GPU samples exactly on the grid, so on minutes */
         int64_t base = j->start_us - (j->start_us % j->interval_us) + off;
         if (base < j->start_us)
             base += j->interval_us;
@@ -1047,7 +1081,10 @@ static int tw_synth_write_round(tw_synth_job *j, tw_synth_node *n,
     for (int g = 0; g < TW_SYNTH_NGROUPS; g++)
         tl[g] = tw_synth_fmt_ts(ts[g], tg[g]);
 
-    for (uint32_t g = 0; g < o->gpus; g++) {
+    uint32_t util_gpus = o->gpus;
+    if (o->missing_gpu_series && n->idx == 0)
+        util_gpus--; /* algo-1's last GPU has no utilisation series */
+    for (uint32_t g = 0; g < util_gpus; g++) {
         if (tw_synth_out_reserve(w, err, el) != 0)
             return -1;
         tw_synth_line(w, n, j->gpu_util_pfx[g], strlen(j->gpu_util_pfx[g]),
@@ -1105,7 +1142,7 @@ static int tw_synth_write_round(tw_synth_job *j, tw_synth_node *n,
                         "\"WriteThroughputInBytesPerSecond\",\"Dimension\":"
                         "\"\",\"Value\":",
                         io_h[2], ts[4], tl[4]);
-    j->st.samples += 2u * o->gpus + 2u * o->cores + 6u;
+    j->st.samples += util_gpus + o->gpus + 2u * o->cores + 6u;
     return 0;
 }
 
@@ -1113,6 +1150,8 @@ static int tw_synth_write_round(tw_synth_job *j, tw_synth_node *n,
 static void tw_synth_next_round_t(const tw_synth_job *j, tw_synth_node *n)
 {
     int64_t jit = (int64_t)tw_synth_below(&n->sys, 8000);
+    if (j->o.aligned_samples)
+        jit = 0;
     n->next_t = (n->grid0_us + (int64_t)n->round * j->interval_us) * 10 + jit;
 }
 
@@ -1197,6 +1236,8 @@ enum tw_synth_phase {
     TW_SYNTH_PH_ITER,
     TW_SYNTH_PH_WORKER,
     TW_SYNTH_PH_INIT,
+    TW_SYNTH_PH_CPUF, /* detailed profiling: operators  */
+    TW_SYNTH_PH_GPUF, /* detailed profiling: kernels    */
     TW_SYNTH_NPHASES
 };
 
@@ -1208,6 +1249,8 @@ static const char *const tw_synth_phase_name[TW_SYNTH_NPHASES] = {
     "DataLoaderIter",
     "DataLoaderWorker",
     "DataLoaderIterInitialize",
+    "cpu_functions",
+    "gpu_functions-dev:0",
 };
 
 /* Modules of the model: forward in this order, backward reversed; each
@@ -1216,6 +1259,18 @@ static const char *const tw_synth_module[] = {"conv1", "layer1", "layer2",
                                               "fc"};
 static const double tw_synth_module_share[] = {0.15, 0.35, 0.40, 0.10};
 #define TW_SYNTH_NMODULES 4
+/* Detailed profiling: per module its operator (forward, backward) and the
+ * GPU kernel it launches. */
+static const char *const tw_synth_op_fwd[] = {
+    "aten::conv2d", "aten::batch_norm", "aten::addmm", "aten::linear"};
+static const char *const tw_synth_op_bwd[] = {
+    "aten::convolution_backward", "aten::native_batch_norm_backward",
+    "aten::mm", "aten::mm"};
+static const char *const tw_synth_kernel[] = {
+    "implicit_convolve_sgemm", "bn_fw_tr_1C11_kernel_NCHW",
+    "volta_sgemm_128x64_nn", "volta_sgemm_32x32_sliced1x4_nn"};
+/* Detailed profiling covers TRAIN steps from this one on. */
+#define TW_SYNTH_DETAILED_FROM 5
 
 typedef enum {
     TW_SYNTH_ARGS_STEP,    /* {"pid": P, "step_num": "N"} */
@@ -1230,10 +1285,12 @@ typedef struct tw_synth_trace {
     tw_synth_out *w;
     int64_t base_us; /* start_time_since_epoch_in_micros            */
     int open;
-    int64_t min_end;  /* earliest event end in the open file         */
-    int64_t max_end;  /* latest event end: the file's name           */
-    int64_t hour_key; /* UTC hour (epoch s / 3600) of the open file  */
-    int nevents;      /* trace events in the open file               */
+    int64_t min_end;   /* earliest event end in the open file         */
+    int64_t max_end;   /* latest event end: the file's name           */
+    int64_t hour_key;  /* UTC hour (epoch s / 3600) of the open file  */
+    int64_t rotate_us; /* span of event ends that closes a file       */
+    uint32_t rank;     /* global rank: node × ranks_per_node + r      */
+    int nevents;       /* trace events in the open file               */
     int phase_pid[TW_SYNTH_NPHASES];
     int next_pid;
     char tmp_path[PATH_MAX];
@@ -1266,7 +1323,7 @@ static int tw_synth_trace_close(tw_synth_trace *tr)
     }
     if (tw_synth_pathf(path, j->err, j->errlen,
                        "%s/%lld_%u-algo-%u_pythontimeline.json", dir,
-                       (long long)tr->max_end, tr->n->idx, tr->n->idx + 1) != 0)
+                       (long long)tr->max_end, tr->rank, tr->n->idx + 1) != 0)
         return -1;
     if (access(path, F_OK) == 0) {
         tw_synth_errf(j->err, j->errlen,
@@ -1327,7 +1384,7 @@ static int tw_synth_trace_event(tw_synth_trace *tr, enum tw_synth_phase ph,
     int64_t end_us = start_us + dur_us;
     if (tr->open && ((end_us > tr->max_end ? end_us : tr->max_end) -
                              (end_us < tr->min_end ? end_us : tr->min_end) >=
-                         INT64_C(60000000) ||
+                         tr->rotate_us ||
                      end_us / 1000000 / 3600 != tr->hour_key ||
                      tr->w->written >= TW_SYNTH_TRACE_MAX_BYTES)) {
         if (tw_synth_trace_close(tr) != 0)
@@ -1431,11 +1488,25 @@ static int64_t tw_synth_jitter_dur(tw_synth_rng *r, double base_s)
     return (int64_t)llround(base_s * tw_synth_range(r, 0.92, 1.08) * 1e6);
 }
 
+/* Detailed profiling of one module event [t, t + d): the operator on the
+ * CPU, then the kernel it launches on the GPU. */
+static int tw_synth_detailed(tw_synth_trace *tr, const char *op,
+                             const char *kernel, int64_t t, int64_t d,
+                             uint64_t step_num)
+{
+    if (tw_synth_trace_event(tr, TW_SYNTH_PH_CPUF, op, t + d / 20, d * 3 / 10,
+                             TW_SYNTH_ARGS_STEPNUM, step_num, 0) != 0)
+        return -1;
+    return tw_synth_trace_event(tr, TW_SYNTH_PH_GPUF, kernel, t + d * 3 / 10,
+                                d * 6 / 10, TW_SYNTH_ARGS_STEPNUM, step_num, 0);
+}
+
 /* One step: loader fetch, forward modules, backward modules (TRAIN only),
- * the step event itself. Returns the step's end through *cursor. */
+ * the step event itself; with `detailed`, each module's operator and
+ * kernel too. Returns the step's end through *cursor. */
 static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
                          int64_t dur, int64_t fetch_us, uint64_t main_pid,
-                         const char *iter_name, int64_t *cursor)
+                         const char *iter_name, int detailed, int64_t *cursor)
 {
     tw_synth_rng *r = &tr->n->fw;
     int64_t f0 = *cursor + 100 + (int64_t)tw_synth_below(r, 300);
@@ -1450,6 +1521,10 @@ static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
         if (tw_synth_trace_event(tr, TW_SYNTH_PH_FWD, tw_synth_module[m], t, d,
                                  TW_SYNTH_ARGS_STEPNUM, step_num, 0) != 0)
             return -1;
+        if (detailed &&
+            tw_synth_detailed(tr, tw_synth_op_fwd[m], tw_synth_kernel[m], t, d,
+                              step_num) != 0)
+            return -1;
         t += d;
     }
     if (!eval) {
@@ -1459,6 +1534,10 @@ static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
             if (tw_synth_trace_event(tr, TW_SYNTH_PH_BWD, tw_synth_module[m], t,
                                      d, TW_SYNTH_ARGS_STEPNUM, step_num,
                                      0) != 0)
+                return -1;
+            if (detailed &&
+                tw_synth_detailed(tr, tw_synth_op_bwd[m], tw_synth_kernel[m], t,
+                                  d, step_num) != 0)
                 return -1;
             t += d;
         }
@@ -1471,22 +1550,27 @@ static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
     return 0;
 }
 
-#define TW_SYNTH_EVAL_EVERY 600
 #define TW_SYNTH_EVAL_STEPS 30
 
-static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n)
+/* The trace of rank `lr` (0-based within the node) of node n. */
+static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
+                                     uint32_t lr)
 {
     enum tw_synth_kind k = j->p->kind;
     tw_synth_rng *r = &n->fw;
+    if (lr > 0) /* own stream per extra rank; rank 0 keeps the default bytes */
+        tw_synth_rng_init(r, j->o.seed, n->idx, 100 + lr);
     tw_synth_trace tr;
     memset(&tr, 0, sizeof(tr));
     tr.j = j;
     tr.n = n;
     tr.w = &j->fww;
+    tr.rank = n->idx * j->o.ranks_per_node + lr;
+    tr.rotate_us = (int64_t)llround(j->o.rotate_s * 1e6);
     tr.base_us = j->start_us + 200000 + (int64_t)tw_synth_below(r, 1300000);
     if (tw_synth_pathf(tr.tmp_path, j->err, j->errlen,
                        "%s/framework/pevents/.%u-algo-%u.tmp", j->o.out_dir,
-                       n->idx, n->idx + 1) != 0)
+                       tr.rank, n->idx + 1) != 0)
         return -1;
 
     /* The same pids on every node, as in containers that start their
@@ -1497,6 +1581,8 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n)
     tw_synth_rng_init(&pid_rng, j->o.seed, UINT64_MAX, 4);
     uint64_t main_pid = 1000 + tw_synth_below(&pid_rng, 30000);
     uint32_t nw = k == TW_SYNTH_DATALOADER ? 0 : j->o.cores;
+    if (j->o.pids_per_rank)
+        main_pid += (uint64_t)lr * (nw + 1);
     int pin = k != TW_SYNTH_DATALOADER;
     const char *iter_name =
         nw ? "_MultiProcessingDataLoaderIter.DataLoaderIter::GetNext"
@@ -1510,6 +1596,9 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n)
         step_s = 0.3;
     else if (k == TW_SYNTH_CPU_BOTTLENECK || k == TW_SYNTH_IO_BOTTLENECK)
         step_s = 0.45;
+    if (j->o.step_s > 0)
+        step_s = j->o.step_s * (n->straggler ? 2.4 : 1.0);
+    uint32_t eval_every = j->o.eval_every;
     uint64_t outlier_off = 5 + n->idx % 20;
 
     int64_t cursor = j->start_us + (int64_t)llround(n->init_s * 1e6);
@@ -1541,10 +1630,9 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n)
     uint64_t train_step = 0, eval_step = 0;
     double node_s = (double)(j->end_us - j->start_us);
     for (;;) {
-        int eval_now = train_step > 0 &&
-                       train_step % TW_SYNTH_EVAL_EVERY == 0 &&
-                       eval_step < (train_step / TW_SYNTH_EVAL_EVERY) *
-                                       TW_SYNTH_EVAL_STEPS;
+        int eval_now =
+            eval_every > 0 && train_step > 0 && train_step % eval_every == 0 &&
+            eval_step < (train_step / eval_every) * TW_SYNTH_EVAL_STEPS;
         int64_t dur;
         if (eval_now) {
             dur = tw_synth_jitter_dur(r, step_s * 0.4);
@@ -1571,12 +1659,15 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n)
             if (eval_step % TW_SYNTH_EVAL_STEPS == 0)
                 cursor += 2000;
             if (tw_synth_step(&tr, 1, eval_step, dur, fetch, main_pid,
-                              iter_name, &cursor) != 0)
+                              iter_name, 0, &cursor) != 0)
                 goto done;
             eval_step++;
         } else {
+            int detailed =
+                train_step >= TW_SYNTH_DETAILED_FROM &&
+                train_step - TW_SYNTH_DETAILED_FROM < j->o.detailed_steps;
             if (tw_synth_step(&tr, 0, train_step, dur, fetch, main_pid,
-                              iter_name, &cursor) != 0)
+                              iter_name, detailed, &cursor) != 0)
                 goto done;
             train_step++;
         }
@@ -1603,8 +1694,10 @@ static int tw_synth_write_framework(tw_synth_job *j)
         tw_synth_mkdirs(dir, j->err, j->errlen) != 0)
         return -1;
     for (uint32_t i = 0; i < j->o.nodes; i++) {
-        if (tw_synth_write_node_trace(j, &j->nodes[i]) != 0)
-            return -1;
+        for (uint32_t lr = 0; lr < j->o.ranks_per_node; lr++) {
+            if (tw_synth_write_node_trace(j, &j->nodes[i], lr) != 0)
+                return -1;
+        }
         j->fw_done = i + 1;
     }
     return 0;

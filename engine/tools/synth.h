@@ -51,6 +51,22 @@ typedef struct tw_synth_opts {
     uint64_t seed;
     int64_t start_us; /* job start, epoch µs (a fixed default)   */
     int framework;    /* also write framework/pevents traces     */
+    /* Shapes for differential testing (docs/synth.md, "Shapes"):      */
+    uint32_t ranks_per_node; /* trace writers per node (1..8; default 1) */
+    int pids_per_rank;       /* 0: every rank of every node uses the same
+                                pids; 1: rank r's pids are offset         */
+    double step_s;           /* TRAIN step length; 0 = the preset's      */
+    uint32_t eval_every;     /* TRAIN steps between EVAL passes; 0 = none;
+                                default 600                             */
+    double rotate_s;         /* a trace file spans this much event-end time
+                                (default 60, the agent's close interval) */
+    int aligned_samples;     /* rounds exactly on the interval grid from
+                                the minute start: samples on scan bounds */
+    int missing_gpu_series;  /* algo-1 writes no GPUUtilization for its
+                                last GPU                                */
+    uint32_t detailed_steps; /* TRAIN steps 5 .. 5+N-1 also get detailed
+                                profiling events (cpu_functions,
+                                gpu_functions-dev:0); 0 = none        */
     tw_synth_progress_fn progress; /* optional, NULL = silent            */
     void *progress_ctx;            /* passed to progress                 */
 } tw_synth_opts;

@@ -858,6 +858,151 @@ static void test_options(void **state)
     tmpdir_free(d);
 }
 
+/* ------------------------------------------------------------------ */
+/* Shapes for differential testing (docs/synth.md)                    */
+
+typedef struct shape_counts {
+    size_t trace_files, sys_files;
+    unsigned ranks_seen;    /* bit r: a trace file of rank r        */
+    int rank_node_mismatch; /* a rank's file named for another node */
+    size_t on_minute;       /* samples exactly on a minute          */
+    size_t gpu_util_algo1;  /* GPUUtilization lines of algo-1       */
+    size_t gpu_util_algo2;
+    size_t eval_steps;
+    size_t conv_ops;        /* detailed profiling: aten::conv2d      */
+    double longest_train_s; /* longest TRAIN step but step 0        */
+} shape_counts;
+
+/* Longest Step:ModeKeys.TRAIN "dur" in a trace, skipping step "0". */
+static double longest_train(const char *b)
+{
+    double best = 0;
+    const char *key = "{\"name\": \"Step:ModeKeys.TRAIN\", \"pid\"";
+    for (const char *p = strstr(b, key); p; p = strstr(p + 1, key)) {
+        const char *d = strstr(p, "\"dur\": ");
+        const char *n = strstr(p, "\"step_num\": \"");
+        assert_non_null(d);
+        assert_non_null(n);
+        if (strncmp(n + 13, "0\"", 2) == 0)
+            continue;
+        double s = strtod(d + 7, NULL) / 1e6;
+        if (s > best)
+            best = s;
+    }
+    return best;
+}
+
+static size_t count_str(const char *b, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(b, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static shape_counts shape_scan(const char *d, uint32_t ranks_per_node)
+{
+    shape_counts c = {0};
+    flist l = list_files(d);
+    char path[8192];
+    for (size_t i = 0; i < l.n; i++) {
+        snprintf(path, sizeof(path), "%s/%s", d, l.v[i]);
+        if (starts_with(l.v[i], "framework/pevents/") &&
+            strstr(l.v[i], "pythontimeline")) {
+            const char *base = strrchr(l.v[i], '/') + 1;
+            unsigned rank = 0, node = 0;
+            assert_int_equal(
+                sscanf(strchr(base, '_') + 1, "%u-algo-%u", &rank, &node), 2);
+            c.ranks_seen |= 1u << rank;
+            if (rank / ranks_per_node + 1 != node)
+                c.rank_node_mismatch = 1;
+            char *b = read_all(path, NULL);
+            c.eval_steps += count_str(b, "{\"name\": \"Step:ModeKeys.EVAL\"");
+            c.conv_ops += count_str(b, "{\"name\": \"aten::conv2d\"");
+            double t = longest_train(b);
+            if (t > c.longest_train_s)
+                c.longest_train_s = t;
+            free(b);
+            c.trace_files++;
+        } else if (starts_with(l.v[i], "system/incremental/")) {
+            char *b = read_all(path, NULL);
+            /* file named by its minute: a sample on it prints "<m>.0" */
+            char on[64];
+            snprintf(on, sizeof(on), "\"Timestamp\":%.10s.0}",
+                     strrchr(l.v[i], '/') + 1);
+            c.on_minute += count_str(b, on);
+            size_t u = count_str(b, "\"Dimension\":\"GPUUtilization\"");
+            if (strstr(l.v[i], ".algo-1.json"))
+                c.gpu_util_algo1 += u;
+            else if (strstr(l.v[i], ".algo-2.json"))
+                c.gpu_util_algo2 += u;
+            free(b);
+            c.sys_files++;
+        }
+    }
+    flist_free(&l);
+    return c;
+}
+
+static shape_counts shape_gen(tw_synth_opts *o)
+{
+    char *d = tmpdir_new();
+    o->out_dir = d;
+    o->nodes = 2;
+    o->duration_s = 150;
+    char err[256];
+    assert_int_equal(tw_synth_opts_resolve(o, err, sizeof(err)), 0);
+    assert_int_equal(tw_synth_write(o, NULL, err, sizeof(err)), 0);
+    shape_counts c = shape_scan(d, o->ranks_per_node);
+    tmpdir_free(d);
+    return c;
+}
+
+static void test_shapes(void **state)
+{
+    (void)state;
+    tw_synth_opts o;
+    tw_synth_opts_default(&o);
+    shape_counts def = shape_gen(&o);
+    assert_int_equal(def.ranks_seen, 0x3u);
+    assert_int_equal(def.on_minute, 0);
+    assert_int_equal(def.gpu_util_algo1, def.gpu_util_algo2);
+    assert_true(def.longest_train_s < 0.3);
+    assert_int_equal(def.eval_steps, 0); /* 600 steps take longer */
+    assert_int_equal(def.conv_ops, 0);
+
+    tw_synth_opts_default(&o);
+    o.ranks_per_node = 2;
+    o.rotate_s = 13;
+    o.step_s = 9.0;
+    o.eval_every = 6; /* steps 0-5 end by ~62 s, then EVAL steps */
+    o.aligned_samples = 1;
+    o.missing_gpu_series = 1;
+    o.detailed_steps = 1; /* TRAIN step 5 */
+    shape_counts c = shape_gen(&o);
+    assert_int_equal(c.ranks_seen, 0xfu); /* ranks 0-3 of 2 nodes */
+    assert_false(c.rank_node_mismatch);
+    /* 13 s files: at least 140 / 13 per rank (more at each step end) */
+    assert_true(c.trace_files >= 4 * 10);
+    assert_true(c.on_minute >= 2 * 2); /* each node, minutes 1 and 2 */
+    assert_int_equal(c.gpu_util_algo1, 0);
+    assert_true(c.gpu_util_algo2 > 250);
+    assert_true(c.longest_train_s >= 9.0 * 0.92);
+    assert_true(c.eval_steps >= 4 * 20); /* 3.6 s each, 88 s left */
+    assert_int_equal(c.conv_ops, 4);     /* one step of each rank */
+
+    tw_synth_opts_default(&o);
+    o.ranks_per_node = 9;
+    expect_resolve_error(&o, "--ranks-per-node");
+    tw_synth_opts_default(&o);
+    o.rotate_s = 0;
+    expect_resolve_error(&o, "--rotate-s");
+    tw_synth_opts_default(&o);
+    o.gpus = 0;
+    o.missing_gpu_series = 1;
+    expect_resolve_error(&o, "--missing-gpu-series");
+}
+
 static int run_cli(int argc, const char **argv)
 {
     /* silence the command's stdout/stderr */
@@ -1325,6 +1470,7 @@ int main(void)
         cmocka_unit_test(test_no_framework),
         cmocka_unit_test(test_rotation_across_hour),
         cmocka_unit_test(test_options),
+        cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_preset_healthy),
         cmocka_unit_test(test_preset_low_gpu),

@@ -52,7 +52,18 @@ mv "$WORK/kustomization.yaml" "$WORK/k8s/"
 kubectl kustomize "$WORK/k8s" >"$WORK/all.yaml" || fail "kubectl kustomize"
 n=$(grep -c '^kind:' "$WORK/all.yaml")
 [ "$n" -ge 10 ] || fail "kubectl kustomize: only $n objects"
-for f in engine.yaml agent-daemonset.yaml training-job-sidecar.yaml; do
+# The sidecar example uses native sidecars (initContainers' restartPolicy,
+# Kubernetes 1.29+): a kubectl older than that drops the field, so it
+# decodes that file only when it knows it (Debian 12's is 1.20).
+KMINOR=$(kubectl version --client -o json 2>/dev/null |
+  python3 -c 'import json,sys,re; print(int(re.sub(r"\D.*", "", json.load(sys.stdin)["clientVersion"]["minor"])))' 2>/dev/null || echo 0)
+WORKLOADS="engine.yaml agent-daemonset.yaml"
+if [ "$KMINOR" -ge 29 ]; then
+  WORKLOADS="$WORKLOADS training-job-sidecar.yaml"
+else
+  echo "note: kubectl 1.$KMINOR predates native sidecars (1.29): training-job-sidecar.yaml not decoded"
+fi
+for f in $WORKLOADS; do
   # one document per workload, decoded by kubectl into its typed object
   python3 -c '
 import sys, yaml
@@ -62,9 +73,11 @@ for i, d in enumerate(yaml.safe_load_all(open(sys.argv[1]))):
   kubectl set env --local -f "$WORK/w.yaml" TW_DECODE_CHECK=1 -o json >"$WORK/w.json" 2>"$WORK/w.err" ||
     fail "kubectl cannot decode the workload in $f: $(cat "$WORK/w.err")"
   $CHECK decoded "$WORK/w.yaml" "$WORK/w.json" || fail "$f: fields dropped by kubectl"
+  [ "$f" = engine.yaml ] && cp "$WORK/w.yaml" "$WORK/engine-w.yaml"
 done
-# the decode check itself catches a misspelled field
-sed 's/readinessProbe:/readinesProbe:/' "$WORK/w.yaml" >"$WORK/typo.yaml"
+# the decode check itself catches a misspelled field (the engine has probes)
+grep -q 'readinessProbe:' "$WORK/engine-w.yaml" || fail "the engine workload has no readinessProbe"
+sed 's/readinessProbe:/readinesProbe:/' "$WORK/engine-w.yaml" >"$WORK/typo.yaml"
 kubectl set env --local -f "$WORK/typo.yaml" TW_DECODE_CHECK=1 -o json >"$WORK/typo.json"
 if $CHECK decoded "$WORK/typo.yaml" "$WORK/typo.json" 2>/dev/null; then
   fail "a misspelled field went unnoticed"

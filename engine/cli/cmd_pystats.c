@@ -43,8 +43,9 @@ static const tw_cli_option pystats_options[] = {
      "with --by-step: START, STEP_START (default), FORWARD_PASS_END, "
      "STEP_END or END",
      OPT_START_PHASE},
-    {"end-phase", 0, "PHASE", "with --by-step: as --start-phase (default "
-                              "STEP_END)",
+    {"end-phase", 0, "PHASE",
+     "with --by-step: as --start-phase (default "
+     "STEP_END)",
      OPT_END_PHASE},
     {"before-step0", 0, NULL,
      "only the interval from the hook's start to step 0 (START)",
@@ -101,8 +102,7 @@ static int choose(const char *s, const char *const *names, int n)
 
 int tw_cmd_pystats(int argc, char **argv)
 {
-    static const char *const groups[] = {"all", "training_phase",
-                                         "job_phase"};
+    static const char *const groups[] = {"all", "training_phase", "job_phase"};
     static const char *const sorts[] = {"tottime", "cumtime", "pcalls",
                                         "ncalls"};
     tw_pystats_opts o;
@@ -177,8 +177,7 @@ int tw_cmd_pystats(int argc, char **argv)
             long long n = strtoll(p.arg, &end, 10);
             if (end == p.arg || *end != '\0' || n < 0)
                 return tw_cli_usage_error(&pystats_command,
-                                          "--top: '%s' is not a count",
-                                          p.arg);
+                                          "--top: '%s' is not a count", p.arg);
             o.top = (size_t)n;
             break;
         }
@@ -194,8 +193,7 @@ int tw_cmd_pystats(int argc, char **argv)
         return tw_cli_usage_error(&pystats_command,
                                   "expects one folder DIR or pstats FILE");
     char err[1024] = "";
-    if (tw_pystats_run(argv[p.optind], &o, stdout, err, sizeof(err)) !=
-            TW_OK ||
+    if (tw_pystats_run(argv[p.optind], &o, stdout, err, sizeof(err)) != TW_OK ||
         fflush(stdout) != 0) {
         fprintf(stderr, "trainwatch pystats: %s: %s\n", argv[p.optind],
                 err[0] ? err : "writing the output failed");

@@ -70,8 +70,7 @@ static int fail(parser *p, const char *fmt, ...)
 static int take(parser *p, size_t n, const uint8_t **at)
 {
     if (p->len - p->pos < n)
-        return fail(p, "the data ends inside an object (%zu bytes needed)",
-                    n);
+        return fail(p, "the data ends inside an object (%zu bytes needed)", n);
     *at = p->d + p->pos;
     p->pos += n;
     return TW_OK;
@@ -108,10 +107,10 @@ static int reserve_kids(parser *p, size_t n, size_t *first)
 {
     /* every element takes at least one byte: bounds a forged count */
     if (n > p->len - p->pos)
-        return fail(p, "a container of %zu objects in %zu remaining bytes",
-                    n, p->len - p->pos);
-    if (tw_grow((void **)&p->kids, &p->cap_kids, p->nkids + n,
-                sizeof(*p->kids), 64) != TW_OK)
+        return fail(p, "a container of %zu objects in %zu remaining bytes", n,
+                    p->len - p->pos);
+    if (tw_grow((void **)&p->kids, &p->cap_kids, p->nkids + n, sizeof(*p->kids),
+                64) != TW_OK)
         return fail(p, "out of memory");
     *first = p->nkids;
     p->nkids += n;
@@ -156,8 +155,7 @@ static int dict(parser *p, int depth, size_t self)
             rc = TW_ERR;
             break;
         }
-        if (tw_grow((void **)&tmp, &cap, ntmp + 2, sizeof(*tmp), 16) !=
-            TW_OK) {
+        if (tw_grow((void **)&tmp, &cap, ntmp + 2, sizeof(*tmp), 16) != TW_OK) {
             rc = fail(p, "out of memory");
             break;
         }
@@ -229,11 +227,9 @@ static int value(parser *p, int depth, size_t *out)
         if (u32(p, &idx) != TW_OK)
             return TW_ERR;
         if (idx >= p->nrefs)
-            return fail(p, "reference %u to one of %zu objects", idx,
-                        p->nrefs);
+            return fail(p, "reference %u to one of %zu objects", idx, p->nrefs);
         if (!p->nodes[p->refs[idx]].done)
-            return fail(p, "reference %u to an object still being read",
-                        idx);
+            return fail(p, "reference %u to an object still being read", idx);
         *out = p->refs[idx];
         return TW_OK;
     }
@@ -291,7 +287,7 @@ static int value(parser *p, int depth, size_t *out)
     case '>':
         if ((rc = u32(p, &n32)) == TW_OK)
             rc = seq(p, depth, self,
-                     type == '(' ? K_TUPLE
+                     type == '('   ? K_TUPLE
                      : type == '[' ? K_LIST
                                    : K_SET,
                      n32);
@@ -305,8 +301,9 @@ static int value(parser *p, int depth, size_t *out)
         break;
     default:
         p->pos--;
-        return fail(p, "type code 0x%02x ('%c') is not one a pstats file "
-                       "holds",
+        return fail(p,
+                    "type code 0x%02x ('%c') is not one a pstats file "
+                    "holds",
                     type, type >= 0x20 && type < 0x7f ? type : '?');
     }
     if (rc != TW_OK)
@@ -387,8 +384,9 @@ static int build(parser *p, size_t root, tw_pstats *s)
         const node *v = &p->nodes[p->kids[r->first + 2 * i + 1]];
         if (v->kind != K_TUPLE || v->n != 5 ||
             p->nodes[p->kids[v->first + 4]].kind != K_DICT)
-            return fail(p, "function %zu's value is not (cc, nc, tt, ct, "
-                           "callers)",
+            return fail(p,
+                        "function %zu's value is not (cc, nc, tt, ct, "
+                        "callers)",
                         i);
         ncallers += p->nodes[p->kids[v->first + 4]].n;
         /* a callers dict referenced many times would multiply */
@@ -467,8 +465,8 @@ void tw_pstats_free(tw_pstats *s)
     free(s);
 }
 
-int tw_pstats_parse(const uint8_t *data, size_t len, tw_pstats **out,
-                    char *err, size_t errlen)
+int tw_pstats_parse(const uint8_t *data, size_t len, tw_pstats **out, char *err,
+                    size_t errlen)
 {
     *out = NULL;
     parser p = {.d = data, .len = len, .err = err, .errlen = errlen};

@@ -48,8 +48,8 @@ typedef struct tw_pstats {
 
 /* Parses len bytes. TW_OK with *out (free with tw_pstats_free), or TW_ERR
  * with a sentence naming the offset and what was wrong in err. */
-int tw_pstats_parse(const uint8_t *data, size_t len, tw_pstats **out,
-                    char *err, size_t errlen);
+int tw_pstats_parse(const uint8_t *data, size_t len, tw_pstats **out, char *err,
+                    size_t errlen);
 
 /* Reads and parses the file at path (at most TW_PSTATS_MAX_FILE bytes). */
 int tw_pstats_read_file(const char *path, tw_pstats **out, char *err,

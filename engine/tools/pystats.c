@@ -108,8 +108,8 @@ static int parse_interval(const char *name, interval *iv)
 {
     const char *s = name;
     if (digits(&s, &iv->start_us) != 0 || *s++ != '_' ||
-        phase_step(&s, &iv->start_phase, &iv->start_step) != 0 ||
-        *s++ != '_' || digits(&s, &iv->end_us) != 0 || *s++ != '_' ||
+        phase_step(&s, &iv->start_phase, &iv->start_step) != 0 || *s++ != '_' ||
+        digits(&s, &iv->end_us) != 0 || *s++ != '_' ||
         phase_step(&s, &iv->end_phase, &iv->end_step) != 0 || *s != '\0')
         return -1;
     return 0;
@@ -136,15 +136,15 @@ static char *join(const char *a, const char *b)
 
 static int add_interval(analysis *a, const interval *iv)
 {
-    if (tw_grow((void **)&a->iv, &a->cap_iv, a->niv + 1, sizeof(*a->iv),
-                32) != TW_OK)
+    if (tw_grow((void **)&a->iv, &a->cap_iv, a->niv + 1, sizeof(*a->iv), 32) !=
+        TW_OK)
         return TW_ERR;
     a->iv[a->niv++] = *iv;
     return TW_OK;
 }
 
-static int scan_node(analysis *a, const char *dir, const char *node,
-                     char *err, size_t errlen)
+static int scan_node(analysis *a, const char *dir, const char *node, char *err,
+                     size_t errlen)
 {
     DIR *d = opendir(dir);
     if (d == NULL) {
@@ -168,8 +168,7 @@ static int scan_node(analysis *a, const char *dir, const char *node,
             break;
         }
         struct stat st;
-        if (parse_interval(e->d_name, &iv) != 0 ||
-            stat(iv.path, &st) != 0) {
+        if (parse_interval(e->d_name, &iv) != 0 || stat(iv.path, &st) != 0) {
             bad(a, iv.path,
                 "not <start_us>_<PHASE>-<step>_<end_us>_<PHASE>-<step>/"
                 "python_stats");
@@ -275,8 +274,8 @@ static int selected(const tw_pystats_opts *o, const interval *iv)
     return 1;
 }
 
-static void group_name(const tw_pystats_opts *o, const interval *iv,
-                       char *name, size_t len)
+static void group_name(const tw_pystats_opts *o, const interval *iv, char *name,
+                       size_t len)
 {
     if (o->group == TW_PYSTATS_GROUP_ALL || !iv->known)
         snprintf(name, len, "all");
@@ -311,7 +310,7 @@ static int add_stats(group *g, const tw_pstats *s)
         char key[4096];
         int n = snprintf(key, sizeof(key), "%s\n%lld\n%s", f->file,
                          (long long)f->line, f->function);
-        size_t klen = n < 0                        ? 0
+        size_t klen = n < 0                      ? 0
                       : (size_t)n >= sizeof(key) ? sizeof(key) - 1
                                                  : (size_t)n;
         uint32_t at;
@@ -385,8 +384,7 @@ static void print_name(FILE *out, const func_sum *f)
         else
             fprintf(out, "%s\n", f->function);
     } else {
-        fprintf(out, "%s:%lld(%s)\n", f->file, (long long)f->line,
-                f->function);
+        fprintf(out, "%s:%lld(%s)\n", f->file, (long long)f->line, f->function);
     }
 }
 
@@ -439,8 +437,7 @@ static int write_text(const analysis *a, FILE *out)
                 continue;
             if (iv->known)
                 fprintf(out, "  %s %lld %s-%lld %lld %s-%lld %zu\n", iv->node,
-                        (long long)iv->start_us,
-                        phase_names[iv->start_phase],
+                        (long long)iv->start_us, phase_names[iv->start_phase],
                         (long long)iv->start_step, (long long)iv->end_us,
                         phase_names[iv->end_phase], (long long)iv->end_step,
                         iv->functions);
@@ -456,8 +453,7 @@ static int write_text(const analysis *a, FILE *out)
         if (r == NULL)
             return TW_ERR;
         size_t shown = o->top > 0 && o->top < n ? o->top : n;
-        fprintf(out,
-                "\n%s: %zu intervals, %zu functions, by %s (top %zu)\n\n",
+        fprintf(out, "\n%s: %zu intervals, %zu functions, by %s (top %zu)\n\n",
                 g->name, g->nintervals, n, sort_names[o->sort], shown);
         fprintf(out, "   ncalls  tottime  percall  cumtime  percall "
                      "filename:lineno(function)\n");

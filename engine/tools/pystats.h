@@ -50,10 +50,10 @@ typedef struct tw_pystats_opts {
     const char *node; /* only this node id; NULL: all */
     tw_pystats_group group;
     tw_pystats_sort sort;
-    size_t top;   /* rows per table; 0: all */
-    int list;     /* also list the intervals */
-    int json;     /* one JSON object instead of text */
-    int quiet;    /* no bad-input messages on stderr */
+    size_t top; /* rows per table; 0: all */
+    int list;   /* also list the intervals */
+    int json;   /* one JSON object instead of text */
+    int quiet;  /* no bad-input messages on stderr */
 } tw_pystats_opts;
 
 /* "STEP_START" -> its phase; -1 when not a phase name. */

@@ -10,7 +10,9 @@
 #      profiling on steps 0-2): the interval list equals the folder's
 #      python_stats folders; the forward intervals hold torch's module call;
 #      --before-step0 selects the one START interval, --by-step 1:1 the two
-#      of step 1, --by job_phase splits initialization / training_loop; and
+#      of step 1, --time the START interval's span that one, --by job_phase
+#      splits initialization / training_loop; a bad interval name and a
+#      file that is no marshal data are reported, counted and skipped; and
 #      the folder's top-15 by cumulative time equal
 #      pstats.Stats(all files, in start order).print_stats(15).
 set -u
@@ -159,6 +161,35 @@ assert any(f["function"] == "_call_impl" and f["file"].endswith(
     [f["function"] for f in fwd["top"]]
 print("folder: %d intervals, groups %s" % (len(iv), sorted(ph)))
 PYEOF
+# --time: the START interval's own span selects it alone
+T=$("$PY" -c '
+import json, sys
+i = json.load(open(sys.argv[1]))["intervals"][0]
+print("%.6f:%.6f" % (i["start_us"] / 1e6, i["end_us"] / 1e6))' "$WORK/init.json")
+"$TW" pystats "$D" --json --time "$T" >"$WORK/time.json" || fail "--time"
+"$PY" -c '
+import json, sys
+a, b = (json.load(open(f))["intervals"] for f in sys.argv[1:])
+assert a == b, (a, b)' "$WORK/time.json" "$WORK/init.json" || fail "--time $T"
+# bad input in a folder: a name that is no interval, a file that is no
+# marshal data: both reported, counted, skipped; the rest still read
+cp -r "$D" "$WORK/bad"
+N=$(ls -d "$WORK"/bad/framework/pytorch/cprofile/*)
+mkdir "$N/not-an-interval"
+: >"$N/not-an-interval/python_stats"
+LAST=$(ls -d "$N"/*_STEP_END-2 | head -n 1)
+printf 'QQQ' >"$LAST/python_stats"
+"$TW" pystats "$WORK/bad" --json >"$WORK/bad.json" 2>"$WORK/bad.err" ||
+    fail "pystats on a folder with bad input failed"
+grep -q "not-an-interval.*skipped" "$WORK/bad.err" || fail "no message for the bad name"
+grep -q "STEP_END-2/python_stats: skipped: byte 0: type code" "$WORK/bad.err" ||
+    fail "no message for the bad file: $(cat "$WORK/bad.err")"
+"$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["skipped"] == 2, d["skipped"]
+assert d["groups"][0]["intervals"] == len(d["intervals"]) - 1, d["groups"]' \
+    "$WORK/bad.json" || fail "bad input not counted"
 FILES=$("$PY" -c '
 import json, sys
 print("\n".join(i["path"] for i in json.load(open(sys.argv[1]))["intervals"]))' \

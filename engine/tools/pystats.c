@@ -307,18 +307,22 @@ static int add_stats(group *g, const tw_pstats *s)
 {
     for (size_t i = 0; i < s->nfuncs; i++) {
         const tw_pstats_func *f = &s->funcs[i];
-        char key[4096];
-        int n = snprintf(key, sizeof(key), "%s\n%lld\n%s", f->file,
-                         (long long)f->line, f->function);
-        size_t klen = n < 0                      ? 0
-                      : (size_t)n >= sizeof(key) ? sizeof(key) - 1
-                                                 : (size_t)n;
-        uint32_t at;
+        size_t cap = strlen(f->file) + strlen(f->function) + 32;
+        char *key = malloc(cap);
+        if (key == NULL)
+            return TW_ERR;
+        int n = snprintf(key, cap, "%s\n%lld\n%s", f->file, (long long)f->line,
+                         f->function);
+        TW_ASSERT(n > 0 && (size_t)n < cap);
+        size_t klen = (size_t)n;
+        uint32_t at = 0;
         if (!tw_strmap_get(&g->index, key, klen, &at)) {
             if (g->nfuncs >= UINT32_MAX ||
                 tw_grow((void **)&g->funcs, &g->cap, g->nfuncs + 1,
-                        sizeof(*g->funcs), 64) != TW_OK)
+                        sizeof(*g->funcs), 64) != TW_OK) {
+                free(key);
                 return TW_ERR;
+            }
             func_sum *fs = &g->funcs[g->nfuncs];
             memset(fs, 0, sizeof(*fs));
             fs->file = strdup(f->file);
@@ -329,10 +333,12 @@ static int add_stats(group *g, const tw_pstats *s)
                     TW_OK) {
                 free(fs->file);
                 free(fs->function);
+                free(key);
                 return TW_ERR;
             }
             at = (uint32_t)g->nfuncs++;
         }
+        free(key);
         func_sum *fs = &g->funcs[at];
         fs->cc += f->cc;
         fs->nc += f->nc;

@@ -26,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     volatile size_t chars = 0;
     for (size_t i = 0; i < s->nfuncs; i++) {
         const tw_pstats_func *f = &s->funcs[i];
-        if (f->file == NULL || f->function == NULL || f->cc < 0 ||
-            f->nc < 0 || (f->ncallers > 0 && f->callers == NULL))
+        if (f->file == NULL || f->function == NULL || f->cc < 0 || f->nc < 0 ||
+            (f->ncallers > 0 && f->callers == NULL))
             abort();
         /* touch every string: ASan sees one past its pool */
         chars += strlen(f->file) + strlen(f->function);
@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         callers += f->ncallers;
     }
-    if (callers > size)
+    if (callers > size || chars == SIZE_MAX)
         abort();
     tw_pstats_free(s);
     return 0;

@@ -3,6 +3,7 @@
  * (cProfile statistics) of a profiler-output folder or one pstats file,
  * selected and aggregated (engine/tools/pystats.h).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@ enum {
     OPT_BEFORE_STEP0,
     OPT_AFTER_CLOSE,
     OPT_NODE,
+    OPT_MODE,
+    OPT_BETWEEN,
     OPT_BY,
     OPT_SORT,
     OPT_TOP,
@@ -54,6 +57,13 @@ static const tw_cli_option pystats_options[] = {
      "only the interval from the last step to the hook's close (END)",
      OPT_AFTER_CLOSE},
     {"node", 0, "ID", "only this node (<rank>-<host>)", OPT_NODE},
+    {"mode", 0, "MODE",
+     "only the intervals of this mode (TRAIN, EVAL, PREDICT, GLOBAL; step "
+     "numbers count within a mode)",
+     OPT_MODE},
+    {"between-modes", 0, "M1:M2",
+     "only the intervals from the first of mode M1 to the last of mode M2",
+     OPT_BETWEEN},
     {"by", 0, "GROUPING",
      "one table per training_phase (START_PHASE-END_PHASE pair) or "
      "job_phase (initialization, training_loop, finalization); default: "
@@ -71,8 +81,9 @@ static const tw_cli_option pystats_options[] = {
 
 static const tw_cli_command pystats_command = {
     .name = "pystats",
-    .synopsis = "DIR|FILE [--by-step A:B | --time T1:T2 | --before-step0 | "
-                "--after-close] [options]",
+    .synopsis = "DIR|FILE [--by-step A:B [--mode M] | --time T1:T2 | "
+                "--between-modes M1:M2 | --before-step0 | --after-close] "
+                "[options]",
     .description =
         "Python-profile analysis: the cProfile statistics the hook writes "
         "under\nDIR/framework/pytorch/cprofile/<node>/<interval>/"
@@ -107,6 +118,7 @@ int tw_cmd_pystats(int argc, char **argv)
                                         "ncalls"};
     tw_pystats_opts o;
     memset(&o, 0, sizeof(o));
+    char between_from[32];
     o.phase_a = TW_PHASE_STEP_START;
     o.phase_b = TW_PHASE_STEP_END;
     o.top = 20;
@@ -156,6 +168,23 @@ int tw_cmd_pystats(int argc, char **argv)
         case OPT_NODE:
             o.node = p.arg;
             break;
+        case OPT_MODE:
+            o.mode = p.arg;
+            break;
+        case OPT_BETWEEN: {
+            const char *colon = strchr(p.arg, ':');
+            if (colon == NULL || colon == p.arg || colon[1] == '\0' ||
+                colon - p.arg >= (ptrdiff_t)sizeof(between_from))
+                return tw_cli_usage_error(&pystats_command,
+                                          "--between-modes: '%s' is not "
+                                          "M1:M2",
+                                          p.arg);
+            snprintf(between_from, sizeof(between_from), "%.*s",
+                     (int)(colon - p.arg), p.arg);
+            o.between_from = between_from;
+            o.between_to = colon + 1;
+            break;
+        }
         case OPT_BY:
             if ((k = choose(p.arg, groups, 3)) < 0)
                 return tw_cli_usage_error(&pystats_command,

@@ -43,7 +43,8 @@ typedef struct interval {
     char *path;
     int64_t start_us, end_us, start_step, end_step;
     tw_step_phase start_phase, end_phase;
-    int known; /* 0: a lone pstats file, no interval name */
+    int known;     /* 0: a lone pstats file, no interval name */
+    char mode[16]; /* from <interval>/mode (the hook writes it); "" */
     size_t functions;
 } interval;
 
@@ -68,6 +69,7 @@ typedef struct analysis {
     group groups[TW_PHASE_COUNT * TW_PHASE_COUNT]; /* every phase pair */
     size_t ngroups;
     size_t skipped;
+    int64_t between_t0, between_t1; /* --between-modes as times */
 } analysis;
 
 /* ---- the folder ---------------------------------------------------------- */
@@ -134,6 +136,24 @@ static char *join(const char *a, const char *b)
     return s;
 }
 
+/* <interval>/mode's first word; "" when absent or unreadable (older
+ * folders: no mode) */
+static void read_mode(const char *dir, const char *name, char *mode, size_t len)
+{
+    mode[0] = '\0';
+    char *sub = join(dir, name);
+    char *path = sub == NULL ? NULL : join(sub, "mode");
+    free(sub);
+    FILE *f = path == NULL ? NULL : fopen(path, "r");
+    free(path);
+    if (f == NULL)
+        return;
+    if (fgets(mode, (int)len, f) == NULL)
+        mode[0] = '\0';
+    mode[strcspn(mode, " \t\r\n")] = '\0';
+    fclose(f);
+}
+
 static int add_interval(analysis *a, const interval *iv)
 {
     if (tw_grow((void **)&a->iv, &a->cap_iv, a->niv + 1, sizeof(*a->iv), 32) !=
@@ -177,6 +197,7 @@ static int scan_node(analysis *a, const char *dir, const char *node, char *err,
             continue;
         }
         iv.known = 1;
+        read_mode(dir, e->d_name, iv.mode, sizeof(iv.mode));
         if (add_interval(a, &iv) != TW_OK) {
             free(iv.path);
             free(iv.node);
@@ -255,12 +276,18 @@ static int before(int64_t s1, tw_step_phase p1, int64_t s2, tw_step_phase p2)
     return s1 < s2 || (s1 == s2 && p1 < p2);
 }
 
-static int selected(const tw_pystats_opts *o, const interval *iv)
+static int selected(const analysis *a, const interval *iv)
 {
+    const tw_pystats_opts *o = a->o;
     if (o->node != NULL && strcmp(o->node, iv->node) != 0)
         return 0;
     if (!iv->known) /* a lone file: no interval to select on */
         return 1;
+    if (o->mode != NULL && strcmp(o->mode, iv->mode) != 0)
+        return 0;
+    if (o->between_from != NULL &&
+        (iv->start_us < a->between_t0 || iv->end_us > a->between_t1))
+        return 0;
     if (o->has_time && (iv->start_us < o->from_us || iv->end_us > o->to_us))
         return 0;
     if (o->has_steps &&
@@ -272,6 +299,23 @@ static int selected(const tw_pystats_opts *o, const interval *iv)
     if (o->after_close && iv->end_phase != TW_PHASE_END)
         return 0;
     return 1;
+}
+
+/* --between-modes FROM:TO: from the first interval of FROM to the last
+ * of TO; an empty span when either mode is absent */
+static void between(analysis *a)
+{
+    a->between_t0 = INT64_MAX;
+    a->between_t1 = INT64_MIN;
+    for (size_t i = 0; i < a->niv; i++) {
+        const interval *iv = &a->iv[i];
+        if (strcmp(iv->mode, a->o->between_from) == 0 &&
+            iv->start_us < a->between_t0)
+            a->between_t0 = iv->start_us;
+        if (strcmp(iv->mode, a->o->between_to) == 0 &&
+            iv->end_us > a->between_t1)
+            a->between_t1 = iv->end_us;
+    }
 }
 
 static void group_name(const tw_pystats_opts *o, const interval *iv, char *name,
@@ -435,14 +479,15 @@ static int write_text(const analysis *a, FILE *out)
 {
     const tw_pystats_opts *o = a->o;
     if (o->list) {
-        fprintf(out, "intervals (node start_us start end_us end "
+        fprintf(out, "intervals (node mode start_us start end_us end "
                      "functions):\n");
         for (size_t i = 0; i < a->niv; i++) {
             const interval *iv = &a->iv[i];
-            if (!selected(o, iv))
+            if (!selected(a, iv))
                 continue;
             if (iv->known)
-                fprintf(out, "  %s %lld %s-%lld %lld %s-%lld %zu\n", iv->node,
+                fprintf(out, "  %s %s %lld %s-%lld %lld %s-%lld %zu\n",
+                        iv->node, iv->mode[0] ? iv->mode : "-",
                         (long long)iv->start_us, phase_names[iv->start_phase],
                         (long long)iv->start_step, (long long)iv->end_us,
                         phase_names[iv->end_phase], (long long)iv->end_step,
@@ -484,7 +529,7 @@ static int write_json(const analysis *a, FILE *out)
     tw_json_array_begin(j);
     for (size_t i = 0; i < a->niv; i++) {
         const interval *iv = &a->iv[i];
-        if (!selected(o, iv))
+        if (!selected(a, iv))
             continue;
         tw_json_object_begin(j);
         tw_json_key(j, "node");
@@ -492,6 +537,11 @@ static int write_json(const analysis *a, FILE *out)
         tw_json_key(j, "path");
         tw_json_string(j, iv->path);
         if (iv->known) {
+            tw_json_key(j, "mode");
+            if (iv->mode[0])
+                tw_json_string(j, iv->mode);
+            else
+                tw_json_null(j);
             tw_json_key(j, "start_us");
             tw_json_int(j, iv->start_us);
             tw_json_key(j, "start_phase");
@@ -590,9 +640,11 @@ int tw_pystats_run(const char *path, const tw_pystats_opts *o, FILE *out,
 {
     analysis a = {.o = o};
     int rc = find_intervals(&a, path, err, errlen);
+    if (rc == TW_OK && o->between_from != NULL)
+        between(&a);
     for (size_t i = 0; i < a.niv && rc == TW_OK; i++) {
         interval *iv = &a.iv[i];
-        if (!selected(o, iv))
+        if (!selected(&a, iv))
             continue;
         char why[512];
         tw_pstats *s = NULL;

@@ -4,7 +4,7 @@
  *   DIR/framework/pytorch/cprofile/<node>/<start_us>_<START_PHASE>-<step>_
  *       <end_us>_<END_PHASE>-<step>/python_stats
  * (hooks/python/trainwatch/legacy_writer.py), or one pstats file, selected
- * by time, step range or job phase, aggregated per group and printed as
+ * by time, step range, mode or job phase, aggregated per group and printed as
  * top-N function tables in pstats' own row format.
  */
 #ifndef TW_PYSTATS_H
@@ -48,6 +48,10 @@ typedef struct tw_pystats_opts {
     int before_step0; /* intervals from the hook's start (START) */
     int after_close;  /* intervals up to the hook's close (END) */
     const char *node; /* only this node id; NULL: all */
+    const char *mode; /* only intervals of this mode (TRAIN, EVAL...) */
+    const char *between_from, *between_to; /* intervals from the first of
+                                              mode `from` to the last of
+                                              mode `to` (time order) */
     tw_pystats_group group;
     tw_pystats_sort sort;
     size_t top; /* rows per table; 0: all */

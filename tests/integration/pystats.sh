@@ -7,8 +7,10 @@
 #      and times equal the pstats dict's exactly;
 #  (2) the legacy folder the hook writes around real PyTorch steps
 #      (tests/integration/hook/train.py through `trainwatch broker`, Python
-#      profiling on steps 0-2): the interval list equals the folder's
-#      python_stats folders; the forward intervals hold torch's module call;
+#      profiling on steps 0-2 of TRAIN and of EVAL): the interval list
+#      (with each interval's mode) equals the folder's python_stats
+#      folders; --mode EVAL --by-step 0:2 and --between-modes EVAL:EVAL the
+#      six EVAL intervals; the forward intervals hold torch's module call;
 #      --before-step0 selects the one START interval, --by-step 1:1 the two
 #      of step 1, --time the START interval's span that one, --by job_phase
 #      splits initialization / training_loop; a bad interval name and a
@@ -109,7 +111,7 @@ export PYTHONPATH=$BUILD/hooks/python
 tw_broker_start || fail "broker start"
 D=$WORK/job
 "$PY" "$HERE/hook/train.py" --job pystats --brokers "$BOOTSTRAP" \
-    --workers 0 --epochs 1 --batches 8 --profiler-output "$D" \
+    --workers 0 --epochs 1 --batches 8 --eval-batches 4 --profiler-output "$D" \
     --profiler-config '{"framework_profile_params": {"python_profiling_config": {"start_step": 0, "num_steps": 3}}}' \
     >"$WORK/train.out" 2>"$WORK/train.err" ||
     fail "training: $(tail -n 5 "$WORK/train.err")"
@@ -120,7 +122,9 @@ ls "$D"/framework/pytorch/cprofile/*/*/python_stats >/dev/null 2>&1 ||
 "$TW" pystats "$D" --list --json --top 5 >"$WORK/all.json" ||
     fail "pystats on the folder"
 "$TW" pystats "$D" --json --before-step0 >"$WORK/init.json" || fail "--before-step0"
-"$TW" pystats "$D" --json --by-step 1:1 >"$WORK/step1.json" || fail "--by-step"
+"$TW" pystats "$D" --json --by-step 1:1 --mode TRAIN >"$WORK/step1.json" || fail "--by-step"
+"$TW" pystats "$D" --json --by-step 0:2 --mode EVAL >"$WORK/eval.json" || fail "--mode EVAL"
+"$TW" pystats "$D" --json --between-modes EVAL:EVAL >"$WORK/between.json" || fail "--between-modes"
 "$TW" pystats "$D" --json --by job_phase >"$WORK/job.json" || fail "--by job_phase"
 "$TW" pystats "$D" --json --by training_phase --sort cumtime --top 30 \
     >"$WORK/phase.json" || fail "--by training_phase"
@@ -136,15 +140,20 @@ listed = sorted((i["node"], "%d_%s-%d_%d_%s-%d" % (
     i["end_phase"], i["end_step"])) for i in iv)
 assert listed == names, (listed, names)
 assert all(i["node"].startswith("0-") and i["functions"] > 0 for i in iv), iv
-# START->STEP_START-0, then per step STEP_START->FORWARD_PASS_END and
-# FORWARD_PASS_END->STEP_END for steps 0..2
-want = {("START", 0, "STEP_START", 0)}
-for s in range(3):
-    want |= {("STEP_START", s, "FORWARD_PASS_END", s),
-             ("FORWARD_PASS_END", s, "STEP_END", s)}
-got = {(i["start_phase"], i["start_step"], i["end_phase"], i["end_step"])
-       for i in iv}
-assert want <= got, (want - got)
+# START->STEP_START-0 (TRAIN), then per step of each mode
+# STEP_START->FORWARD_PASS_END and FORWARD_PASS_END->STEP_END, steps 0..2
+want = {("TRAIN", "START", 0, "STEP_START", 0)}
+for m in ("TRAIN", "EVAL"):
+    for s in range(3):
+        want |= {(m, "STEP_START", s, "FORWARD_PASS_END", s),
+                 (m, "FORWARD_PASS_END", s, "STEP_END", s)}
+got = {(i["mode"], i["start_phase"], i["start_step"], i["end_phase"],
+        i["end_step"]) for i in iv}
+assert want == got, (want ^ got)
+ev = load("eval.json")["intervals"]
+assert len(ev) == 6 and all(i["mode"] == "EVAL" for i in ev), ev
+bw = load("between.json")["intervals"]
+assert bw == ev, (bw, ev)  # EVAL comes after TRAIN: the same six
 init = load("init.json")["intervals"]
 assert [(i["start_phase"], i["end_step"]) for i in init] == [("START", 0)], init
 s1 = load("step1.json")["intervals"]
@@ -155,7 +164,7 @@ assert groups.get("initialization") == 1, groups
 assert groups.get("training_loop") == len(iv) - 1, groups
 ph = {g["name"]: g for g in load("phase.json")["groups"]}
 fwd = ph["STEP_START-FORWARD_PASS_END"]
-assert fwd["intervals"] == 3, fwd["intervals"]
+assert fwd["intervals"] == 6, fwd["intervals"]
 assert any(f["function"] == "_call_impl" and f["file"].endswith(
     "torch/nn/modules/module.py") for f in fwd["top"]), \
     [f["function"] for f in fwd["top"]]

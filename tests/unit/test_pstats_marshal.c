@@ -27,7 +27,10 @@ static void put(bytes *x, const void *p, size_t n)
     memcpy(x->b + x->n, p, n);
     x->n += n;
 }
-static void byte(bytes *x, uint8_t v) { put(x, &v, 1); }
+static void byte(bytes *x, uint8_t v)
+{
+    put(x, &v, 1);
+}
 static void u32(bytes *x, uint32_t v)
 {
     uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16),
@@ -178,15 +181,15 @@ static void test_errors(void **state)
                  "still being read");
     expect_error((const uint8_t *)"r\x05\x00\x00\x00", 5,
                  "reference 5 to one of 0");
-    expect_error((const uint8_t *)"(\xff\xff\xff\x7fN", 6,
-                 "remaining bytes");
+    expect_error((const uint8_t *)"(\xff\xff\xff\x7fN", 6, "remaining bytes");
     expect_error((const uint8_t *)"{0N", 3, "1 bytes after the dict");
     expect_error((const uint8_t *)"c", 1, "type code 0x63 ('c')");
     expect_error((const uint8_t *)"l\x05\x00\x00\x00", 5, "too large");
     expect_error((const uint8_t *)"[\x00\x00\x00\x00", 5,
                  "top object is not a dict");
-    expect_error((const uint8_t *)"{N)\x00" "0", 5,
-                 "not (cc, nc, tt, ct, callers)");
+    expect_error((const uint8_t *)"{N)\x00"
+                                  "0",
+                 5, "not (cc, nc, tt, ct, callers)");
     bytes x = {.n = 0};
     for (int i = 0; i < TW_PSTATS_MAX_DEPTH + 2; i++) {
         byte(&x, ')');

@@ -28,6 +28,8 @@ static const tw_command commands[] = {
      "job, step, utilization and training-phase statistics of a folder"},
     {"timeline", tw_cmd_timeline,
      "merge a folder's traces and system metrics into one Chrome trace"},
+    {"pystats", tw_cmd_pystats,
+     "top Python functions of the hook's cProfile statistics"},
 };
 
 static void usage(FILE *out)

@@ -150,6 +150,10 @@ class LegacyWriter:
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "python_stats"), "wb") as out:
             marshal.dump(stats, out)
+        # the name has no mode (a step number counts within its mode):
+        # `trainwatch pystats` reads it from here
+        with open(os.path.join(folder, "mode"), "w", encoding="utf-8") as out:
+            out.write(p["mode"] + "\n")
         self.profiles += 1
 
     def close(self, end_us):

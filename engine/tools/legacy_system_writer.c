@@ -17,15 +17,23 @@
 #include "tw_assert.h"
 
 /* The kinds of failure, each logged once. */
-enum { TW_LSW_E_OPEN, TW_LSW_E_WRITE, TW_LSW_E_RENAME, TW_LSW_E_CAP, TW_LSW_NE };
+enum {
+    TW_LSW_E_OPEN,
+    TW_LSW_E_WRITE,
+    TW_LSW_E_RENAME,
+    TW_LSW_E_CAP,
+    TW_LSW_NE
+};
 
 struct tw_legacy_sys {
     char *dir;
     char *node;
     char *claim; /* DIR/.writers/agent-<pid>: ours while open */
     uint64_t max_bytes;
-    FILE *f;            /* the open minute's file, or NULL after an error */
-    int64_t minute_s;   /* its minute */
+    FILE *f;          /* the open minute's file, or NULL after an error */
+    int64_t minute_s; /* its minute */
+    int64_t name_s;   /* its name's seconds: minute_s but for the first */
+    int64_t first_s;  /* the first file's minute: nothing goes before */
     char open_path[4096];
     int said[TW_LSW_NE];
     tw_legacy_sys_stats st;
@@ -66,8 +74,8 @@ static int tw_lsw_mkdir(const char *path)
 }
 
 /* DIR/system/incremental/<hour>, created. */
-static int tw_lsw_hour_dir(const tw_legacy_sys *w, int64_t minute_s,
-                           char *out, size_t outlen)
+static int tw_lsw_hour_dir(const tw_legacy_sys *w, int64_t minute_s, char *out,
+                           size_t outlen)
 {
     time_t t = (time_t)minute_s;
     struct tm tm;
@@ -103,7 +111,7 @@ static void tw_lsw_finish(tw_legacy_sys *w)
         return;
     }
     snprintf(final, sizeof(final), "%s/%010" PRId64 ".%s.json", folder,
-             w->minute_s, w->node);
+             w->name_s, w->node);
     if (rename(w->open_path, final) != 0) {
         tw_lsw_fail(w, TW_LSW_E_RENAME, "rename into place", final, errno);
         unlink(w->open_path);
@@ -112,16 +120,63 @@ static void tw_lsw_finish(tw_legacy_sys *w)
     w->st.files++;
 }
 
-/* Starts the file of minute_s under DIR/system/.open. */
-static void tw_lsw_start(tw_legacy_sys *w, int64_t minute_s)
+/* Starts the file of minute_s (named name_s) under DIR/system/.open. */
+static void tw_lsw_start(tw_legacy_sys *w, int64_t minute_s, int64_t name_s)
 {
     w->minute_s = minute_s;
+    w->name_s = name_s;
     snprintf(w->open_path, sizeof(w->open_path),
              "%s/system/.open/%010" PRId64 ".%s.json.part", w->dir, minute_s,
              w->node);
     w->f = fopen(w->open_path, "w");
     if (w->f == NULL)
         tw_lsw_fail(w, TW_LSW_E_OPEN, "create", w->open_path, errno);
+}
+
+/* DIR/framework/pevents/<hour>/<start_us>_<node>_pythontimeline.json,
+ * holding only the time base. */
+static int tw_lsw_opening(tw_legacy_sys *w, int64_t start_us, char *err,
+                          size_t errlen)
+{
+    time_t t = (time_t)(start_us / 1000000);
+    struct tm tm;
+    char hour[16], path[4096];
+    if (gmtime_r(&t, &tm) == NULL ||
+        strftime(hour, sizeof(hour), "%Y%m%d%H", &tm) == 0) {
+        snprintf(err, errlen, "--profiler-output: bad start time %" PRId64,
+                 start_us);
+        return -1;
+    }
+    const char *sub[] = {"/framework", "/framework/pevents",
+                         "/framework/pevents/"};
+    for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+        snprintf(path, sizeof(path), "%s%s%s", w->dir, sub[i],
+                 i == 2 ? hour : "");
+        if (tw_lsw_mkdir(path) != 0) {
+            snprintf(err, errlen, "--profiler-output: cannot create %s: %s",
+                     path, strerror(errno));
+            return -1;
+        }
+    }
+    snprintf(path, sizeof(path),
+             "%s/framework/pevents/%s/%" PRId64 "_%s_pythontimeline.json",
+             w->dir, hour, start_us, w->node);
+    FILE *f = fopen(path, "w");
+    int ok = f != NULL &&
+             fprintf(f,
+                     "[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,"
+                     "\"args\":{\"start_time_since_epoch_in_micros\":%" PRId64
+                     "}}]\n",
+                     start_us) > 0;
+    if (f != NULL && fclose(f) != 0)
+        ok = 0;
+    if (!ok) {
+        snprintf(err, errlen, "--profiler-output: cannot write %s: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    w->st.files++;
+    return 0;
 }
 
 int tw_legacy_sys_open(const char *dir, const char *node, int64_t start_us,
@@ -147,8 +202,7 @@ int tw_legacy_sys_open(const char *dir, const char *node, int64_t start_us,
             goto fail;
         }
     }
-    snprintf(path, sizeof(path), "%s/.writers/agent-%ld", dir,
-             (long)getpid());
+    snprintf(path, sizeof(path), "%s/.writers/agent-%ld", dir, (long)getpid());
     FILE *claim = fopen(path, "w");
     if (claim == NULL || fclose(claim) != 0 ||
         (w->claim = strdup(path)) == NULL) {
@@ -156,10 +210,16 @@ int tw_legacy_sys_open(const char *dir, const char *node, int64_t start_us,
                  strerror(errno));
         goto fail;
     }
-    /* The JOB_START minute's file: the folder starts where the stream
-     * does, even before the first sample. */
-    int64_t s = start_us / 1000000;
-    tw_lsw_start(w, s - s % 60);
+    /* The folder's first timestamp must be the stream's, the JOB_START
+     * time: an opening framework file without events is named with it,
+     * and the first system file with the JOB_START second rounded up
+     * (a minute start would come before it; its samples all come after
+     * the JOB_START). */
+    if (tw_lsw_opening(w, start_us, err, errlen) != 0)
+        goto fail;
+    int64_t up = (start_us + 999999) / 1000000;
+    w->first_s = up - up % 60;
+    tw_lsw_start(w, w->first_s, up);
     if (w->f == NULL) {
         snprintf(err, errlen, "--profiler-output: cannot create %s: %s",
                  w->open_path, strerror(errno));
@@ -203,9 +263,11 @@ void tw_legacy_sys_write(tw_legacy_sys *w, const tw_batch_series *series,
         TW_ASSERT(tw_lsw_plain(se->type) && tw_lsw_plain(se->name) &&
                   tw_lsw_plain(se->dimension));
         int64_t minute = (int64_t)floor(s->ts / 60.0) * 60;
+        if (minute < w->first_s) /* the first file's, up to its name */
+            minute = w->first_s;
         if (minute != w->minute_s) {
             tw_lsw_finish(w);
-            tw_lsw_start(w, minute);
+            tw_lsw_start(w, minute, minute);
         }
         if (w->f == NULL || !isfinite(s->value) || !isfinite(s->ts)) {
             w->st.dropped++;
@@ -219,8 +281,8 @@ void tw_legacy_sys_write(tw_legacy_sys *w, const tw_batch_series *series,
                            se->type, se->name != NULL ? "\"" : "",
                            se->name != NULL ? se->name : "null",
                            se->name != NULL ? "\"" : "",
-                           se->dimension != NULL ? se->dimension : "",
-                           s->value, w->node, s->ts);
+                           se->dimension != NULL ? se->dimension : "", s->value,
+                           w->node, s->ts);
         TW_ASSERT(len > 0 && (size_t)len < sizeof(line));
         if (w->st.bytes + (uint64_t)len > w->max_bytes) {
             tw_lsw_fail(w, TW_LSW_E_CAP, NULL, NULL, 0);

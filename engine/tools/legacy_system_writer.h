@@ -10,8 +10,12 @@
  *       UTC hour of that minute. A minute's file is written under
  *       DIR/system/.open/ (a name the reader ignores) and renamed into
  *       place when a sample of another minute comes, or at close. The
- *       first file is opened at the JOB_START time, so the folder's first
- *       timestamp is that minute, as the stream's is.
+ *       first file, opened at the JOB_START time, is named with that time's
+ *       second rounded up, not its minute's start: nothing in the folder
+ *       comes before the JOB_START.
+ *   DIR/framework/pevents/<hour>/<start_us>_<node>_pythontimeline.json
+ *       a trace file without events named with the JOB_START time, so the
+ *       folder's first timestamp (its earliest file's) is the stream's.
  *   DIR/system/training_job_end.ts   at close, when no other writer of the
  *       folder (the hook) is still open: DIR/.writers/ holds one file per
  *       open writer; each removes its own at close and the one that finds

@@ -89,14 +89,14 @@ static void test_minutes_lines_marker(void **state)
     assert_false(exists(root, "system/training_job_end.ts"));
     tw_legacy_sys_stats st;
     tw_legacy_sys_close(w, 1700000080500000LL, &st);
-    assert_int_equal(st.files, 2);
+    assert_int_equal(st.files, 3); /* the opening framework file too */
     assert_int_equal(st.lines, 4);
     assert_int_equal(st.dropped, 0);
     assert_int_equal(st.errors, 0);
 
     char p[4096];
     snprintf(p, sizeof(p),
-             "%s/system/incremental/2023111422/1699999980.algo-1.json", root);
+             "%s/system/incremental/2023111422/1699999999.algo-1.json", root);
     const char *text = slurp(p);
     assert_non_null(text);
     assert_string_equal(
@@ -124,8 +124,8 @@ static void test_minutes_lines_marker(void **state)
     free(root);
 }
 
-/* The opening file holds no sample but is there, named with the start's
- * minute; the hook still open: no end marker from the agent. */
+/* The opening files hold no sample but are there; the hook still open:
+ * no end marker from the agent. */
 static void test_empty_start_file_and_other_writer(void **state)
 {
     (void)state;
@@ -141,10 +141,20 @@ static void test_empty_start_file_and_other_writer(void **state)
     fclose(claim);
     tw_legacy_sys_stats st;
     tw_legacy_sys_close(w, 1700000001000000LL, &st);
-    assert_int_equal(st.files, 1);
+    assert_int_equal(st.files, 2);
     assert_int_equal(st.lines, 0);
+    /* named with the start second, not the minute: never before the
+     * JOB_START, which the opening framework file carries */
     assert_true(
-        exists(root, "system/incremental/2023111422/1699999980.algo-2.json"));
+        exists(root, "system/incremental/2023111422/1700000000.algo-2.json"));
+    snprintf(p, sizeof(p),
+             "%s/framework/pevents/2023111422/"
+             "1700000000000000_algo-2_pythontimeline.json",
+             root);
+    const char *text = slurp(p);
+    assert_non_null(text);
+    assert_non_null(
+        strstr(text, "\"start_time_since_epoch_in_micros\":1700000000000000}"));
     assert_false(exists(root, "system/training_job_end.ts"));
     assert_true(exists(root, ".writers/hook-1"));
     assert_false(exists(root, ".writers/agent-0"));
@@ -159,8 +169,8 @@ static void test_cap_drops_and_counts(void **state)
     char err[512];
     tw_legacy_sys *w = NULL;
     /* room for one line (about 120 bytes) only */
-    assert_int_equal(tw_legacy_sys_open(root, "algo-1", 1700000000000000LL,
-                                        150, &w, err, sizeof(err)),
+    assert_int_equal(tw_legacy_sys_open(root, "algo-1", 1700000000000000LL, 150,
+                                        &w, err, sizeof(err)),
                      0);
     tw_legacy_sys_write(w, series, samples, 3);
     tw_legacy_sys_stats st;
@@ -183,8 +193,8 @@ static void test_unusable_folder(void **state)
     fclose(f);
     snprintf(p, sizeof(p), "%s/afile/out", root);
     tw_legacy_sys *w = NULL;
-    assert_int_equal(tw_legacy_sys_open(p, "algo-1", 1700000000000000LL,
-                                        1000, &w, err, sizeof(err)),
+    assert_int_equal(tw_legacy_sys_open(p, "algo-1", 1700000000000000LL, 1000,
+                                        &w, err, sizeof(err)),
                      -1);
     assert_null(w);
     assert_non_null(strstr(err, "afile/out"));

@@ -12,6 +12,8 @@
  * last the JOB_END marker sent when --duration is over or on SIGINT/SIGTERM.
  * With --profiler-config, JOB_START carries the job's ProfilerConfig (JSON,
  * validated by the hook's table, profiler_config.h), as the hook's does.
+ * With --profiler-output DIR the same samples also go to DIR in the legacy
+ * layout (legacy_system_writer.h), beside the hook's framework/ files.
  *
  * Exit status: 0 everything delivered, 1 a failure (sampling, Kafka),
  * 2 usage error.
@@ -32,6 +34,7 @@
 #include "commands.h"
 #include "host_sampler.h"
 #include "kafka_producer.h"
+#include "legacy_system_writer.h"
 #include "log.h"
 #include "profiler_config.h"
 #include "signals.h"
@@ -52,7 +55,9 @@ enum {
     OPT_NO_GPUS,
     OPT_PROP,
     OPT_QUIET,
-    OPT_PROFILER_CONFIG
+    OPT_PROFILER_CONFIG,
+    OPT_PROFILER_OUTPUT,
+    OPT_PROFILER_OUTPUT_MAX_MB
 };
 
 static const tw_cli_option tw_agent_options[] = {
@@ -74,6 +79,17 @@ static const tw_cli_option tw_agent_options[] = {
      "sent in JOB_START; its system_monitor_interval_millis is the "
      "sampling interval (--interval-ms, if given, must equal it)",
      OPT_PROFILER_CONFIG},
+    {"profiler-output", 0, "DIR",
+     "also write the samples in the legacy profiler-output layout under "
+     "DIR (system/incremental/<hour>/<minute>.<node>.json, the end marker "
+     "when the last writer of DIR closes), for `trainwatch eval DIR`; "
+     "needs --node algo-<N>",
+     OPT_PROFILER_OUTPUT},
+    {"profiler-output-max-mb", 0, "MB",
+     "at most MB megabytes written under --profiler-output (default "
+     "10240); samples past it are dropped from the folder and counted, "
+     "still streamed",
+     OPT_PROFILER_OUTPUT_MAX_MB},
     {"topic", 0, "T", "topic (default trainwatch.metrics)", OPT_TOPIC},
     {"no-gpus", 0, NULL, "do not load NVML", OPT_NO_GPUS},
     {NULL, 'X', "KEY=VALUE",
@@ -101,7 +117,15 @@ static const tw_cli_command tw_agent_command = {
         "over or on SIGINT/SIGTERM, and prints a summary line on stdout.\n"
         "Agents on several hosts may share a job id (one --node each):\n"
         "the engine ends the job when every agent that sent JOB_START\n"
-        "has sent JOB_END.\n",
+        "has sent JOB_END.\n"
+        "\n"
+        "With --profiler-output DIR it also writes the samples it sends\n"
+        "as legacy system files (DIR/system/incremental/<YYYYMMDDHH>/\n"
+        "<minute>.<node>.json, JSON lines), so that with the hook's\n"
+        "Hook(profiler_output=DIR) the folder is complete for\n"
+        "`trainwatch eval DIR`; of the agent and the hook, the last to\n"
+        "close writes the end marker. A sample that cannot be written is\n"
+        "dropped from the folder and counted, never from the stream.\n",
     .options = tw_agent_options,
     .epilogue = "Exit status: 0 when every batch was delivered, 1 on a "
                 "failure,\n2 on bad usage.\n",
@@ -111,7 +135,9 @@ static const tw_cli_command tw_agent_command = {
 typedef struct tw_agent_cmd {
     const char *brokers, *job, *node, *topic;
     const char *profiler_arg; /* --profiler-config as given */
-    char *profiler_config;    /* its validated JSON text (owned) */
+    const char *output_dir;   /* --profiler-output, or NULL */
+    uint64_t output_max_bytes;
+    char *profiler_config; /* its validated JSON text (owned) */
     int interval_given;
     uint32_t interval_ms;
     double duration_s; /* 0: until a signal */
@@ -141,6 +167,7 @@ typedef struct tw_agent {
     const char *topic;
     const char *job;
     const char *node;
+    tw_legacy_sys *legacy; /* --profiler-output's writer, or NULL */
     uint64_t next_seq;
     uint64_t batches, samples, bytes;
 } tw_agent;
@@ -174,11 +201,10 @@ static int tw_agent_publish(tw_agent *a, tw_batch *b)
 }
 
 static int tw_agent_marker(tw_agent *a, tw_marker_kind kind,
-                           uint32_t interval_ms)
+                           uint32_t interval_ms, int64_t time_us)
 {
-    tw_marker m = {.kind = kind,
-                   .time_us = tw_wall_us(),
-                   .sampling_interval_ms = interval_ms};
+    tw_marker m = {
+        .kind = kind, .time_us = time_us, .sampling_interval_ms = interval_ms};
     if (kind == TW_MARKER_JOB_START)
         m.profiler_config = a->profiler_config;
     tw_batch b;
@@ -202,6 +228,8 @@ static int tw_agent_flush_samples(tw_agent *a, const tw_host_sampler *hs,
     b.nsamples = vec->n;
     b.file_ts_us = tw_agent_minute_us(vec->v[0].ts);
     int rc = tw_agent_publish(a, &b);
+    if (a->legacy != NULL)
+        tw_legacy_sys_write(a->legacy, b.series, b.samples, b.nsamples);
     vec->n = 0;
     return rc;
 }
@@ -242,6 +270,22 @@ static int tw_agent_cmd_option(tw_agent_cmd *c, int id, const char *arg)
     case OPT_PROFILER_CONFIG:
         c->profiler_arg = arg;
         break;
+    case OPT_PROFILER_OUTPUT:
+        c->output_dir = arg;
+        break;
+    case OPT_PROFILER_OUTPUT_MAX_MB: {
+        unsigned long long mb = strtoull(arg, &end, 10);
+        if (errno != 0 || end == arg || *end != '\0' || arg[0] == '-' ||
+            mb == 0 || mb > 1000000000ULL) {
+            fprintf(stderr,
+                    "trainwatch agent: --profiler-output-max-mb '%s': "
+                    "expected megabytes > 0\n",
+                    arg);
+            return -1;
+        }
+        c->output_max_bytes = (uint64_t)mb * 1000000;
+        break;
+    }
     case OPT_DURATION:
         c->duration_s = strtod(arg, &end);
         if (errno != 0 || end == arg || *end != '\0' || !(c->duration_s > 0) ||
@@ -330,6 +374,7 @@ static int tw_agent_cmd_load(tw_agent_cmd *c, int argc, char **argv,
     memset(c, 0, sizeof(*c));
     c->topic = "trainwatch.metrics";
     c->interval_ms = 500;
+    c->output_max_bytes = (uint64_t)10240 * 1000000;
     c->gpus = 1;
     *status = 2;
     tw_cli_parser p;
@@ -362,6 +407,14 @@ static int tw_agent_cmd_load(tw_agent_cmd *c, int argc, char **argv,
         }
         c->hostname[sizeof(c->hostname) - 1] = '\0';
         c->node = c->hostname;
+    }
+    if (c->output_dir != NULL && !tw_legacy_sys_node_ok(c->node)) {
+        fprintf(stderr,
+                "trainwatch agent: --profiler-output needs --node "
+                "algo-<N> (node '%s'): the legacy reader reads system "
+                "files of such nodes only\n",
+                c->node);
+        return -1;
     }
     return 0;
 }
@@ -433,7 +486,15 @@ static int tw_agent_run(const tw_agent_cmd *c, tw_agent *a, tw_host_sampler *hs,
     int rc = -1;
     char err[512];
 
-    if (tw_agent_marker(a, TW_MARKER_JOB_START, interval_ms) != 0)
+    int64_t start_us = tw_wall_us();
+    if (c->output_dir != NULL &&
+        tw_legacy_sys_open(c->output_dir, c->node, start_us,
+                           c->output_max_bytes, &a->legacy, err,
+                           sizeof(err)) != 0) {
+        tw_log(TW_LOG_ERROR, "agent: %s", err);
+        goto out;
+    }
+    if (tw_agent_marker(a, TW_MARKER_JOB_START, interval_ms, start_us) != 0)
         goto out;
     for (uint64_t round = 1;; round++) {
         int64_t next = start_ms + (int64_t)round * interval_ms;
@@ -463,7 +524,7 @@ static int tw_agent_run(const tw_agent_cmd *c, tw_agent *a, tw_host_sampler *hs,
     }
     tw_log(TW_LOG_INFO, "agent: %s, sending JOB_END", why);
     if (tw_agent_flush_samples(a, hs, &vec) != 0 ||
-        tw_agent_marker(a, TW_MARKER_JOB_END, interval_ms) != 0)
+        tw_agent_marker(a, TW_MARKER_JOB_END, interval_ms, tw_wall_us()) != 0)
         goto out;
     if (tw_producer_flush(a->producer, TW_AGENT_FLUSH_MS, err, sizeof(err)) !=
         0) {
@@ -478,7 +539,7 @@ out:
 
 /* The summary line on stdout. */
 static void tw_agent_report(const tw_agent_cmd *c, const tw_agent *a,
-                            int64_t start_ms)
+                            const tw_legacy_sys_stats *ls, int64_t start_ms)
 {
     tw_producer_stats ps;
     tw_producer_get_stats(a->producer, &ps);
@@ -487,6 +548,17 @@ static void tw_agent_report(const tw_agent_cmd *c, const tw_agent *a,
            " delivered=%" PRIu64 " failed=%" PRIu64 " mb=%.3f seconds=%.1f\n",
            c->job, c->node, a->batches, a->samples, ps.delivered, ps.failed,
            (double)a->bytes / 1e6, secs);
+    if (c->output_dir != NULL) {
+        printf("agent: profiler-output=%s files=%" PRIu64 " lines=%" PRIu64
+               " mb=%.3f dropped=%" PRIu64 " errors=%" PRIu64 "\n",
+               c->output_dir, ls->files, ls->lines, (double)ls->bytes / 1e6,
+               ls->dropped, ls->errors);
+        if (ls->dropped > 0 || ls->errors > 0)
+            tw_log(TW_LOG_WARN,
+                   "agent: %" PRIu64 " sample(s) not written under %s "
+                   "(%" PRIu64 " error(s)): the folder misses them",
+                   ls->dropped, c->output_dir, ls->errors);
+    }
     fflush(stdout);
 }
 
@@ -512,7 +584,11 @@ int tw_cmd_agent(int argc, char **argv)
         int64_t start_ms = (tw_mono_us() / 1000);
         if (tw_agent_run(&c, &a, hs, &sigs, start_ms) == 0)
             status = 0;
-        tw_agent_report(&c, &a, start_ms);
+        /* The folder closes after JOB_END was sent. */
+        tw_legacy_sys_stats ls = {0};
+        tw_legacy_sys_close(a.legacy, tw_wall_us(), &ls);
+        a.legacy = NULL;
+        tw_agent_report(&c, &a, &ls, start_ms);
     }
     tw_producer_free(a.producer);
     tw_host_sampler_free(hs);

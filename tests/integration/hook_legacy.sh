@@ -17,9 +17,13 @@
 #      default ticks neither flags it (the rule looks only at scans that
 #      end before the first step, RULES.md 3.8, and a 60 s scan holds the
 #      whole job): hook_init shows the finding live with continuous ticks.
-# (b), the Dataloader pathology, is not compared: the rule needs the
-# core count from system metrics, which `trainwatch agent` streams but
-# writes to no folder.
+#  (b) a DataLoader without workers whose __getitem__ sleeps, with
+#      `trainwatch agent --node algo-1 --profiler-output` beside it for
+#      the core count: the agent writes its system samples in the same
+#      folder (system/incremental/<hour>/<minute>.algo-1.json), so the
+#      Dataloader rule (IssuesFound in both) and every other rule give the
+#      same results; the agent closes last, so the end marker is its
+#      system/training_job_end.ts and the hook writes none.
 # The folder's layout is checked too: pevents/<hour>/<end_us>_<node>_
 # {pythontimeline,model_timeline}.json, python_stats readable by pstats,
 # training_job_end.ts.
@@ -37,6 +41,7 @@ BROKER_PID=
 . "$HERE/lib/broker.sh"
 . "$HERE/lib/run.sh"
 cleanup() {
+    [ -n "${AGENT_PID:-}" ] && kill -KILL "$AGENT_PID" 2>/dev/null
     [ -n "${RUN_PID_A:-}" ] && kill -KILL "$RUN_PID_A" 2>/dev/null
     [ -n "${BROKER_PID:-}" ] && kill -KILL "$BROKER_PID" 2>/dev/null
     [ -n "${KEEP:-}" ] || rm -rf "$WORK"
@@ -75,6 +80,11 @@ compare() { # JOB EXPECTED_DIFF ARGS...: trains, then eval on the folder
         --workers 2 --profiler-output "$WORK/$job" "$@" \
         >"$WORK/$job.out" 2>"$WORK/$job.err" ||
         fail "training $job: $(tail -n 5 "$WORK/$job.err")"
+    same_results "$job" "$expect"
+}
+
+same_results() { # JOB EXPECTED_DIFF: eval on the folder against run
+    local job=$1 expect=$2
     wait_for 60 test -f "$WORK/res/$job.json" || fail "no results for $job"
     "$TW" eval "$WORK/$job" --rules "$WORK/rules.yaml" --json --quiet \
         >"$WORK/$job.eval.json" \
@@ -122,6 +132,53 @@ assert st.total_calls > 0
 print("healthy: %d python_stats files, %d calls in the first" % (len(files), st.total_calls))
 PYEOF
 
+# ---- (b) slow __getitem__, no workers, the agent beside -> Dataloader ----
+# The job's latest timestamp is the earliest of each node's newest file
+# timestamp, and the agent's are minute starts (the stream's file_ts_us,
+# the folder's file names): the agent must reach a minute after its
+# first, or `run` sees a latest before the first and makes no scan. So
+# the agent starts at second 40-57 of a minute and runs past the next.
+SEC=$(( $(date +%s) % 60 ))
+if [ "$SEC" -lt 40 ]; then sleep $(( 40 - SEC )); elif [ "$SEC" -ge 58 ]; then sleep $(( 100 - SEC )); fi
+AGENT_T0=$(date +%s)
+"$TW" agent --brokers "$BOOTSTRAP" --job loader --node algo-1 \
+    --interval-ms 500 --no-gpus --profiler-output "$WORK/loader" \
+    >"$WORK/agent.out" 2>"$WORK/agent.err" &
+AGENT_PID=$!
+wait_for 30 grep -q "job loader started" "$WORK/A.err" || fail "loader: the agent's job never started"
+"$PY" "$HERE/hook/train.py" --job loader --brokers "$BOOTSTRAP" \
+    --epochs 2 --batches 90 --workers 0 --getitem-sleep 0.004 --step-ms 2 \
+    --profiler-output "$WORK/loader" >"$WORK/loader.out" 2>"$WORK/loader.err" ||
+    fail "training loader: $(tail -n 5 "$WORK/loader.err")"
+cat "$WORK/loader.out"
+while [ "$(date +%s)" -lt $(( AGENT_T0 / 60 * 60 + 62 )) ]; do sleep 0.5; done
+D=$WORK/loader
+test -f "$D/framework/training_job_end.ts" &&
+    fail "loader: the hook wrote the end marker while the agent still ran"
+test -f "$D/system/training_job_end.ts" && fail "loader: end marker before the agent closed"
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || fail "agent: $(tail -n 5 "$WORK/agent.err")"
+AGENT_PID=
+cat "$WORK/agent.out"
+grep -q "profiler-output=$D files=[1-9][0-9]* lines=[1-9][0-9]* .* dropped=0 errors=0" \
+    "$WORK/agent.out" || fail "agent: profiler-output summary: $(cat "$WORK/agent.out")"
+test -f "$D/system/training_job_end.ts" || fail "loader: no system/training_job_end.ts"
+test -e "$D/.writers" && fail "loader: writers left: $(ls "$D/.writers")"
+test -e "$D/system/.open" && fail "loader: system files left open: $(ls "$D/system/.open")"
+ls "$D"/system/incremental/*/[0-9]*.algo-1.json >/dev/null 2>&1 ||
+    fail "loader: no system file: $(find "$D/system" | head)"
+same_results loader ""
+"$PY" - "$WORK/loader.eval.json" <<'PYEOF' || fail "loader: Dataloader through eval"
+import json, sys
+r = {x["name"]: x for x in json.load(open(sys.argv[1]))["rules"]}["Dataloader"]
+det = r["report"]["Details"]
+assert r["status"] == "IssuesFound", r["status"]
+assert det["num_workers"] == 0 and det["cores"] >= 1, det
+print("loader: eval = run: Dataloader IssuesFound, cores %d, loader "
+      "processes per second %d, violations %d, datapoints %d" % (
+          det["cores"], det["dataloaders"], r["violations"], r["datapoints"]))
+PYEOF
+
 # ---- (c) periodic 6x slow steps ---------------------------------------------
 # every 30th step: 16 slow steps in 480 (more than n_outliers 10) keep the
 # standard deviation low enough that 6x is an outlier in a 60 s scan too
@@ -142,4 +199,4 @@ assert ev["first_timestamp_us"] == rn["first_timestamp_us"], (
 PYEOF
 tw_run_stop A || fail "run exit status"
 tw_broker_stop || fail "broker stop"
-echo "PASS hook_legacy: eval on the hook's profiler-output folder = run on its stream (healthy with profiling; periodic slow steps; slow initialization)"
+echo "PASS hook_legacy: eval on the hook's profiler-output folder = run on its stream (healthy with profiling; slow DataLoader with the agent's system files; periodic slow steps; slow initialization)"

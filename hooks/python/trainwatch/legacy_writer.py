@@ -20,7 +20,12 @@ beside the stream when the hook is given a local folder:
       one Python profile (PythonProfile) as a pstats file (marshal of
       {(file, line, function): (cc, nc, tt, ct, callers)}), readable by
       pstats.Stats; no rule reads it.
-  framework/training_job_end.ts   at close: the job ended.
+  framework/training_job_end.ts   at close: the job ended, written only
+      by the last writer of the folder to close: <root>/.writers/ holds
+      one file per open writer (this hook's hook-<pid>, `trainwatch agent
+      --profiler-output`'s agent-<pid>); each removes its own at close and
+      the one that then finds it empty writes its end marker (the agent's
+      is system/training_job_end.ts; the reader takes either).
 
 Runs on the hook's sending thread; the Sender catches its errors.
 """
@@ -100,6 +105,10 @@ class LegacyWriter:
         self._open_dir = os.path.join(root, "framework", ".open")
         os.makedirs(self._open_dir, exist_ok=True)
         self._files = {}
+        writers = os.path.join(root, ".writers")
+        os.makedirs(writers, exist_ok=True)
+        self._claim = os.path.join(writers, f"hook-{os.getpid()}")
+        open(self._claim, "w", encoding="utf-8").close()
         self.files = 0      # trace files written
         self.profiles = 0   # python_stats files written
         # the opening file: no event, named with the job's start
@@ -162,6 +171,16 @@ class LegacyWriter:
             self._close(suffix)
         try:
             os.rmdir(self._open_dir)
+        except OSError:
+            pass
+        # leave first, then look: of two writers closing at once, at least
+        # one finds the folder empty
+        os.unlink(self._claim)
+        writers = os.path.dirname(self._claim)
+        if os.listdir(writers):
+            return
+        try:
+            os.rmdir(writers)
         except OSError:
             pass
         with open(os.path.join(self.root, "framework", "training_job_end.ts"),

@@ -184,8 +184,8 @@ int tw_prefetch_start(const tw_folder *folder, const char *job,
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->ready, NULL);
-    p->slots = calloc(folder->nfiles > 0 ? folder->nfiles : 1,
-                      sizeof(*p->slots));
+    p->slots =
+        calloc(folder->nfiles > 0 ? folder->nfiles : 1, sizeof(*p->slots));
     p->threads = calloc(nthreads, sizeof(*p->threads));
     p->trace_state = tw_trace_state_new();
     p->job = job != NULL ? strdup(job) : NULL;
@@ -206,8 +206,9 @@ int tw_prefetch_start(const tw_folder *folder, const char *job,
     for (unsigned t = 0; t < nthreads; t++) {
         int rc = pthread_create(&p->threads[t], NULL, worker, p);
         if (rc != 0) {
-            snprintf(err, errlen, "read-ahead: cannot start thread %u of %u: %s",
-                     t + 1, nthreads, strerror(rc));
+            snprintf(err, errlen,
+                     "read-ahead: cannot start thread %u of %u: %s", t + 1,
+                     nthreads, strerror(rc));
             tw_prefetch_free(p);
             return TW_ERR;
         }
@@ -217,8 +218,8 @@ int tw_prefetch_start(const tw_folder *folder, const char *job,
     return TW_OK;
 }
 
-int tw_prefetch_feed(tw_prefetch *p, size_t i, tw_batch_sink_fn sink,
-                     void *ud, tw_reader_error_fn on_error, void *err_ud,
+int tw_prefetch_feed(tw_prefetch *p, size_t i, tw_batch_sink_fn sink, void *ud,
+                     tw_reader_error_fn on_error, void *err_ud,
                      tw_reader_stats *stats)
 {
     TW_ASSERT(i == p->fed && i < p->folder->nfiles);

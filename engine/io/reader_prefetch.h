@@ -33,8 +33,8 @@ int tw_prefetch_start(const tw_folder *folder, const char *job,
  * bad-input reports to on_error (may be NULL), adds its counts to stats and
  * hands its batches, in order, to sink. Returns TW_ERR when the sink fails
  * (the file's remaining batches are freed) or the read ran out of memory. */
-int tw_prefetch_feed(tw_prefetch *p, size_t i, tw_batch_sink_fn sink,
-                     void *ud, tw_reader_error_fn on_error, void *err_ud,
+int tw_prefetch_feed(tw_prefetch *p, size_t i, tw_batch_sink_fn sink, void *ud,
+                     tw_reader_error_fn on_error, void *err_ud,
                      tw_reader_stats *stats);
 
 /* Stops the workers (each finishes the file it reads), joins them and frees

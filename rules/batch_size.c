@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "job_phase.h"
+#include "select.h"
 #include "sysutil.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/dmap.h"
@@ -165,8 +166,16 @@ static int bs_p95(bs *r, bs_hist *h, double *out)
     size_t n = tw_dring_copy(&h->ring, 0, r->window, r->scratch);
     if (n == 0)
         return TW_ERR;
-    r->host->sort_doubles(r->scratch, n);
-    *out = r->host->quantile_sorted(r->scratch, n, 0.95);
+    /* selection, not a sort, at every scan: the same order statistics, so
+     * the same value; a NaN takes numpy's sorted path */
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(r->scratch[i])) {
+            r->host->sort_doubles(r->scratch, n);
+            *out = r->host->quantile_sorted(r->scratch, n, 0.95);
+            return TW_OK;
+        }
+    }
+    *out = tw_select_quantile(r->scratch, n, 0.95);
     return TW_OK;
 }
 

@@ -63,6 +63,7 @@
 #include "fw_hist.h"
 #include "fw_strmap.h"
 #include "fwagg.h"
+#include "select.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
@@ -479,6 +480,34 @@ static int series_compact(so_state *s, so_series *ser)
     return TW_OK;
 }
 
+/* max, min, p99, p95, p50 of buf (reordered). Every scan asks for them
+ * over all of the job's steps so far: selection (O(n)) instead of a sort
+ * (O(n log n)) gives the same two order statistics to the same
+ * interpolation, so bit-identical values. A NaN (only from a restored
+ * state) takes numpy's sorted path. */
+static void order_stats(const tw_host *h, double *buf, size_t cnt, so_detail *d)
+{
+    double lo = buf[0], hi = buf[0];
+    for (size_t i = 0; i < cnt; i++) {
+        if (isnan(buf[i])) {
+            h->sort_doubles(buf, cnt);
+            d->max = buf[cnt - 1];
+            d->min = buf[0];
+            d->p99 = h->quantile_sorted(buf, cnt, 0.99);
+            d->p95 = h->quantile_sorted(buf, cnt, 0.95);
+            d->p50 = h->quantile_sorted(buf, cnt, 0.50);
+            return;
+        }
+        lo = buf[i] < lo ? buf[i] : lo;
+        hi = buf[i] > hi ? buf[i] : hi;
+    }
+    d->max = hi;
+    d->min = lo;
+    d->p99 = tw_select_quantile(buf, cnt, 0.99);
+    d->p95 = tw_select_quantile(buf, cnt, 0.95);
+    d->p50 = tw_select_quantile(buf, cnt, 0.50);
+}
+
 static int series_append(so_state *s, so_series *ser, double dur,
                          int64_t start_us, const char *text, size_t len,
                          int is_str)
@@ -642,12 +671,7 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
         if (!buf)
             return TW_ERR;
         memcpy(buf, ser->d, cnt * sizeof(double));
-        h->sort_doubles(buf, cnt);
-        d->max = buf[cnt - 1];
-        d->min = buf[0];
-        d->p99 = h->quantile_sorted(buf, cnt, 0.99);
-        d->p95 = h->quantile_sorted(buf, cnt, 0.95);
-        d->p50 = h->quantile_sorted(buf, cnt, 0.50);
+        order_stats(h, buf, cnt, d);
         thr = so_threshold(s, mean, std, d->p50);
         size_t nn = 0;
         int64_t nout = 0;

@@ -28,6 +28,8 @@ static const tw_command commands[] = {
      "job, step, utilization and training-phase statistics of a folder"},
     {"timeline", tw_cmd_timeline,
      "merge a folder's traces and system metrics into one Chrome trace"},
+    {"report", tw_cmd_report,
+     "one self-contained HTML page about a job: findings, usage, charts"},
 };
 
 static void usage(FILE *out)

@@ -16,10 +16,10 @@
 #include "trainwatch/plugin.h"
 
 const char *const tw_report_sections[] = {
-    "summary",       "system-usage",  "framework-metrics", "operators",
-    "rules-summary", "findings",      "rule-timeline",     "step-durations",
-    "gpu-utilization", "workload",    "dataloading",       "batch-size",
-    "bottlenecks",   "gpu-memory",    "timeline",          NULL};
+    "summary",         "system-usage", "framework-metrics", "operators",
+    "rules-summary",   "findings",     "rule-timeline",     "step-durations",
+    "gpu-utilization", "workload",     "dataloading",       "batch-size",
+    "bottlenecks",     "gpu-memory",   "timeline",          NULL};
 
 /* Pies and tables name at most this many slices or rows per chart. */
 #define MAX_ITEMS 64
@@ -45,8 +45,8 @@ static const json_t *rule_named(const json_t *rules, const char *name)
 
 static const json_t *details(const json_t *rules, const char *name)
 {
-    return json_object_get(
-        json_object_get(rule_named(rules, name), "report"), "Details");
+    return json_object_get(json_object_get(rule_named(rules, name), "report"),
+                           "Details");
 }
 
 static void section(FILE *out, const char *id, const char *title,
@@ -62,7 +62,10 @@ static void section(FILE *out, const char *id, const char *title,
     }
 }
 
-static void end_section(FILE *out) { fputs("</section>\n", out); }
+static void end_section(FILE *out)
+{
+    fputs("</section>\n", out);
+}
 
 static void missing(FILE *out, const char *what)
 {
@@ -328,8 +331,9 @@ static void framework(FILE *out, const json_t *rules)
             "Time share per framework operation, as the framework-metrics "
             "rule measured it.");
     const char *groups[] = {"general", "forward_backward", "ratio"};
-    fputs("<table><tr><th>Group</th><th>Operation</th><th>% of time</th></tr>\n",
-          out);
+    fputs(
+        "<table><tr><th>Group</th><th>Operation</th><th>% of time</th></tr>\n",
+        out);
     for (size_t g = 0; g < 3; g++) {
         const char *k;
         const json_t *v;
@@ -381,10 +385,9 @@ static int rules_summary(FILE *out, const tw_report_input *in,
     for (i = 0; i < m; i++) {
         const char *name = json_string_value(json_object_get(v[i], "name"));
         const char *status = json_string_value(json_object_get(v[i], "status"));
-        const char *desc =
-            in->describe != NULL && name != NULL
-                ? in->describe(in->describe_ud, name)
-                : NULL;
+        const char *desc = in->describe != NULL && name != NULL
+                               ? in->describe(in->describe_ud, name)
+                               : NULL;
         const char *rec = json_string_value(json_object_get(
             json_object_get(v[i], "finding"), "recommendation"));
         fputs("<tr>", out);
@@ -424,8 +427,7 @@ static void findings(FILE *out, const json_t *rules, int64_t start_us,
         fputs("<h3>", out);
         tw_html_escape(out, name);
         fputs("</h3><p>", out);
-        tw_html_escape(out,
-                       json_string_value(json_object_get(f, "summary")));
+        tw_html_escape(out, json_string_value(json_object_get(f, "summary")));
         fputs("</p><ul>", out);
         const char *mag = json_string_value(
             json_object_get(json_object_get(f, "magnitude"), "text"));
@@ -434,8 +436,8 @@ static void findings(FILE *out, const json_t *rules, int64_t start_us,
             tw_html_escape(out, mag);
             fputs("</li>", out);
         }
-        const json_t *nodes = json_object_get(json_object_get(f, "nodes"),
-                                              "listed");
+        const json_t *nodes =
+            json_object_get(json_object_get(f, "nodes"), "listed");
         if (json_array_size(nodes) > 0) {
             fputs("<li>Where: ", out);
             size_t j;
@@ -459,9 +461,9 @@ static void findings(FILE *out, const json_t *rules, int64_t start_us,
             tw_html_escape(out, b);
             fputs("</li>", out);
             if (nr < MAX_ITEMS && name != NULL)
-                ranges[nr++] = (tw_svg_range){name,
-                                              (int64_t)num(tr, "first_us"),
-                                              (int64_t)num(tr, "last_us")};
+                ranges[nr++] =
+                    (tw_svg_range){name, (int64_t)num(tr, "first_us"),
+                                   (int64_t)num(tr, "last_us")};
         }
         const char *par = json_string_value(json_object_get(f, "parameters"));
         if (par != NULL) {
@@ -480,8 +482,7 @@ static void findings(FILE *out, const json_t *rules, int64_t start_us,
     if (nr == 0)
         fputs("<p>No rule triggered, so there is nothing to mark.</p>\n", out);
     else
-        tw_svg_ranges(out, "Finding time ranges", ranges, nr, start_us,
-                      end_us);
+        tw_svg_ranges(out, "Finding time ranges", ranges, nr, start_us, end_us);
     end_section(out);
 }
 
@@ -524,6 +525,9 @@ static void step_durations(FILE *out, const json_t *rules)
     end_section(out);
 }
 
+static size_t usage_boxes(const json_t *usage, const char *metric,
+                          tw_svg_box *b, char (*labels)[96], size_t max);
+
 static void gpu_boxes(FILE *out, const json_t *rules)
 {
     section(out, "gpu-utilization", "GPU utilization per GPU",
@@ -542,14 +546,27 @@ static void gpu_boxes(FILE *out, const json_t *rules)
             if (n == MAX_ITEMS || !json_is_object(s))
                 continue;
             snprintf(labels[n], sizeof(labels[n]), "%s/%s", node, gpu);
-            b[n] = (tw_svg_box){labels[n],     num(s, "gpu_5"), num(s, "p25"),
-                                num(s, "p50"), num(s, "p75"),   num(s, "gpu_max")};
+            b[n] =
+                (tw_svg_box){labels[n],     num(s, "gpu_5"), num(s, "p25"),
+                             num(s, "p50"), num(s, "p75"),   num(s, "gpu_max")};
             if (!isfinite(b[n].min))
                 b[n].min = num(s, "lower");
             n++;
         }
     }
-    tw_svg_boxes(out, "GPU utilization (p5 to max)", b, n, "%");
+    if (n > 0) {
+        tw_svg_boxes(out, "GPU utilization per GPU (p5 to max)", b, n, "%");
+    } else {
+        /* The rule keeps per-GPU quartiles only once it has a window of
+         * samples; per node from the usage summary until then. */
+        n = usage_boxes(details(rules, "OverallSystemUsage"), "GPU", b, labels,
+                        MAX_ITEMS);
+        fputs("<p>Per-GPU quartiles are not in the results (the "
+              "LowGPUUtilization rule had not filled its window); per node "
+              "instead, box p50 to p95.</p>\n",
+              out);
+        tw_svg_boxes(out, "GPU utilization per node (min to max)", b, n, "%");
+    }
     end_section(out);
 }
 
@@ -606,8 +623,8 @@ static void dataloading(FILE *out, const json_t *rules)
     fprintf(out, "<tr><th>pin_memory</th>");
     cell_text(out, pm == NULL ? NULL : json_is_true(pm) ? "yes" : "no");
     fputs("</tr></table>\n", out);
-    histogram_of(out, "Batch fetch time", json_object_get(d, "dataloading_time"),
-                 "s");
+    histogram_of(out, "Batch fetch time",
+                 json_object_get(d, "dataloading_time"), "s");
     end_section(out);
 }
 
@@ -623,7 +640,7 @@ static size_t usage_boxes(const json_t *usage, const char *metric,
         if (n == max)
             break;
         snprintf(labels[n], sizeof(labels[n]), "%s %s", metric, node);
-        b[n] = (tw_svg_box){labels[n], num(s, "min"), num(s, "p50"),
+        b[n] = (tw_svg_box){labels[n],     num(s, "min"), num(s, "p50"),
                             num(s, "p50"), num(s, "p95"), num(s, "max")};
         n++;
     }
@@ -645,7 +662,8 @@ static void batch_size(FILE *out, const json_t *rules)
         snprintf(title, sizeof(title), "%s utilization per node", metrics[i]);
         tw_svg_boxes(out, title, b, n, "%");
     }
-    const json_t *bs = json_object_get(rule_named(rules, "BatchSize"), "finding");
+    const json_t *bs =
+        json_object_get(rule_named(rules, "BatchSize"), "finding");
     if (bs != NULL) {
         fputs("<p>", out);
         tw_html_escape(out, json_string_value(json_object_get(bs, "summary")));

@@ -53,16 +53,6 @@ static const tw_cli_command report_command = {
     .epilogue = "Exit status: 0 written, 1 on an error, 2 on bad usage.\n",
 };
 
-/* Descriptions looked up lazily in the rule registry. */
-static const char *describe(void *ud, const char *rule)
-{
-    const tw_plugin *p = NULL;
-    char err[256];
-    if (tw_registry_find(ud, rule, &p, err, sizeof(err)) != TW_OK)
-        return NULL;
-    return tw_plugin_descriptor(p)->description;
-}
-
 /* The statistics of dir as JSON (NULL after a message). */
 static json_t *stats_json(const char *dir)
 {
@@ -139,7 +129,7 @@ static int render(const char *output, const json_t *results,
     char *found = timeline == NULL ? find_timeline(output, job) : NULL;
     tw_report_input in = {.results = results,
                           .stats = stats,
-                          .describe = describe,
+                          .describe = tw_report_describe_registry,
                           .describe_ud = reg,
                           .timeline_href = timeline != NULL ? timeline : found};
     char tmp[4096], err[512] = "";
@@ -208,8 +198,8 @@ int tw_cmd_report(int argc, char **argv)
         if (results == NULL)
             fprintf(stderr, "trainwatch report: %s: line %d: %s\n",
                     results_path, je.line, je.text);
-        if (output == NULL && (output = out_default =
-                                   default_output(results_path)) == NULL) {
+        if (output == NULL &&
+            (output = out_default = default_output(results_path)) == NULL) {
             fprintf(stderr, "trainwatch report: out of memory\n");
             json_decref(results);
             return 1;

@@ -81,6 +81,7 @@ typedef struct tw_run_settings {
     int64_t job_idle_us;
     tw_on_data_loss on_data_loss;
     const char *results_dir;
+    int report_html; /* engine.report_html */
     int64_t commit_interval_us;
     int64_t progress_interval_us;
     int64_t quarantine_after;   /* failures at one offset: quarantined */
@@ -278,6 +279,7 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
         tw_schema_int(e, TW_SECTION_ENGINE, "quarantine_after");
     s->failure_ledger = tw_schema_str(e, TW_SECTION_ENGINE, "failure_ledger");
     s->results_dir = tw_schema_str(e, TW_SECTION_ENGINE, "results_dir");
+    s->report_html = tw_schema_bool(e, TW_SECTION_ENGINE, "report_html");
     if (s->failure_ledger == NULL && s->results_dir != NULL) {
         if (asprintf(&s->default_ledger, "%s/.trainwatch-failures",
                      s->results_dir) < 0) {
@@ -867,6 +869,7 @@ static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
                                .nrules = r->cfg->nrules,
                                .job_idle_us = r->s.job_idle_us,
                                .results_dir = r->s.results_dir,
+                               .report_html = r->s.report_html,
                                .store = r->store,
                                .topic = r->s.metrics_topic,
                                .on_data_loss = r->s.on_data_loss,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "finding_text.h"
+#include "plugin_host.h"
 #include "report_html.h"
 #include "report_svg.h"
 #include "trainwatch/plugin.h"
@@ -20,6 +21,15 @@ const char *const tw_report_sections[] = {
     "rules-summary",   "findings",     "rule-timeline",     "step-durations",
     "gpu-utilization", "workload",     "dataloading",       "batch-size",
     "bottlenecks",     "gpu-memory",   "timeline",          NULL};
+
+const char *tw_report_describe_registry(void *registry, const char *rule)
+{
+    const tw_plugin *p = NULL;
+    char err[256];
+    if (tw_registry_find(registry, rule, &p, err, sizeof(err)) != TW_OK)
+        return NULL;
+    return tw_plugin_descriptor(p)->description;
+}
 
 /* Pies and tables name at most this many slices or rows per chart. */
 #define MAX_ITEMS 64

@@ -35,7 +35,10 @@ void tw_html_escape(FILE *out, const char *s)
     }
 }
 
-static double clean(double v) { return isfinite(v) && v > 0 ? v : 0; }
+static double clean(double v)
+{
+    return isfinite(v) && v > 0 ? v : 0;
+}
 
 static void none(FILE *out, const char *title)
 {
@@ -156,7 +159,7 @@ void tw_svg_boxes(FILE *out, const char *title, const tw_svg_box *b, size_t n,
     const int left = 110, plot_w = 330, row = 20;
     int h = 30 + row * (int)n;
     open_svg(out, title, 460, h);
-#define X(v) (left + ((v) - lo) / (hi - lo) * plot_w)
+#define X(v) (left + ((v)-lo) / (hi - lo) * plot_w)
     for (size_t i = 0; i < n; i++) {
         int y = 5 + row * (int)i;
         fprintf(out, "<text x=\"2\" y=\"%d\">", y + 13);
@@ -175,8 +178,8 @@ void tw_svg_boxes(FILE *out, const char *title, const tw_svg_box *b, size_t n,
                 X(b[i].p50), y + 16);
     }
     fprintf(out, "<text x=\"%d\" y=\"%d\">%g</text>", left, h - 4, lo);
-    fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%g ", left + plot_w,
-            h - 4, hi);
+    fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%g ",
+            left + plot_w, h - 4, hi);
     tw_html_escape(out, unit);
     fputs("</text>", out);
 #undef X
@@ -194,9 +197,10 @@ void tw_svg_ranges(FILE *out, const char *title, const tw_svg_range *r,
     int h = 30 + row * (int)n;
     open_svg(out, title, 620, h);
     double span = (double)(end_us - start_us);
-    fprintf(out,
-            "<rect x=\"%d\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f3f3f3\"/>",
-            left, plot_w, row * (int)n + 5);
+    fprintf(
+        out,
+        "<rect x=\"%d\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f3f3f3\"/>",
+        left, plot_w, row * (int)n + 5);
     for (size_t i = 0; i < n; i++) {
         int y = 5 + row * (int)i;
         double x0 = left + (double)(r[i].first_us - start_us) / span * plot_w;

@@ -24,6 +24,10 @@ typedef struct tw_report_input {
     const char *timeline_href; /* relative link to a merged timeline, or NULL */
 } tw_report_input;
 
+/* tw_report_input.describe over a tw_registry (ud): the descriptor's
+ * description of a built-in rule, NULL when none is found. */
+const char *tw_report_describe_registry(void *registry, const char *rule);
+
 /* The section ids, in page order (the tests look for each). */
 extern const char *const tw_report_sections[];
 

@@ -165,7 +165,8 @@ static const tw_cli_command tw_run_command = {
         "wall time without a message; its results then go to\n"
         "engine.results_dir/<name>.json (same rule results as `eval --json`;\n"
         "<name>: the job id, bytes outside [A-Za-z0-9._-] as %XX, see\n"
-        "README \"Results files\"; a failed write is retried with backoff).\n",
+        "README \"Results files\"; a failed write is retried with backoff)\n"
+        "and its HTML report to <name>.html (engine.report_html).\n",
     .options = tw_run_options,
     .more = tw_run_help_sections,
     .epilogue =

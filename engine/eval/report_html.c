@@ -583,8 +583,9 @@ static void gpu_boxes(FILE *out, const json_t *rules)
 static void workload(FILE *out, const json_t *rules)
 {
     section(out, "workload", "Workload balance",
-            "Histograms of each GPU's utilization (share of samples per "
-            "percent bin); differing shapes mean uneven work.");
+            "Histograms of each GPU's utilization (samples per "
+            "utilization bin, 0 to 100 %); differing shapes mean uneven "
+            "work.");
     const json_t *lb = details(rules, "LoadBalancing");
     size_t drawn = 0;
     const char *node, *gpu;

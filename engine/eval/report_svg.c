@@ -156,9 +156,9 @@ void tw_svg_boxes(FILE *out, const char *title, const tw_svg_box *b, size_t n,
     }
     if (hi <= lo)
         hi = lo + 1;
-    const int left = 110, plot_w = 330, row = 20;
+    const int left = 160, plot_w = 330, row = 20;
     int h = 30 + row * (int)n;
-    open_svg(out, title, 460, h);
+    open_svg(out, title, 500, h);
 #define X(v) (left + ((v)-lo) / (hi - lo) * plot_w)
     for (size_t i = 0; i < n; i++) {
         int y = 5 + row * (int)i;

@@ -76,7 +76,7 @@ void tw_svg_pie(FILE *out, const char *title, const char *const *labels,
         return;
     }
     int h = 170 > 20 + 18 * (int)n ? 170 : 20 + 18 * (int)n;
-    open_svg(out, title, 460, h);
+    open_svg(out, title, 600, h);
     const double cx = 80, cy = 80, r = 70;
     double a = -M_PI / 2;
     for (size_t i = 0; i < n; i++) {

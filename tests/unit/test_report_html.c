@@ -124,9 +124,9 @@ static void file_next_to_results(void **state)
     tw_registry *reg = tw_registry_new();
     assert_non_null(reg);
     char err[1024];
-    assert_int_equal(tw_report_file_write(dir, "col/x", results_text, reg, err,
-                                          sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_report_file_write(dir, "col/x", results_text, reg, err, sizeof(err)),
+        TW_OK);
     char path[512];
     snprintf(path, sizeof(path), "%s/col%%2Fx.html", dir);
     assert_int_equal(access(path, R_OK), 0);
@@ -140,14 +140,14 @@ static void file_next_to_results(void **state)
     closedir(d);
     assert_int_equal(n, 1);
     /* bad JSON and a missing folder: errors naming the file */
-    assert_int_equal(
-        tw_report_file_write(dir, "y", "{", reg, err, sizeof(err)), TW_ERR);
+    assert_int_equal(tw_report_file_write(dir, "y", "{", reg, err, sizeof(err)),
+                     TW_ERR);
     assert_non_null(strstr(err, "y.html"));
     char gone[600];
     snprintf(gone, sizeof(gone), "%s/gone", dir);
-    assert_int_equal(tw_report_file_write(gone, "z", results_text, reg, err,
-                                          sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_report_file_write(gone, "z", results_text, reg, err, sizeof(err)),
+        TW_ERR);
     assert_non_null(strstr(err, "gone/z.html"));
     assert_int_equal(unlink(path), 0);
     assert_int_equal(rmdir(dir), 0);

@@ -40,6 +40,13 @@ static double num(const json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* A time in µs; 0 when absent or out of range (never an undefined cast). */
+static int64_t num_us(const json_t *o, const char *key)
+{
+    double v = num(o, key);
+    return isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : 0;
+}
+
 static const json_t *rule_named(const json_t *rules, const char *name)
 {
     size_t i;
@@ -191,7 +198,7 @@ static void summary(FILE *out, const tw_report_input *in, const json_t *rules)
             {"training_loop_end_us", "Training loop end (UTC)"}};
         for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
             fprintf(out, "<tr><th>%s</th>", k[i][1]);
-            time_cell(out, (int64_t)num(job, k[i][0]));
+            time_cell(out, num_us(job, k[i][0]));
             fputs("</tr>", out);
         }
         static const char *const d[][2] = {
@@ -206,9 +213,9 @@ static void summary(FILE *out, const tw_report_input *in, const json_t *rules)
         }
     } else {
         fputs("<tr><th>First data (UTC)</th>", out);
-        time_cell(out, (int64_t)num(in->results, "first_timestamp_us"));
+        time_cell(out, num_us(in->results, "first_timestamp_us"));
         fputs("</tr><tr><th>Latest data (UTC)</th>", out);
-        time_cell(out, (int64_t)num(in->results, "latest_timestamp_us"));
+        time_cell(out, num_us(in->results, "latest_timestamp_us"));
         fputs("</tr>", out);
         const json_t *init = details(rules, "MaxInitializationTime");
         const json_t *steps = json_object_get(init, "step_num");
@@ -463,17 +470,16 @@ static void findings(FILE *out, const json_t *rules, int64_t start_us,
         const json_t *tr = json_object_get(f, "time_range");
         if (tr != NULL) {
             char a[64], b[64];
-            tw_format_utc((int64_t)num(tr, "first_us"), a, sizeof(a));
-            tw_format_utc((int64_t)num(tr, "last_us"), b, sizeof(b));
+            tw_format_utc(num_us(tr, "first_us"), a, sizeof(a));
+            tw_format_utc(num_us(tr, "last_us"), b, sizeof(b));
             fputs("<li>When: ", out);
             tw_html_escape(out, a);
             fputs(" to ", out);
             tw_html_escape(out, b);
             fputs("</li>", out);
             if (nr < MAX_ITEMS && name != NULL)
-                ranges[nr++] =
-                    (tw_svg_range){name, (int64_t)num(tr, "first_us"),
-                                   (int64_t)num(tr, "last_us")};
+                ranges[nr++] = (tw_svg_range){name, num_us(tr, "first_us"),
+                                              num_us(tr, "last_us")};
         }
         const char *par = json_string_value(json_object_get(f, "parameters"));
         if (par != NULL) {
@@ -747,8 +753,8 @@ int tw_report_html_write(FILE *out, const tw_report_input *in, char *err,
         snprintf(err, errlen, "out of memory sorting the rules");
         return TW_ERR;
     }
-    int64_t start = (int64_t)num(in->results, "first_timestamp_us");
-    int64_t end = (int64_t)num(in->results, "latest_timestamp_us");
+    int64_t start = num_us(in->results, "first_timestamp_us");
+    int64_t end = num_us(in->results, "latest_timestamp_us");
     findings(out, rules, start, end);
     step_durations(out, rules);
     gpu_boxes(out, rules);

@@ -3,9 +3,10 @@
  * results object, text escaped (a rule name with markup never becomes
  * markup), a pie of nothing says so instead of an empty <svg>, rules
  * sorted by times triggered, results that are not an object with "rules"
- * refused with a sentence; report_file writes <name>.html under the
- * results file's name (an id with '/' escaped), leaves no temporary file,
- * and names the path when the folder is missing or the JSON is bad. */
+ * refused with a sentence, members of the wrong type rendered as absent;
+ * report_file writes <name>.html under the results file's name (an id with '/'
+ * escaped), leaves no temporary file, and names the path when the folder is
+ * missing or the JSON is bad. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,6 +87,20 @@ static void sections_in_order(void **state)
     free(page);
 }
 
+/* Members of the wrong type or missing render as "absent", never crash. */
+static void odd_values_render(void **state)
+{
+    (void)state;
+    char *page =
+        render("{\"rules\":[{\"name\":\"A\",\"parent\":\"P\",\"finding\":"
+               "{\"time_range\":{\"first_us\":\"x\",\"last_us\":1e300}},"
+               "\"report\":{\"Details\":{\"step_details\":7}}},"
+               "{\"name\":\"OverallSystemUsage\",\"report\":{\"Details\":"
+               "{\"GPU\":[1]}}}]}");
+    assert_non_null(strstr(page, "<section id=\"timeline\">"));
+    free(page);
+}
+
 static void empty_pie_is_a_sentence(void **state)
 {
     (void)state;
@@ -158,6 +173,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sections_in_order),
+        cmocka_unit_test(odd_values_render),
         cmocka_unit_test(empty_pie_is_a_sentence),
         cmocka_unit_test(bad_results_refused),
         cmocka_unit_test(file_next_to_results),

@@ -10,6 +10,7 @@ PKGS=(
   flatbuffers-compiler libflatbuffers-dev libyaml-dev libjansson-dev
   libmicrohttpd-dev libsimdjson-dev zlib1g-dev libssl-dev
   prometheus prometheus-alertmanager curl
+  chromium
   redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind
   clang-format
   python3-torch python3-confluent-kafka python3-flatbuffers python3-setuptools

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "commands.h"
 #include "config.h"
+#include "eval_results.h"
 #include "finding_text.h"
 #include "job.h"
 #include "job_results.h"
@@ -688,6 +689,38 @@ int tw_cmd_eval(int argc, char **argv)
                 print_table(job, e.folder, &rs, (tw_mono_us() / 1e6) - t0);
             status = 0;
         }
+    }
+    tw_job_free(job);
+    eval_free(&e);
+    return status;
+}
+
+int tw_eval_results_json(const char *dir, const char *rules_path, char **json)
+{
+    eval_opts o = {.dir = dir, .rules_path = rules_path, .quiet = 1};
+    eval_setup e;
+    memset(&e, 0, sizeof(e));
+    tw_job *job = NULL;
+    tw_reader_stats rs;
+    int status = -1;
+    double t0 = (tw_mono_us() / 1e6);
+    *json = NULL;
+    if (eval_load(&o, &e) == 0 && eval_run(&e.ra, NULL, &rs, &job) == TW_OK) {
+        tw_results_source src = {.folder = dir,
+                                 .files = rs.files,
+                                 .bad_files = rs.bad_files,
+                                 .unreadable_dirs = e.folder->unreadable_dirs,
+                                 .skipped_dirs = e.folder->skipped_dirs,
+                                 .lines = rs.lines,
+                                 .bad_lines = rs.bad_lines,
+                                 .seconds = (tw_mono_us() / 1e6) - t0};
+        tw_json *j = tw_json_new();
+        if (j != NULL && tw_job_results_write_from(j, job, &src) == TW_OK &&
+            (*json = strdup(tw_json_str(j))) != NULL)
+            status = 0;
+        else
+            fprintf(stderr, "trainwatch: evaluating %s: out of memory\n", dir);
+        tw_json_free(j);
     }
     tw_job_free(job);
     eval_free(&e);

@@ -81,6 +81,7 @@ typedef struct tw_run_settings {
     int64_t job_idle_us;
     tw_on_data_loss on_data_loss;
     const char *results_dir;
+    int report_html; /* engine.report_html */
     int64_t commit_interval_us;
     int64_t progress_interval_us;
     int64_t quarantine_after;   /* failures at one offset: quarantined */
@@ -164,7 +165,8 @@ static const tw_cli_command tw_run_command = {
         "wall time without a message; its results then go to\n"
         "engine.results_dir/<name>.json (same rule results as `eval --json`;\n"
         "<name>: the job id, bytes outside [A-Za-z0-9._-] as %XX, see\n"
-        "README \"Results files\"; a failed write is retried with backoff).\n",
+        "README \"Results files\"; a failed write is retried with backoff)\n"
+        "and its HTML report to <name>.html (engine.report_html).\n",
     .options = tw_run_options,
     .more = tw_run_help_sections,
     .epilogue =
@@ -278,6 +280,7 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
         tw_schema_int(e, TW_SECTION_ENGINE, "quarantine_after");
     s->failure_ledger = tw_schema_str(e, TW_SECTION_ENGINE, "failure_ledger");
     s->results_dir = tw_schema_str(e, TW_SECTION_ENGINE, "results_dir");
+    s->report_html = tw_schema_bool(e, TW_SECTION_ENGINE, "report_html");
     if (s->failure_ledger == NULL && s->results_dir != NULL) {
         if (asprintf(&s->default_ledger, "%s/.trainwatch-failures",
                      s->results_dir) < 0) {
@@ -867,6 +870,7 @@ static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
                                .nrules = r->cfg->nrules,
                                .job_idle_us = r->s.job_idle_us,
                                .results_dir = r->s.results_dir,
+                               .report_html = r->s.report_html,
                                .store = r->store,
                                .topic = r->s.metrics_topic,
                                .on_data_loss = r->s.on_data_loss,

@@ -30,6 +30,8 @@ static const tw_command commands[] = {
      "merge a folder's traces and system metrics into one Chrome trace"},
     {"pystats", tw_cmd_pystats,
      "top Python functions of the hook's cProfile statistics"},
+    {"report", tw_cmd_report,
+     "one self-contained HTML page about a job: findings, usage, charts"},
 };
 
 static void usage(FILE *out)

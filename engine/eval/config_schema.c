@@ -122,6 +122,10 @@ static const tw_key_spec schema[] = {
         "a job without a message for this long (wall time) is finalized"),
     PATH(TW_SECTION_ENGINE, "results_dir", "/var/lib/trainwatch/results",
          "an existing folder: <job>.json per finished job (default: none)"),
+    {TW_SECTION_ENGINE, "report_html", TW_TYPE_BOOL, "true", 0, 0, NULL, NULL,
+     NULL,
+     "also write results_dir/<job>.html, the job's HTML report (as "
+     "`trainwatch report --results`), when a job finishes"},
     DUR(TW_SECTION_ENGINE, "commit_interval", "1s", 1,
         "offset commits (and the plain memory store's checkpoints) at most "
         "this often"),

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "profiler_config.h"
 #include "quarantine.h"
+#include "report_file.h"
 #include "results_file.h"
 #include "strmap.h"
 #include "tw_assert.h"
@@ -487,6 +488,12 @@ static void tw_router_write_results(tw_router *r, tw_job *job,
      * logged by the writer */
     (void)tw_results_put(r->results, tw_job_id(job), tw_json_str(j),
                          tw_json_len(j), tw_mono_us());
+    char err[1024];
+    if (r->cfg.report_html && mark == NULL &&
+        tw_report_file_write(r->results_dir, tw_job_id(job), tw_json_str(j),
+                             r->cfg.reg, err, sizeof(err)) != TW_OK)
+        tw_log(TW_LOG_ERROR, "job %s: HTML report not written: %s",
+               tw_job_id(job), err);
     tw_json_free(j);
 }
 

@@ -81,6 +81,7 @@ typedef struct tw_router_config {
     size_t nrules;
     int64_t job_idle_us;          /* wall time without a message: finalize */
     const char *results_dir;      /* NULL = no results files */
+    int report_html;              /* also results_dir/<name>.html */
     tw_store *store;              /* borrowed; NULL = a private volatile one */
     const char *topic;            /* the metrics topic: checkpoint keys */
     tw_on_data_loss on_data_loss; /* a job whose beginning was lost */

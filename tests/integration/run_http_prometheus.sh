@@ -7,9 +7,10 @@
 # counters (batches, samples, jobs_finished, alerts_sent) and the job's
 # per-rule status equal to `eval --json`'s; /jobs lists the job;
 # /jobs/<id> serves its results file (the JSON of eval --json); a job id
-# with '/' or '..' never leaves the results folder; /jobs/<id>/report is
-# 404 with a message; the bearer token is required on /metrics; HTTPS
-# with http.tls_cert/tls_key and the token from http.token_env.
+# with '/' or '..' never leaves the results folder; /jobs/<id>/report
+# serves the HTML report run wrote (404 with a message for an unknown
+# job); the bearer token is required on /metrics; HTTPS with
+# http.tls_cert/tls_key and the token from http.token_env.
 set -u
 BUILD=${1:-${TW_BUILD_DIR:?}}
 TW=$BUILD/trainwatch
@@ -127,8 +128,14 @@ assert j and j[0]["state"] == "finished" and j[0]["rules"], d
 PY
 curl -sf -H "$AUTH" "$URL/jobs/$JOB" >"$WORK/job.json" || fail "GET /jobs/<id>"
 cmp -s "$WORK/job.json" "$WORK/res/$JOB.json" || fail "/jobs/<id> is not the results file"
-[ "$(tw_http_code -H "$AUTH" "$URL/jobs/$JOB/report")" = 404 ] || fail "report not 404"
-curl -s -H "$AUTH" "$URL/jobs/$JOB/report" | grep -q "no report for job '$JOB'" || fail "report 404 message"
+# run wrote the HTML report next to the results (engine.report_html)
+test -s "$WORK/res/$JOB.html" || fail "no $JOB.html in results_dir"
+[ "$(tw_http_code -H "$AUTH" "$URL/jobs/$JOB/report")" = 200 ] || fail "report not 200"
+curl -sf -H "$AUTH" "$URL/jobs/$JOB/report" >"$WORK/report.html" || fail "GET report"
+cmp -s "$WORK/report.html" "$WORK/res/$JOB.html" || fail "/jobs/<id>/report is not the .html file"
+grep -q '<section id="rules-summary">' "$WORK/report.html" || fail "report has no rules summary"
+[ "$(tw_http_code -H "$AUTH" "$URL/jobs/nope/report")" = 404 ] || fail "unknown report not 404"
+curl -s -H "$AUTH" "$URL/jobs/nope/report" | grep -q "no report for job 'nope'" || fail "report 404 message"
 echo secret >"$WORK/outside.json"
 for bad in "..%2Foutside" "%2E%2E%2Foutside" "..%2F..%2Fetc%2Fpasswd" "%2Fetc%2Fpasswd"; do
     code=$(tw_http_code -H "$AUTH" "$URL/jobs/$bad")

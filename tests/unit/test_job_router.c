@@ -556,6 +556,20 @@ static void assert_no_results(const run *x, const char *job)
     }
 }
 
+/* <dir>/<job>.html exists (1) or not (0). */
+static int report_exists(const run *x, const char *job)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%s.html", x->dir, job);
+    return access(path, F_OK) == 0;
+}
+
+static void assert_no_report(const run *x, const char *job)
+{
+    if (report_exists(x, job))
+        fail_msg("job %s has an HTML report though report_html is off", job);
+}
+
 /* Routes log entry k (with a store, flushes the alerts it queued). */
 static int feed_rc(run *x, int32_t part, const plog *l, size_t k)
 {
@@ -649,6 +663,7 @@ static void test_two_jobs_interleaved(void **state)
     assert_int_equal(x.alerts.n, fx->ref_a.alerts.n + fx->ref_b.alerts.n);
     assert_results(&x, "job-a", &fx->ref_a);
     assert_results(&x, "job-b", &fx->ref_b);
+    assert_no_report(&x, "job-a"); /* report_html off in this router */
     assert_job_alerts(&x.alerts, "job-a", &fx->ref_a.alerts, 0);
     assert_job_alerts(&x.alerts, "job-b", &fx->ref_b.alerts, 0);
     assert_alert_sources(&x.alerts, 0, &l, 0);
@@ -657,6 +672,48 @@ static void test_two_jobs_interleaved(void **state)
     const entry *e = &l.e[last->offset - l.base];
     assert_int_equal(e->i, e->s->n - 1);
     assert_non_null(strstr(last->json, "\"final\":true"));
+    run_close(&x);
+}
+
+/* report_html on: each finished job's <name>.html lies next to its
+ * results file and names the job; the results file is unchanged. */
+static void test_report_html_written(void **state)
+{
+    fixture *fx = *state;
+    plog l;
+    plog_interleave(&l, &fx->a, &fx->b, 3, 500);
+    run x;
+    memset(&x, 0, sizeof(x));
+    snprintf(x.dir, sizeof(x.dir), "/tmp/tw_router_res_XXXXXX");
+    assert_non_null(mkdtemp(x.dir));
+    x.now = 1000000;
+    tw_router_config c = {.job = fx->jcfg,
+                          .reg = fx->reg,
+                          .rules = rules,
+                          .nrules = NRULES,
+                          .job_idle_us = IDLE_US,
+                          .results_dir = x.dir,
+                          .report_html = 1,
+                          .topic = "metrics"};
+    char err[512];
+    if (tw_router_new(&c, on_alert, &x.alerts, &x.r, err, sizeof(err)) != TW_OK)
+        fail_msg("tw_router_new: %s", err);
+    int64_t start;
+    assign(&x, 0, NULL, -1, &start);
+    feed(&x, 0, &l, 0, l.n);
+    assert_int_equal(stats(&x).jobs_finished, 2);
+    assert_results(&x, "job-a", &fx->ref_a);
+    assert_true(report_exists(&x, "job-a"));
+    assert_true(report_exists(&x, "job-b"));
+    char path[128];
+    snprintf(path, sizeof(path), "%s/job-b.html", x.dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char head[4096];
+    size_t n = fread(head, 1, sizeof(head) - 1, f);
+    head[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(head, "Training job report: job-b"));
     run_close(&x);
 }
 
@@ -1550,6 +1607,7 @@ int main(void)
         cmocka_set_test_filter(getenv("TW_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_jobs_interleaved),
+        cmocka_unit_test(test_report_html_written),
         cmocka_unit_test(test_alerts_deterministic),
         cmocka_unit_test(test_created_by_seq1_expired_idle),
         cmocka_unit_test(test_created_by_start_marker),

@@ -75,7 +75,9 @@ static const tw_cli_command eval_command = {
         "and prints each rule's status and\nfindings. Each finding says "
         "what was found, where (nodes, GPUs), when\n(+hh:mm:ss from the "
         "job's start and UTC), how much, what to try and which\nparameters "
-        "decided.\n",
+        "decided. In fixed semantics a finding that another explains (a\n"
+        "GPU idle for a CPU or I/O bottleneck, a data loader or a "
+        "straggler) is\nprinted under its cause (\"caused by it:\").\n",
     .options = eval_options,
     .epilogue =
         "PyTorch traces: ProfilerStep#N is step N (Step:ModeKeys.TRAIN), "
@@ -237,8 +239,7 @@ static void table_row(tw_rule *rule, int depth, size_t *no_input)
 
 /* The findings that `cause` explains (finding_cause.h), indented under
  * it: they are its consequences, not problems of their own. */
-static void consequences(tw_job *job, const tw_rule *cause,
-                         int64_t job_start_us)
+static void consequences(tw_job *job, const tw_rule *cause)
 {
     for (size_t i = 0; i < tw_job_nrules(job); i++) {
         tw_rule *top = tw_job_rule(job, i);
@@ -250,9 +251,9 @@ static void consequences(tw_job *job, const tw_rule *cause,
             if (!tw_job_rule_cause(job, r, &c) || c.rule != cause ||
                 tw_rule_finding(r, &f) != TW_OK)
                 continue;
-            char line[1300];
-            tw_finding_line(&f, job_start_us, line, sizeof(line));
-            printf("  caused by it: %s: %s\n", tw_rule_name(r), line);
+            printf("  caused by it: %s%s%s%s %s\n", tw_rule_name(r),
+                   f.nnames > 0 ? " (" : "", f.nnames > 0 ? f.names[0] : "",
+                   f.nnames > 0 ? "):" : ":", f.summary);
         }
     }
 }
@@ -286,7 +287,7 @@ static void findings(tw_job *job, tw_rule *rule, int64_t job_start_us)
            (unsigned long long)tw_rule_conditions_met(rule),
            (unsigned long long)tw_rule_scans(rule));
     tw_finding_print(stdout, &f, job_start_us, 78);
-    consequences(job, rule, job_start_us);
+    consequences(job, rule);
 }
 
 static void print_table(tw_job *job, const tw_folder *folder,

@@ -47,13 +47,18 @@ static int share_node(const tw_finding *a, const tw_finding *b)
     return 0;
 }
 
+/* Rules date a violation differently (a sample's time, the end of the
+ * window it closed): ranges this close still overlap. */
+#define TW_CAUSE_SLACK_US (60 * 1000000LL)
+
 /* Closed ranges; the host fills an unknown range from the scans' windows
  * (plugin.h), so 0 here means the rule and the host both had nothing. */
 static int overlap(const tw_finding *a, const tw_finding *b)
 {
     if (a->first_us == 0 || b->first_us == 0)
         return 1;
-    return a->first_us <= b->last_us && b->first_us <= a->last_us;
+    return a->first_us <= b->last_us + TW_CAUSE_SLACK_US &&
+           b->first_us <= a->last_us + TW_CAUSE_SLACK_US;
 }
 
 /* A rule with IssuesFound and a finding, in fixed semantics. */

@@ -4,12 +4,15 @@
 # a healthy job with a long initialization that its configuration allows,
 # a healthy job with an evaluation pass every 600 steps), under the default
 # rule set (ProfilerReport): the rules that end IssuesFound, each with the
-# nodes/GPUs its finding names first. Healthy jobs raise nothing; the slow
-# initialization raises MaxInitializationTime only (not LowGPUUtilization,
-# BatchSize or GPUMemoryIncrease for the idle, empty GPUs before the first
-# step); the straggler is named by Straggler. Prints the table (markdown).
-# Not yet: CPU/IOBottleneck and the straggler still come with the
-# LowGPUUtilization (and BatchSize) findings they explain (caused_by).
+# nodes/GPUs its finding names first, split into root causes and the
+# findings marked caused_by another (docs/rules.md "Root cause first").
+# Healthy jobs raise nothing; the slow initialization raises
+# MaxInitializationTime only (not LowGPUUtilization, BatchSize or
+# GPUMemoryIncrease for the idle, empty GPUs before the first step); CPU
+# and I/O starvation raise CPU/IOBottleneck with LowGPUUtilization as its
+# consequence; the straggler is named by Straggler, the LowGPUUtilization
+# and BatchSize findings it explains are its consequences. Prints the
+# table (markdown).
 set -euo pipefail
 BUILD=${1:?build dir}
 TW="$BUILD/trainwatch"
@@ -37,19 +40,25 @@ row() {
 import json, sys
 name, path = sys.argv[1], sys.argv[2]
 d = json.load(open(path))
-cells = []
+roots, effects = [], []
 for r in d["rules"]:
     if r["status"] == "IssuesFound" and r["name"] != "ProfilerReport":
         f = r.get("finding") or {}
         listed = (f.get("nodes") or {}).get("listed", [])
-        cells.append("%s (%s)" % (r["name"], ", ".join(listed[:2])))
-print("| %s | %s |" % (name, "; ".join(cells) or "none"))
+        cell = "%s (%s)" % (r["name"], ", ".join(listed[:2]))
+        cause = r.get("caused_by")
+        if cause:
+            effects.append("%s <- %s" % (cell, cause["rule"]))
+        else:
+            roots.append(cell)
+print("| %s | %s | %s |" % (name, "; ".join(roots) or "none",
+                            "; ".join(effects) or "none"))
 PY
 }
 
 {
-    echo "| job | fixed semantics: IssuesFound (finding names) |"
-    echo "| --- | --- |"
+    echo "| job | fixed semantics: root-cause findings (names) | caused_by: consequence (names) <- cause |"
+    echo "| --- | --- | --- |"
     for p in healthy low_gpu gpu_fluctuation cpu_bottleneck io_bottleneck \
              gpu_memory_growth small_batch step_outliers load_imbalance \
              slow_init dataloader straggler; do
@@ -68,24 +77,24 @@ n_eval=$(cat "$WORK"/healthy_eval_passes/framework/pevents/*/*.json |
 [ "$n_eval" -ge 60 ] || fail "healthy_eval_passes: $n_eval EVAL steps"
 
 cat > "$WORK/want.md" <<'EOF2'
-| job | fixed semantics: IssuesFound (finding names) |
-| --- | --- |
-| healthy | none |
-| low_gpu | LowGPUUtilization (algo-1/gpu0) |
-| gpu_fluctuation | LowGPUUtilization (algo-1/gpu0) |
-| cpu_bottleneck | CPUBottleneck (algo-1); LowGPUUtilization (algo-1/gpu0) |
-| io_bottleneck | IOBottleneck (algo-1); LowGPUUtilization (algo-1/gpu0) |
-| gpu_memory_growth | GPUMemoryIncrease (algo-1/gpu0) |
-| small_batch | LowGPUUtilization (algo-1/gpu0); BatchSize (algo-1/gpu0) |
-| step_outliers | StepOutlier (algo-1-0) |
-| load_imbalance | LowGPUUtilization (algo-1/gpu1, algo-1/gpu2); BatchSize (algo-1/gpu1, algo-1/gpu2); LoadBalancing (algo-1/gpu0, algo-1/gpu1) |
-| slow_init | MaxInitializationTime (algo-1) |
-| dataloader | Dataloader (algo-1) |
-| straggler | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
-| straggler_8_nodes | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
-| straggler_16_nodes | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
-| healthy_long_init | none |
-| healthy_eval_passes | none |
+| job | fixed semantics: root-cause findings (names) | caused_by: consequence (names) <- cause |
+| --- | --- | --- |
+| healthy | none | none |
+| low_gpu | LowGPUUtilization (algo-1/gpu0) | none |
+| gpu_fluctuation | LowGPUUtilization (algo-1/gpu0) | none |
+| cpu_bottleneck | CPUBottleneck (algo-1) | LowGPUUtilization (algo-1/gpu0) <- CPUBottleneck |
+| io_bottleneck | IOBottleneck (algo-1) | LowGPUUtilization (algo-1/gpu0) <- IOBottleneck |
+| gpu_memory_growth | GPUMemoryIncrease (algo-1/gpu0) | none |
+| small_batch | LowGPUUtilization (algo-1/gpu0); BatchSize (algo-1/gpu0) | none |
+| step_outliers | StepOutlier (algo-1-0) | none |
+| load_imbalance | LowGPUUtilization (algo-1/gpu1, algo-1/gpu2); BatchSize (algo-1/gpu1, algo-1/gpu2); LoadBalancing (algo-1/gpu0, algo-1/gpu1) | none |
+| slow_init | MaxInitializationTime (algo-1) | none |
+| dataloader | Dataloader (algo-1) | none |
+| straggler | Straggler (algo-2-1) | LowGPUUtilization (algo-2/gpu0) <- Straggler; BatchSize (algo-2/gpu0) <- Straggler |
+| straggler_8_nodes | Straggler (algo-2-1) | LowGPUUtilization (algo-2/gpu0) <- Straggler; BatchSize (algo-2/gpu0) <- Straggler |
+| straggler_16_nodes | Straggler (algo-2-1) | LowGPUUtilization (algo-2/gpu0) <- Straggler; BatchSize (algo-2/gpu0) <- Straggler |
+| healthy_long_init | none | none |
+| healthy_eval_passes | none | none |
 EOF2
 diff "$WORK/want.md" "$WORK/table.md" || fail "the table differs (above)"
 echo "ok"

@@ -64,8 +64,8 @@ static void checkpoint_tracker(run *r)
     r->t = tw_alert_tracker_new(on_alert, &r->a);
     assert_non_null(r->t);
     char err[256];
-    if (tw_alert_tracker_restore(r->t, tw_buf_data(blob), tw_buf_len(blob),
-                                 err, sizeof(err)) != TW_OK)
+    if (tw_alert_tracker_restore(r->t, tw_buf_data(blob), tw_buf_len(blob), err,
+                                 sizeof(err)) != TW_OK)
         fail_msg("restore: %s", err);
     tw_buf_free(blob);
 }
@@ -151,8 +151,8 @@ static evaluated evaluate(const char *preset, tw_semantics semantics,
     tw_trace_state *ts = tw_trace_state_new();
     assert_non_null(ts);
     for (size_t i = 0; i < folder->nfiles; i++)
-        assert_int_equal(tw_folder_read_file(&folder->files[i], "job", ts,
-                                             keep, &c, NULL, NULL, NULL),
+        assert_int_equal(tw_folder_read_file(&folder->files[i], "job", ts, keep,
+                                             &c, NULL, NULL, NULL),
                          TW_OK);
     tw_trace_state_free(ts);
     for (size_t i = 0; i < c.n; i++) {
@@ -255,7 +255,8 @@ static void check_cpu_bottleneck(int restore)
     json_t *cause_alert = issues_alert(e.alerts, "CPUBottleneck");
     assert_non_null(cause_alert);
     const char *cause_id = str_at(cause_alert, "id", NULL);
-    json_int_t cause_scan = json_integer_value(json_object_get(cause_alert, "scan"));
+    json_int_t cause_scan =
+        json_integer_value(json_object_get(cause_alert, "scan"));
     size_t with_cause = 0, before = 0, i;
     json_t *a;
     json_array_foreach(e.alerts, i, a)

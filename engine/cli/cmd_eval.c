@@ -84,7 +84,9 @@ static const tw_cli_command eval_command = {
         "and prints each rule's status and\nfindings. Each finding says "
         "what was found, where (nodes, GPUs), when\n(+hh:mm:ss from the "
         "job's start and UTC), how much, what to try and which\nparameters "
-        "decided.\n",
+        "decided. In fixed semantics a finding that another explains (a\n"
+        "GPU idle for a CPU or I/O bottleneck, a data loader or a "
+        "straggler) is\nprinted under its cause (\"caused by it:\").\n",
     .options = eval_options,
     .epilogue =
         "PyTorch traces: ProfilerStep#N is step N (Step:ModeKeys.TRAIN), "
@@ -245,15 +247,37 @@ static void table_row(tw_rule *rule, int depth, size_t *no_input)
         table_row(tw_rule_child(rule, i), depth + 1, no_input);
 }
 
+/* The findings that `cause` explains (finding_cause.h), indented under
+ * it: they are its consequences, not problems of their own. */
+static void consequences(tw_job *job, const tw_rule *cause)
+{
+    for (size_t i = 0; i < tw_job_nrules(job); i++) {
+        tw_rule *top = tw_job_rule(job, i);
+        size_t n = tw_rule_nchildren(top);
+        for (size_t k = 0; k < (n > 0 ? n : 1); k++) {
+            tw_rule *r = n > 0 ? tw_rule_child(top, k) : top;
+            tw_rule_cause c;
+            tw_finding f;
+            if (!tw_job_rule_cause(job, r, &c) || c.rule != cause ||
+                tw_rule_finding(r, &f) != TW_OK)
+                continue;
+            printf("  caused by it: %s%s%s%s %s\n", tw_rule_name(r),
+                   f.nnames > 0 ? " (" : "", f.nnames > 0 ? f.names[0] : "",
+                   f.nnames > 0 ? "):" : ":", f.summary);
+        }
+    }
+}
+
 /* Findings of every rule (and sub-rule) that found issues or failed, as
  * the rule describes them (plugin.h tw_finding), a few wrapped lines each;
- * the raw report is behind --json. */
-static void findings(tw_rule *rule, int64_t job_start_us)
+ * the raw report is behind --json. A finding that another explains is
+ * shown under its cause instead. */
+static void findings(tw_job *job, tw_rule *rule, int64_t job_start_us)
 {
     tw_rule_status st = tw_rule_get_status(rule);
     if (tw_rule_nchildren(rule) > 0) {
         for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
-            findings(tw_rule_child(rule, i), job_start_us);
+            findings(job, tw_rule_child(rule, i), job_start_us);
         return;
     }
     if (st == TW_STATUS_ERROR) {
@@ -261,7 +285,9 @@ static void findings(tw_rule *rule, int64_t job_start_us)
         return;
     }
     tw_finding f;
-    if (tw_rule_finding(rule, &f) != TW_OK)
+    tw_rule_cause cause;
+    if (tw_rule_finding(rule, &f) != TW_OK ||
+        tw_job_rule_cause(job, rule, &cause))
         return;
     const tw_scan_result *res = tw_rule_last_result(rule);
     printf("\n%s: %lld violation(s) in %lld datapoints, condition met in "
@@ -271,6 +297,7 @@ static void findings(tw_rule *rule, int64_t job_start_us)
            (unsigned long long)tw_rule_conditions_met(rule),
            (unsigned long long)tw_rule_scans(rule));
     tw_finding_print(stdout, &f, job_start_us, 78);
+    consequences(job, rule);
 }
 
 static void print_table(tw_job *job, const tw_folder *folder,
@@ -307,7 +334,7 @@ static void print_table(tw_job *job, const tw_folder *folder,
                "reference semantics keeps the reference's status)\n",
                no_input);
     for (size_t i = 0; i < tw_job_nrules(job); i++)
-        findings(tw_job_rule(job, i), tw_job_first_timestamp(job));
+        findings(job, tw_job_rule(job, i), tw_job_first_timestamp(job));
 }
 
 /* What one evaluation of the folder needs (eval_run). */
@@ -421,7 +448,7 @@ fail:
 }
 
 /* One rule's result as results files write it (job_results.h). */
-static char *rule_result_text(tw_rule *rule)
+static char *rule_result_text(tw_job *job, tw_rule *rule)
 {
     tw_json *j = tw_json_new(), *scratch = tw_json_new();
     char *text = NULL;
@@ -429,7 +456,7 @@ static char *rule_result_text(tw_rule *rule)
         tw_json_set_strict(j, 1);
         tw_json_set_strict(scratch, 1);
         tw_json_array_begin(j); /* the rule, then its sub-rules */
-        tw_job_results_rule(j, scratch, rule);
+        tw_job_results_rule(j, scratch, job, rule);
         tw_json_array_end(j);
         if (!tw_json_failed(j))
             text = tw_json_take(j);
@@ -451,8 +478,8 @@ static int eval_roundtrip(const eval_run_args *a, tw_job *plain)
         return 1;
     size_t differ = 0;
     for (size_t i = 0; i < tw_job_nrules(plain); i++) {
-        char *x = rule_result_text(tw_job_rule(plain, i));
-        char *y = rule_result_text(tw_job_rule(job, i));
+        char *x = rule_result_text(plain, tw_job_rule(plain, i));
+        char *y = rule_result_text(job, tw_job_rule(job, i));
         if (x == NULL || y == NULL || strcmp(x, y) != 0) {
             differ++;
             printf("roundtrip: rule %s: results differ from an uninterrupted "

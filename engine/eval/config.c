@@ -609,6 +609,8 @@ static int parse_rule(loader *l, tw_config *c, const ynode *m, tw_rule_spec *r,
             r->rule = v->text;
         else if (strcmp(key, "source") == 0)
             r->source = v->text;
+        else if (strcmp(key, "act_on_consequences") == 0)
+            r->act_on_consequences = tw_schema_bool_value(v->text);
         else
             r->entry = v->text;
     }

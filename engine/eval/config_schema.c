@@ -96,6 +96,10 @@ static const tw_key_spec schema[] = {
      "the rule's parameters (docs/rules.md lists each rule's)"},
     {TW_SECTION_RULE, "semantics", TW_TYPE_ENUM, NULL, 0, 0, "fixed|reference",
      NULL, "reference", "this rule's semantics (default: the top-level key)"},
+    {TW_SECTION_RULE, "act_on_consequences", TW_TYPE_BOOL, "false", 0, 0, NULL,
+     NULL, NULL,
+     "fixed semantics: also run the actions for a finding that another "
+     "rule's finding explains (caused_by)"},
     {TW_SECTION_RULE, "actions", TW_TYPE_ENTRIES, NULL, 0, 0, NULL, NULL, NULL,
      "run: what to do when the rule finds a problem"},
 
@@ -553,6 +557,14 @@ int64_t tw_schema_duration_us(const tw_settings *s, tw_section section,
     if (v != NULL && tw_parse_duration_us(v, &us) != TW_OK)
         assert(0 && "duration setting read before tw_schema_check_settings");
     return us;
+}
+
+int tw_schema_bool_value(const char *v)
+{
+    int b = 0;
+    if (parse_bool(v, &b) != TW_OK)
+        assert(0 && "boolean value read before tw_schema_check_value");
+    return b;
 }
 
 int tw_schema_bool(const tw_settings *s, tw_section section, const char *path)

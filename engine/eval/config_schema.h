@@ -102,6 +102,8 @@ int64_t tw_schema_int(const tw_settings *s, tw_section section,
 int64_t tw_schema_duration_us(const tw_settings *s, tw_section section,
                               const char *path);
 int tw_schema_bool(const tw_settings *s, tw_section section, const char *path);
+/* A boolean value that tw_schema_check_value accepted, as 0 or 1. */
+int tw_schema_bool_value(const char *v);
 
 /* "90s", "1500ms", "2h": the shortest exact way to write `us`. */
 void tw_schema_format_duration(int64_t us, char *out, size_t len);

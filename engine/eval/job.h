@@ -89,6 +89,9 @@ typedef struct tw_rule_spec {
     size_t nparams;
     int has_semantics;
     tw_semantics semantics;
+    /* actions also fire for findings another explains (finding_cause.h);
+     * read by the daemon's actions, not by the job */
+    int act_on_consequences;
 } tw_rule_spec;
 
 typedef struct tw_job_stats {

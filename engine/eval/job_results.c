@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 
+#include "finding_cause.h"
 #include "finding_text.h"
 
 void tw_job_results_counters(tw_json *j, tw_rule *rule)
@@ -20,8 +21,8 @@ void tw_job_results_counters(tw_json *j, tw_rule *rule)
     }
 }
 
-static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
-                            const char *parent)
+static void tw_results_rule(tw_json *j, tw_json *scratch, tw_job *job,
+                            tw_rule *rule, const char *parent)
 {
     tw_json_object_begin(j);
     tw_json_key(j, "name");
@@ -49,6 +50,11 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
         tw_json_key(j, "finding");
         tw_finding_json(j, &f);
     }
+    tw_rule_cause cause;
+    if (tw_job_rule_cause(job, rule, &cause)) {
+        tw_json_key(j, "caused_by");
+        tw_job_results_cause(j, &cause);
+    }
     tw_json_reset(scratch);
     if (tw_rule_nchildren(rule) == 0 &&
         tw_rule_report(rule, scratch) == TW_OK && !tw_json_failed(scratch) &&
@@ -63,12 +69,26 @@ static void tw_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule,
     }
     tw_json_object_end(j);
     for (size_t i = 0; i < tw_rule_nchildren(rule); i++)
-        tw_results_rule(j, scratch, tw_rule_child(rule, i), tw_rule_name(rule));
+        tw_results_rule(j, scratch, job, tw_rule_child(rule, i),
+                        tw_rule_name(rule));
 }
 
-void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule)
+void tw_job_results_cause(tw_json *j, const tw_rule_cause *cause)
 {
-    tw_results_rule(j, scratch, rule, NULL);
+    tw_json_object_begin(j);
+    tw_json_key(j, "rule");
+    tw_json_string(j, tw_rule_name(cause->rule));
+    if (cause->parent != NULL) {
+        tw_json_key(j, "parent");
+        tw_json_string(j, cause->parent);
+    }
+    tw_json_object_end(j);
+}
+
+void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_job *job,
+                         tw_rule *rule)
+{
+    tw_results_rule(j, scratch, job, rule, NULL);
 }
 
 void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job)
@@ -77,7 +97,7 @@ void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job)
     tw_json_set_strict(scratch, 1);
     tw_json_array_begin(j);
     for (size_t i = 0; i < tw_job_nrules(job); i++)
-        tw_results_rule(j, scratch, tw_job_rule(job, i), NULL);
+        tw_results_rule(j, scratch, job, tw_job_rule(job, i), NULL);
     tw_json_array_end(j);
 }
 

@@ -6,7 +6,9 @@
  * Each rule is one object (name, status, input ("received" or "none":
  * whether its input ever arrived, plugin_host.h), semantics, scans,
  * conditions_met, datapoints, violations, rule_triggered, error when
- * failed, finding when IssuesFound (finding_text.h's JSON form), report);
+ * failed, finding when IssuesFound (finding_text.h's JSON form),
+ * caused_by {"rule"[, "parent"]} when another rule's finding explains it
+ * (finding_cause.h), report);
  * sub-rules of a composite rule follow their parent with a "parent" key
  * and the composite's own report (which would repeat them) is left out.
  *
@@ -20,6 +22,7 @@
 #ifndef TW_JOB_RESULTS_H
 #define TW_JOB_RESULTS_H
 
+#include "finding_cause.h"
 #include "job.h"
 #include "json_writer.h"
 
@@ -33,7 +36,10 @@ void tw_job_results_rules(tw_json *j, tw_json *scratch, tw_job *job);
 void tw_job_results_counters(tw_json *j, tw_rule *rule);
 /* One configured rule's object and its sub-rules' (as consecutive values
  * of the array j is in), as tw_job_results_rules writes them. */
-void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_rule *rule);
+void tw_job_results_rule(tw_json *j, tw_json *scratch, tw_job *job,
+                         tw_rule *rule);
+/* A cause as the value {"rule"[, "parent"]} (results and alerts). */
+void tw_job_results_cause(tw_json *j, const tw_rule_cause *cause);
 
 /* What the offline reader adds to a job's results (eval --json). */
 typedef struct tw_results_source {

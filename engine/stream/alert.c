@@ -8,18 +8,22 @@
 #include <string.h>
 
 #include "ckpt_codec.h"
+#include "finding_cause.h"
 #include "finding_text.h"
 #include "job_results.h"
 #include "json_writer.h"
 #include "log.h"
 #include "plugin_host.h"
 
-#define TW_ALERT_SCHEMA_VERSION 2
+#define TW_ALERT_SCHEMA_VERSION 3
 
 /* What the tracker remembers of one rule between scans. */
 typedef struct tw_alert_rule_state {
     tw_rule_status status;
     int64_t violations;
+    /* 1 + the scan whose status alert said IssuesFound last; 0 = none
+     * (or restored from a version 1 checkpoint): caused_by's alert_id */
+    uint64_t issues_scan;
 } tw_alert_rule_state;
 
 struct tw_alert_tracker {
@@ -160,8 +164,13 @@ int tw_alert_facts_copy(tw_alert_facts *dst, const tw_alert_facts *src)
     *dst = *src;
     dst->rule = src->rule != NULL ? strdup(src->rule) : NULL;
     dst->parent = src->parent != NULL ? strdup(src->parent) : NULL;
+    dst->cause_rule = src->cause_rule != NULL ? strdup(src->cause_rule) : NULL;
+    dst->cause_parent =
+        src->cause_parent != NULL ? strdup(src->cause_parent) : NULL;
     if ((src->rule != NULL && dst->rule == NULL) ||
-        (src->parent != NULL && dst->parent == NULL)) {
+        (src->parent != NULL && dst->parent == NULL) ||
+        (src->cause_rule != NULL && dst->cause_rule == NULL) ||
+        (src->cause_parent != NULL && dst->cause_parent == NULL)) {
         tw_alert_facts_release(dst);
         return TW_ERR;
     }
@@ -172,7 +181,9 @@ void tw_alert_facts_release(tw_alert_facts *f)
 {
     free(f->rule);
     free(f->parent);
-    f->rule = f->parent = NULL;
+    free(f->cause_rule);
+    free(f->cause_parent);
+    f->rule = f->parent = f->cause_rule = f->cause_parent = NULL;
 }
 
 /* What a size-bounded alert leaves out (tw_alert_build). */
@@ -249,6 +260,21 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     if (facts->has_finding && (cut == NULL || cut->params_omitted == 0)) {
         tw_json_key(j, "finding");
         tw_finding_json(j, &facts->finding);
+    }
+    if (facts->cause_rule != NULL) {
+        tw_json_key(j, "caused_by");
+        tw_json_object_begin(j);
+        tw_json_key(j, "rule");
+        tw_json_string(j, facts->cause_rule);
+        if (facts->cause_parent != NULL) {
+            tw_json_key(j, "parent");
+            tw_json_string(j, facts->cause_parent);
+        }
+        if (facts->cause_alert_id[0] != '\0') {
+            tw_json_key(j, "alert_id");
+            tw_json_string(j, facts->cause_alert_id);
+        }
+        tw_json_object_end(j);
     }
     tw_json_key(j, "parameters");
     tw_json_object_begin(j);
@@ -356,6 +382,38 @@ static int tw_alert_fit(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     return TW_OK;
 }
 
+/* The position of `rule` in results order (parents before sub-rules),
+ * as the tracker's per-rule state is kept; SIZE_MAX when not the job's. */
+static size_t tw_alert_index_of(tw_job *job, const tw_rule *rule)
+{
+    size_t index = 0;
+    for (size_t i = 0; i < tw_job_nrules(job); i++) {
+        tw_rule *top = tw_job_rule(job, i);
+        if (top == rule)
+            return index;
+        index++;
+        for (size_t k = 0; k < tw_rule_nchildren(top); k++, index++)
+            if (tw_rule_child(top, k) == rule)
+                return index;
+    }
+    return SIZE_MAX;
+}
+
+/* The id of the cause's status alert that said IssuesFound (the one a
+ * consumer acted on); "" when the tracker does not know its scan. */
+static void tw_alert_cause_id(const tw_alert_tracker *t, tw_job *job,
+                              const tw_rule_cause *cause,
+                              char out[TW_ALERT_ID_LEN + 1])
+{
+    out[0] = '\0';
+    size_t i = tw_alert_index_of(job, cause->rule);
+    if (i >= t->nrules || t->rules[i].issues_scan == 0)
+        return;
+    tw_alert_id(tw_job_id(job), cause->parent, tw_rule_name(cause->rule),
+                TW_ALERT_STATUS, t->rules[i].issues_scan - 1,
+                tw_rule_status_name(TW_STATUS_ISSUES_FOUND), out);
+}
+
 static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                             const char *parent, const tw_alert_event *ev)
 {
@@ -382,6 +440,12 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
                             .datapoints = res->datapoints};
     facts.has_finding = tw_rule_nchildren(rule) == 0 &&
                         tw_rule_finding(rule, &facts.finding) == TW_OK;
+    tw_rule_cause cause;
+    if (tw_job_rule_cause(job, rule, &cause)) {
+        facts.cause_rule = (char *)tw_rule_name(cause.rule);
+        facts.cause_parent = (char *)cause.parent;
+        tw_alert_cause_id(t, job, &cause, facts.cause_alert_id);
+    }
     tw_alert_build(t, job, rule, parent, ev, id, &facts, NULL);
     if (tw_json_failed(t->out))
         return TW_ERR;
@@ -473,9 +537,26 @@ static int tw_alert_on_scan(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     return TW_OK;
 }
 
+/* Before any alert of the scan: the scan of each rule that turns
+ * IssuesFound now, so that a consequence published before its cause (in
+ * results order) already names the cause's alert. */
+static int tw_alert_on_issues(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
+                              const char *parent, size_t index, const void *arg)
+{
+    (void)job, (void)parent;
+    const tw_scan *scan = arg;
+    tw_alert_rule_state *st = &t->rules[index];
+    if (tw_rule_get_status(rule) == TW_STATUS_ISSUES_FOUND &&
+        st->status != TW_STATUS_ISSUES_FOUND)
+        st->issues_scan = scan->index + 1;
+    return TW_OK;
+}
+
 int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job, const tw_scan *scan)
 {
     if (tw_alert_copy_nodes(t, scan) != TW_OK)
+        return TW_ERR;
+    if (tw_alert_visit_all(t, job, tw_alert_on_issues, scan) != TW_OK)
         return TW_ERR;
     return tw_alert_visit_all(t, job, tw_alert_on_scan, scan);
 }
@@ -504,10 +585,11 @@ int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job)
 }
 
 /* ---- checkpoints ----------------------------------------------------------
- * Blob: "TWAT", u8 version (1), uv nrules, per rule {uv status, iv
- * violations}, uv nnodes, per node str, uv sent. */
+ * Blob: "TWAT", u8 version (2), uv nrules, per rule {uv status, iv
+ * violations, uv issues_scan (version 2 on; 0 when restored from 1)},
+ * uv nnodes, per node str, uv sent. */
 
-#define TW_ALERT_BLOB_VERSION 1
+#define TW_ALERT_BLOB_VERSION 2
 
 int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out)
 {
@@ -518,6 +600,7 @@ int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out)
     for (size_t i = 0; i < t->nrules; i++) {
         tw_ckw_uv(&w, (uint64_t)t->rules[i].status);
         tw_ckw_iv(&w, t->rules[i].violations);
+        tw_ckw_uv(&w, t->rules[i].issues_scan);
     }
     tw_ckw_uv(&w, t->nnodes);
     for (size_t i = 0; i < t->nnodes; i++)
@@ -534,7 +617,8 @@ int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
     const uint8_t *magic = tw_ckr_bytes(&r, 4);
     if (magic != NULL && memcmp(magic, "TWAT", 4) != 0)
         tw_ckr_fail(&r, "not an alert tracker blob (magic)");
-    if (tw_ckr_u8(&r) != TW_ALERT_BLOB_VERSION && r.why == NULL)
+    uint8_t version = tw_ckr_u8(&r);
+    if ((version < 1 || version > TW_ALERT_BLOB_VERSION) && r.why == NULL)
         tw_ckr_fail(&r, "unsupported version");
     size_t nrules = tw_ckr_count(&r, 2);
     tw_alert_rule_state *rules = NULL;
@@ -551,6 +635,8 @@ int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
             tw_ckr_fail(&r, "bad rule status");
         rules[i].status = (tw_rule_status)st;
         rules[i].violations = tw_ckr_iv(&r);
+        if (version >= 2)
+            rules[i].issues_scan = tw_ckr_uv(&r);
     }
     size_t nnodes = tw_ckr_count(&r, 1);
     char **nodes = NULL;

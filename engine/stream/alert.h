@@ -66,6 +66,12 @@ typedef struct tw_alert_facts {
     int64_t violations, datapoints;
     int has_finding; /* status IssuesFound: `finding` is filled */
     tw_finding finding;
+    /* fixed semantics: the rule whose finding explains this one
+     * (finding_cause.h), NULL when none; its parent as above; the id of
+     * its status alert that said IssuesFound ("" when unknown) */
+    char *cause_rule;
+    char *cause_parent;
+    char cause_alert_id[TW_ALERT_ID_LEN + 1];
 } tw_alert_facts;
 
 /* Deep copy (strings duplicated); TW_ERR when out of memory (dst is then

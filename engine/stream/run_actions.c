@@ -45,6 +45,7 @@ struct tw_run_actions {
     tw_ra_name *sub; /* their sub-rules (any depth) */
     size_t nsub, capsub;
     char *results_dir;
+    int *act_on_consequences; /* by configured rule index (ntop) */
     uint64_t bad_alerts;  /* alerts that could not be read (consuming thread) */
     tw_ra_firing *firing; /* consuming thread */
     size_t nfiring, capfiring;
@@ -128,12 +129,16 @@ int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
         goto oom;
     size_t n = tw_job_nrules(probe);
     ra->top = calloc(n ? n : 1, sizeof(*ra->top));
-    if (ra->top == NULL)
+    ra->act_on_consequences =
+        calloc(n ? n : 1, sizeof(*ra->act_on_consequences));
+    if (ra->top == NULL || ra->act_on_consequences == NULL)
         goto oom;
     for (size_t i = 0; i < n; i++) {
         tw_rule *rule = tw_job_rule(probe, i);
         ra->top[i].name = strdup(tw_rule_name(rule));
         ra->top[i].rule = i;
+        ra->act_on_consequences[i] =
+            i < cfg->nrules && cfg->rules[i].act_on_consequences;
         ra->top[i].semantics = tw_rule_semantics(rule) == TW_SEMANTICS_FIXED
                                    ? "fixed"
                                    : "reference";
@@ -413,6 +418,10 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
     }
     if (tw_actions_count(ra->actions, index) == 0)
         return;
+    /* root cause first: a finding another explains fires nothing unless
+     * its configured rule says act_on_consequences */
+    if (a->cause_rule != NULL && !ra->act_on_consequences[index])
+        return;
     char rule[300], line[1700], sms[1400], subject[1000], report[PATH_MAX];
     char fname[TW_RESULTS_NAME_LEN];
     snprintf(rule, sizeof(rule), "%s%s%s%s", a->rule, a->parent ? " (in " : "",
@@ -524,6 +533,7 @@ void tw_run_actions_free(tw_run_actions *ra)
     for (size_t i = 0; i < ra->nsub; i++)
         free(ra->sub[i].name);
     free(ra->top);
+    free(ra->act_on_consequences);
     free(ra->sub);
     for (size_t i = 0; i < ra->nfiring; i++) {
         free(ra->firing[i].job);

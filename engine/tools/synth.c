@@ -39,6 +39,7 @@ enum tw_synth_kind {
     TW_SYNTH_SLOW_INIT,
     TW_SYNTH_DATALOADER,
     TW_SYNTH_STRAGGLER,
+    TW_SYNTH_STRAGGLER_WAIT,
 };
 
 /* Requirements a preset has on the options (checked by resolve). */
@@ -129,25 +130,27 @@ static const tw_synth_preset tw_synth_preset_table[] = {
      "instead of 85-97 %; all other nodes healthy. Fires LowGPUUtilization "
      "and BatchSize for algo-2's GPUs only, and in fixed semantics "
      "Straggler naming algo-2 (also among --nodes 8 or 16)."},
+    {"straggler_wait", TW_SYNTH_STRAGGLER_WAIT, 4, 4, 1, 720, 1,
+     TW_SYNTH_NEEDS_2NODES,
+     "synchronous data parallelism with one slow node: algo-2 computes "
+     "each step in 0.6 s instead of 0.25 s with its GPUs busy (85-97 %); "
+     "every other node waits for it at each step, its GPUs 30-45 %. Fires "
+     "Straggler naming algo-2 (fixed semantics), and LowGPUUtilization and "
+     "BatchSize for the waiting nodes' GPUs, which fixed semantics marks "
+     "caused_by Straggler (also among --nodes 8 or 16)."},
 };
 
 #define TW_SYNTH_NPRESETS                                                      \
     (sizeof(tw_synth_preset_table) / sizeof(tw_synth_preset_table[0]))
 
 static const char *const tw_synth_preset_names[] = {
-    "healthy",
-    "low_gpu",
-    "gpu_fluctuation",
-    "cpu_bottleneck",
-    "io_bottleneck",
-    "gpu_memory_growth",
-    "small_batch",
-    "step_outliers",
-    "load_imbalance",
-    "slow_init",
-    "dataloader",
-    "straggler",
-    NULL,
+    "healthy",         "low_gpu",
+    "gpu_fluctuation", "cpu_bottleneck",
+    "io_bottleneck",   "gpu_memory_growth",
+    "small_batch",     "step_outliers",
+    "load_imbalance",  "slow_init",
+    "dataloader",      "straggler",
+    "straggler_wait",  NULL,
 };
 
 static const tw_synth_preset *tw_synth_preset_find(const char *name)
@@ -670,7 +673,8 @@ typedef struct tw_synth_node {
     double init_s;    /* first TRAIN step, seconds after job start    */
     double memload_s; /* model loaded onto the GPUs                   */
     int straggler;
-    int bad;              /* bursty presets: in the bad regime            */
+    int waits; /* straggler_wait: a fast node that waits for the slow one */
+    int bad;   /* bursty presets: in the bad regime            */
     uint64_t regime_left; /* rounds left in the current regime          */
     double *gpu_mean;     /* load_imbalance: per GPU centre               */
     int *mem_base;        /* per GPU memory level after loading           */
@@ -819,7 +823,10 @@ static int tw_synth_job_init(tw_synth_job *j)
             base += j->interval_us;
         n->grid0_us = base;
         n->round = 0;
-        n->straggler = (k == TW_SYNTH_STRAGGLER && i == 1);
+        n->straggler =
+            ((k == TW_SYNTH_STRAGGLER || k == TW_SYNTH_STRAGGLER_WAIT) &&
+             i == 1);
+        n->waits = k == TW_SYNTH_STRAGGLER_WAIT && i != 1;
         n->init_s = 10.0 + tw_synth_range(&setup, 0, 1.0);
         n->memload_s = n->init_s - 2.0;
         if (k == TW_SYNTH_SLOW_INIT) {
@@ -946,8 +953,11 @@ static void tw_synth_round_values(tw_synth_job *j, tw_synth_node *n, double t,
         if (!active) {
             u = loaded ? tw_synth_range(r, 0, 8)
                        : (tw_synth_unif(r) < 0.1 ? tw_synth_range(r, 1, 3) : 0);
-        } else if (n->straggler) {
+        } else if (n->straggler && k == TW_SYNTH_STRAGGLER) {
             u = tw_synth_range(r, 40, 63);
+        } else if (n->waits) {
+            /* 0.25 s of work in each 0.6 s step: the rest is waiting */
+            u = tw_synth_range(r, 30, 46);
         } else if (k == TW_SYNTH_LOAD_IMBALANCE && g > 0) {
             u = n->gpu_mean[g] + tw_synth_range(r, -6, 6);
         } else {

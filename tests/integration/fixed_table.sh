@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # fixed_table.sh BUILD_DIR - what `fixed` semantics reports on every synth
 # preset and on the shapes of issue 13 (a straggler among 8 and 16 nodes,
-# a healthy job with a long initialization that its configuration allows,
+# and in synchronous training where the other nodes wait for it
+# (straggler_wait among 4, 8 and 16 nodes), a healthy job with a long
+# initialization that its configuration allows,
 # a healthy job with an evaluation pass every 600 steps), under the default
 # rule set (ProfilerReport): the rules that end IssuesFound, each with the
-# nodes/GPUs its finding names first. Healthy jobs raise nothing; the slow
-# initialization raises MaxInitializationTime only (not LowGPUUtilization,
-# BatchSize or GPUMemoryIncrease for the idle, empty GPUs before the first
-# step); the straggler is named by Straggler. Prints the table (markdown).
-# Not yet: CPU/IOBottleneck and the straggler still come with the
-# LowGPUUtilization (and BatchSize) findings they explain (caused_by).
+# nodes/GPUs its finding names first (and how many in all, when more
+# than two), split into root causes and the
+# findings marked caused_by another (docs/rules.md "Root cause first").
+# Healthy jobs raise nothing; the slow initialization raises
+# MaxInitializationTime only (not LowGPUUtilization, BatchSize or
+# GPUMemoryIncrease for the idle, empty GPUs before the first step); CPU
+# and I/O starvation raise CPU/IOBottleneck with LowGPUUtilization as its
+# consequence; the straggler is named by Straggler, the LowGPUUtilization
+# and BatchSize findings it explains are its consequences. Prints the
+# table (markdown).
 set -euo pipefail
 BUILD=${1:?build dir}
 TW="$BUILD/trainwatch"
@@ -37,19 +43,27 @@ row() {
 import json, sys
 name, path = sys.argv[1], sys.argv[2]
 d = json.load(open(path))
-cells = []
+roots, effects = [], []
 for r in d["rules"]:
     if r["status"] == "IssuesFound" and r["name"] != "ProfilerReport":
         f = r.get("finding") or {}
         listed = (f.get("nodes") or {}).get("listed", [])
-        cells.append("%s (%s)" % (r["name"], ", ".join(listed[:2])))
-print("| %s | %s |" % (name, "; ".join(cells) or "none"))
+        count = (f.get("nodes") or {}).get("count", len(listed))
+        more = ", ... %d in all" % count if count > 2 else ""
+        cell = "%s (%s%s)" % (r["name"], ", ".join(listed[:2]), more)
+        cause = r.get("caused_by")
+        if cause:
+            effects.append("%s <- %s" % (cell, cause["rule"]))
+        else:
+            roots.append(cell)
+print("| %s | %s | %s |" % (name, "; ".join(roots) or "none",
+                            "; ".join(effects) or "none"))
 PY
 }
 
 {
-    echo "| job | fixed semantics: IssuesFound (finding names) |"
-    echo "| --- | --- |"
+    echo "| job | fixed semantics: root-cause findings (names) | caused_by: consequence (names) <- cause |"
+    echo "| --- | --- | --- |"
     for p in healthy low_gpu gpu_fluctuation cpu_bottleneck io_bottleneck \
              gpu_memory_growth small_batch step_outliers load_imbalance \
              slow_init dataloader straggler; do
@@ -57,6 +71,9 @@ PY
     done
     row straggler_8_nodes -- --preset straggler --nodes 8
     row straggler_16_nodes -- --preset straggler --nodes 16
+    row straggler_wait -- --preset straggler_wait
+    row straggler_wait_8_nodes -- --preset straggler_wait --nodes 8
+    row straggler_wait_16_nodes -- --preset straggler_wait --nodes 16
     row healthy_long_init --rules "$WORK/long_init.yaml" -- --preset slow_init
     row healthy_eval_passes -- --preset healthy --duration 1800
 } > "$WORK/table.md"
@@ -67,25 +84,39 @@ n_eval=$(cat "$WORK"/healthy_eval_passes/framework/pevents/*/*.json |
     grep -c '"name": "Step:ModeKeys.EVAL", "pid"' || true)
 [ "$n_eval" -ge 60 ] || fail "healthy_eval_passes: $n_eval EVAL steps"
 
+# the waiting nodes' GPUs are the consequences, never the slow node's
+for n in straggler_wait straggler_wait_8_nodes straggler_wait_16_nodes; do
+    "$PY" - "$WORK/$n.json" <<'PY' || fail "$n: algo-2 listed as waiting"
+import json, sys
+for r in json.load(open(sys.argv[1]))["rules"]:
+    if r.get("caused_by"):
+        assert not any(x.startswith("algo-2/")
+                       for x in r["finding"]["nodes"]["listed"]), r["name"]
+PY
+done
+
 cat > "$WORK/want.md" <<'EOF2'
-| job | fixed semantics: IssuesFound (finding names) |
-| --- | --- |
-| healthy | none |
-| low_gpu | LowGPUUtilization (algo-1/gpu0) |
-| gpu_fluctuation | LowGPUUtilization (algo-1/gpu0) |
-| cpu_bottleneck | CPUBottleneck (algo-1); LowGPUUtilization (algo-1/gpu0) |
-| io_bottleneck | IOBottleneck (algo-1); LowGPUUtilization (algo-1/gpu0) |
-| gpu_memory_growth | GPUMemoryIncrease (algo-1/gpu0) |
-| small_batch | LowGPUUtilization (algo-1/gpu0); BatchSize (algo-1/gpu0) |
-| step_outliers | StepOutlier (algo-1-0) |
-| load_imbalance | LowGPUUtilization (algo-1/gpu1, algo-1/gpu2); BatchSize (algo-1/gpu1, algo-1/gpu2); LoadBalancing (algo-1/gpu0, algo-1/gpu1) |
-| slow_init | MaxInitializationTime (algo-1) |
-| dataloader | Dataloader (algo-1) |
-| straggler | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
-| straggler_8_nodes | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
-| straggler_16_nodes | LowGPUUtilization (algo-2/gpu0); BatchSize (algo-2/gpu0); Straggler (algo-2-1) |
-| healthy_long_init | none |
-| healthy_eval_passes | none |
+| job | fixed semantics: root-cause findings (names) | caused_by: consequence (names) <- cause |
+| --- | --- | --- |
+| healthy | none | none |
+| low_gpu | LowGPUUtilization (algo-1/gpu0) | none |
+| gpu_fluctuation | LowGPUUtilization (algo-1/gpu0) | none |
+| cpu_bottleneck | CPUBottleneck (algo-1) | LowGPUUtilization (algo-1/gpu0) <- CPUBottleneck |
+| io_bottleneck | IOBottleneck (algo-1) | LowGPUUtilization (algo-1/gpu0) <- IOBottleneck |
+| gpu_memory_growth | GPUMemoryIncrease (algo-1/gpu0) | none |
+| small_batch | LowGPUUtilization (algo-1/gpu0); BatchSize (algo-1/gpu0) | none |
+| step_outliers | StepOutlier (algo-1-0) | none |
+| load_imbalance | LowGPUUtilization (algo-1/gpu1, algo-1/gpu2, ... 3 in all); BatchSize (algo-1/gpu1, algo-1/gpu2, ... 3 in all); LoadBalancing (algo-1/gpu0, algo-1/gpu1, ... 4 in all) | none |
+| slow_init | MaxInitializationTime (algo-1) | none |
+| dataloader | Dataloader (algo-1) | none |
+| straggler | Straggler (algo-2-1) | LowGPUUtilization (algo-2/gpu0) <- Straggler; BatchSize (algo-2/gpu0) <- Straggler |
+| straggler_8_nodes | Straggler (algo-2-1) | LowGPUUtilization (algo-2/gpu0) <- Straggler; BatchSize (algo-2/gpu0) <- Straggler |
+| straggler_16_nodes | Straggler (algo-2-1) | LowGPUUtilization (algo-2/gpu0) <- Straggler; BatchSize (algo-2/gpu0) <- Straggler |
+| straggler_wait | Straggler (algo-2-1) | LowGPUUtilization (algo-1/gpu0, algo-3/gpu0, ... 3 in all) <- Straggler; BatchSize (algo-1/gpu0, algo-3/gpu0, ... 3 in all) <- Straggler |
+| straggler_wait_8_nodes | Straggler (algo-2-1) | LowGPUUtilization (algo-1/gpu0, algo-3/gpu0, ... 7 in all) <- Straggler; BatchSize (algo-1/gpu0, algo-3/gpu0, ... 7 in all) <- Straggler |
+| straggler_wait_16_nodes | Straggler (algo-2-1) | LowGPUUtilization (algo-1/gpu0, algo-10/gpu0, ... 15 in all) <- Straggler; BatchSize (algo-1/gpu0, algo-10/gpu0, ... 15 in all) <- Straggler |
+| healthy_long_init | none | none |
+| healthy_eval_passes | none | none |
 EOF2
 diff "$WORK/want.md" "$WORK/table.md" || fail "the table differs (above)"
 echo "ok"

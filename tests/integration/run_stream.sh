@@ -158,6 +158,12 @@ IDS=$(sed -n 's/.* ids=\([0-9]*\)$/\1/p' <<<"$SUMMARY")
 [ "$N" -gt 0 ] && [ "$N" -eq "$IDS" ] || fail "alerts=$N with $IDS distinct ids"
 grep -q '^final_issues.cpu_bottleneck=.*CPUBottleneck' <<<"$SUMMARY" || fail "no CPUBottleneck alert"
 grep -q '^final_issues.low_gpu=.*LowGPUUtilization' <<<"$SUMMARY" || fail "no LowGPUUtilization alert"
+# root cause first: cpu_bottleneck's LowGPUUtilization is its consequence
+# (the schema above validated the field)
+grep '"job":"cpu_bottleneck"' "$WORK/alerts.jsonl" | grep '"final":true' |
+    grep '"rule":"LowGPUUtilization"' |
+    grep -q '"caused_by":{"rule":"CPUBottleneck","parent":"ProfilerReport","alert_id":"[0-9a-f]\{32\}"}' ||
+    fail "cpu_bottleneck's final LowGPUUtilization alert is not caused_by CPUBottleneck"
 grep -q '^final_issues.healthy=' <<<"$SUMMARY" && fail "healthy job has IssuesFound alerts"
 grep -q '"kind":"finding","job":"cpu_bottleneck","rule":"CPUBottleneck"' "$WORK/alerts.jsonl" ||
     fail "no CPUBottleneck finding"

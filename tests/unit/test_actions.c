@@ -782,6 +782,71 @@ static void test_signal_and_stop_file(void **st)
     rmdir(dir);
 }
 
+/* Root cause first (finding_cause.h): an alert whose finding another
+ * rule's explains (caused_by) fires its rule's actions only when the rule
+ * says act_on_consequences; a root cause fires them as before. */
+static void test_run_actions_consequences(void **st)
+{
+    (void)st;
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/tw_act_cause_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg),
+             "rules:\n"
+             "  - name: LowGPUUtilization\n"
+             "    actions:\n"
+             "      - {type: stop_file, path: '%s/quiet-{job}'}\n"
+             "  - name: LowGPU2\n"
+             "    rule: LowGPUUtilization\n"
+             "    act_on_consequences: true\n"
+             "    actions:\n"
+             "      - {type: stop_file, path: '%s/acts-{job}'}\n",
+             dir, dir);
+    tw_config *c = tu_config(cfg);
+    assert_false(c->rules[0].act_on_consequences);
+    assert_true(c->rules[1].act_on_consequences);
+    tw_registry *reg = tw_registry_new();
+    tw_job *probe = NULL;
+    tw_run_actions *ra = NULL;
+    char err[512];
+    if (tw_job_new("(check)", &c->job, reg, c->rules, c->nrules, &probe, err,
+                   sizeof(err)) != TW_OK ||
+        tw_run_actions_new(c, probe, NULL, &ra, err, sizeof(err)) != TW_OK)
+        fail_msg("setup: %s", err);
+    tw_alert_facts f = {.kind = TW_ALERT_STATUS,
+                        .rule = "LowGPUUtilization",
+                        .status = TW_STATUS_ISSUES_FOUND,
+                        .scan = 3,
+                        .end_us = 1700000240000000,
+                        .job_start_us = 1700000000000000,
+                        .cause_rule = "CPUBottleneck",
+                        .cause_parent = "ProfilerReport"};
+    tw_run_actions_alert(ra, "consequence", "alert-1", "{}", 2, &f);
+    f.rule = "LowGPU2";
+    tw_run_actions_alert(ra, "consequence", "alert-2", "{}", 2, &f);
+    /* the same finding with no cause: a problem of its own */
+    f.rule = "LowGPUUtilization";
+    f.cause_rule = f.cause_parent = NULL;
+    tw_run_actions_alert(ra, "root", "alert-3", "{}", 2, &f);
+    assert_int_equal(tw_run_actions_drain(ra, 30000), TW_OK);
+    char path[160];
+    snprintf(path, sizeof(path), "%s/quiet-consequence", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof(path), "%s/acts-consequence", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/quiet-root", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0); /* nothing else was written */
+    tw_run_actions_free(ra);
+    tw_job_free(probe);
+    tw_registry_free(reg);
+    tw_config_free(c);
+    assert_log_clean();
+}
+
 /* ---- drain at a deadline; metrics text -------------------------------- */
 
 static int one_attempt(const tw_action_counters *c, void *ud)
@@ -845,6 +910,7 @@ int main(void)
         cmocka_unit_test(test_once_and_repeat_after),
         cmocka_unit_test(test_ledger_callback),
         cmocka_unit_test(test_signal_and_stop_file),
+        cmocka_unit_test(test_run_actions_consequences),
         cmocka_unit_test(test_drain_deadline_and_metrics),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

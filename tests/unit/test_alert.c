@@ -713,7 +713,13 @@ static void test_restore_corrupt(void **st)
     tw_alert_tracker *t = tw_alert_tracker_new(on_alert, &dummy);
     assert_non_null(t);
     char err[256];
-    uint8_t before_state[] = {'T', 'W', 'A', 'T', 1, 1, 2, 6, 1, 2, 'n', 5};
+    /* version 2: per rule {status, violations, 1 + IssuesFound scan} */
+    uint8_t before_state[] = {'T', 'W', 'A', 'T', 2, 1, 2, 6, 4, 1, 2, 'n', 5};
+    /* a version 1 blob (no IssuesFound scan) is still read */
+    uint8_t v1_state[] = {'T', 'W', 'A', 'T', 1, 1, 2, 6, 1, 2, 'n', 5};
+    assert_int_equal(tw_alert_tracker_restore(t, v1_state, sizeof(v1_state),
+                                              err, sizeof(err)),
+                     TW_OK);
     assert_int_equal(tw_alert_tracker_restore(t, before_state,
                                               sizeof(before_state), err,
                                               sizeof(err)),

@@ -1461,6 +1461,33 @@ static void test_preset_straggler(void **state)
     job_free(&j);
 }
 
+/* straggler_wait: the slow node's GPUs busy, the others' waiting (low),
+ * its steps the slow ones */
+static void test_preset_straggler_wait(void **state)
+{
+    (void)state;
+    job j;
+    job_gen(&j, "straggler_wait", TW_SYNTH_AUTO, 1);
+    double mean[5] = {0};
+    for (int node = 1; node <= 4; node++) {
+        double *d;
+        size_t n = step_durations(&j.fd, node, "Step:ModeKeys.TRAIN", &d);
+        assert_true(n > 100);
+        mean[node] = quantile(d, n, 0.5);
+        free(d);
+        size_t m;
+        double *u = series(&j.sd, node, 0, 'g', 30, &m);
+        if (node == 2)
+            assert_true(quantile(u, m, 0.05) > 70);
+        else
+            assert_true(quantile(u, m, 0.95) < 50);
+        free(u);
+    }
+    assert_true(mean[2] > 2 * mean[1]);
+    assert_true(mean[2] > 2 * mean[4]);
+    job_free(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1484,6 +1511,7 @@ int main(void)
         cmocka_unit_test(test_preset_slow_init),
         cmocka_unit_test(test_preset_dataloader),
         cmocka_unit_test(test_preset_straggler),
+        cmocka_unit_test(test_preset_straggler_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

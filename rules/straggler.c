@@ -208,6 +208,8 @@ static int sg_collect(sg_state *s, const tw_scan *scan, size_t *n)
 /* Scores every step number that two or more nodes reported. */
 static void sg_compare(sg_state *s, size_t n)
 {
+    if (n == 0)
+        return; /* s->ent may still be NULL: qsort must not see it */
     qsort(s->ent, n, sizeof(*s->ent), entry_cmp);
     for (size_t a = 0; a < n;) {
         size_t b = a + 1;

@@ -394,7 +394,8 @@ static int rules_summary(FILE *out, const tw_report_input *in,
         if (json_object_get(r, "parent") != NULL || json_array_size(rules) == 1)
             v[m++] = r;
     }
-    qsort(v, m, sizeof(*v), by_triggered);
+    if (m > 1) /* v is NULL when there are no rules */
+        qsort(v, m, sizeof(*v), by_triggered);
     fputs("<table><tr><th>Rule</th><th>Status</th><th>Times triggered</th>"
           "<th>Violations</th><th>Datapoints</th><th>Description</th>"
           "<th>Recommendation</th></tr>\n",

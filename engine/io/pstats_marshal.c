@@ -327,7 +327,8 @@ static const char *str_of(builder *b, size_t k)
     const node *nd = &b->p->nodes[k];
     if (b->str_at[k] == SIZE_MAX) {
         b->str_at[k] = b->npool;
-        memcpy(b->pool + b->npool, b->p->d + nd->first, nd->n);
+        if (nd->n > 0) /* an empty string: pool may still be NULL */
+            memcpy(b->pool + b->npool, b->p->d + nd->first, nd->n);
         b->npool += nd->n;
         b->pool[b->npool++] = '\0';
     }

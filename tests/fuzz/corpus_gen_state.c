@@ -1,9 +1,9 @@
 /*
  * corpus_gen_state.c - writes the seed corpus of fuzz_state
  * (tests/fuzz/corpus/state/): the checkpoint parts of a real job (the
- * fuzz_state.h job fed a one-minute synthetic run of one node, sampled every 5 s), saved half way and
- * after finish, in the sealed form (payload only), and after finish also
- * as the whole stored value. Run by hand:
+ * fuzz_state.h job fed a one-minute synthetic run of one node, sampled every 5
+ * s), saved half way and after finish, in the sealed form (payload only), and
+ * after finish also as the whole stored value. Run by hand:
  *   TRAINWATCH_RULES_DIR=build/rules build/tests/corpus_gen_state \
  *       tests/fuzz/corpus/state
  */
@@ -119,8 +119,8 @@ int main(int argc, char **argv)
     if (fuzz_state_setup_init(&su) != 0)
         return 1;
     gen g = {.out = argv[1], .su = &su};
-    if (tw_job_new(FUZZ_STATE_JOB, &su.cfg, su.reg, su.specs, su.nspecs,
-                   &g.job, err, sizeof(err)) != TW_OK) {
+    if (tw_job_new(FUZZ_STATE_JOB, &su.cfg, su.reg, su.specs, su.nspecs, &g.job,
+                   err, sizeof(err)) != TW_OK) {
         fprintf(stderr, "job: %s\n", err);
         return 1;
     }

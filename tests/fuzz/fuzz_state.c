@@ -34,8 +34,7 @@ static void put_le(uint8_t *p, uint64_t v, int bytes)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static int count_part(void *ud, const char *part, const void *data,
-                      size_t len)
+static int count_part(void *ud, const char *part, const void *data, size_t len)
 {
     (void)part;
     if (data == NULL && len > 0)
@@ -49,8 +48,8 @@ static int restore_once(fuzz_state_setup *su, const char *part,
 {
     tw_job *j = NULL;
     char err[1024];
-    if (tw_job_new(FUZZ_STATE_JOB, &su->cfg, su->reg, su->specs, su->nspecs,
-                   &j, err, sizeof(err)) != TW_OK) {
+    if (tw_job_new(FUZZ_STATE_JOB, &su->cfg, su->reg, su->specs, su->nspecs, &j,
+                   err, sizeof(err)) != TW_OK) {
         fprintf(stderr, "fuzz_state: tw_job_new: %s\n", err);
         abort();
     }

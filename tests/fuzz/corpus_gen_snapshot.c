@@ -41,8 +41,8 @@ static int write_one(const char *dir, const char *name, int fill)
         tw_store_txn_del(s, "tw:gone");
         rc = tw_store_txn_commit(s, err, sizeof(err));
     }
-    if (rc == TW_OK && fill && tw_store_claim(s, "tw:claim:x", 60, err,
-                                              sizeof(err)) != 1)
+    if (rc == TW_OK && fill &&
+        tw_store_claim(s, "tw:claim:x", 60, err, sizeof(err)) != 1)
         rc = TW_ERR;
     tw_store_close(s);
     if (rc != TW_OK) {

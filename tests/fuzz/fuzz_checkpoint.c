@@ -92,6 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     char key[1024], job[256] = "job", part[256] = "core";
+    const uint8_t *offset = NULL; /* the offset value last put */
+    size_t noffset = 0;
     tw_store_txn_begin(s);
     size_t off = 0;
     while (off + 3 <= size) {
@@ -104,20 +106,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         off += n;
         switch (kind % 4) {
         case 0:
-            if (tw_checkpoint_key_partition(key, sizeof(key), TOPIC,
-                                            PARTITION, "offset") == TW_OK)
+            if (tw_checkpoint_key_partition(key, sizeof(key), TOPIC, PARTITION,
+                                            "offset") == TW_OK) {
                 tw_store_txn_put(s, key, p, n);
+                offset = p;
+                noffset = n;
+            }
             break;
         case 1:
             cstr(job, sizeof(job), p, n);
-            if (tw_checkpoint_key_partition(key, sizeof(key), TOPIC,
-                                            PARTITION, "jobs") == TW_OK)
+            if (tw_checkpoint_key_partition(key, sizeof(key), TOPIC, PARTITION,
+                                            "jobs") == TW_OK)
                 tw_store_txn_sadd(s, key, job);
             break;
         case 2:
             cstr(part, sizeof(part), p, n);
-            if (tw_checkpoint_key_part(key, sizeof(key), job, "parts") ==
-                TW_OK)
+            if (tw_checkpoint_key_part(key, sizeof(key), job, "parts") == TW_OK)
                 tw_store_txn_sadd(s, key, part);
             break;
         default:
@@ -140,9 +144,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     err[0] = '\0';
     int rc = tw_checkpoint_load(s, TOPIC, PARTITION, &next, restore_part, &l,
                                 err, sizeof(err));
-    if ((rc != TW_OK && err[0] == '\0') || (rc == TW_OK && next < -1)) {
-        fprintf(stderr, "fuzz_checkpoint: load: rc %d, offset %lld, '%s'\n",
-                rc, (long long)next, err);
+    /* an offset accepted must be what was stored: decimal digits only */
+    int digits = noffset > 0;
+    for (size_t i = 0; i < noffset; i++)
+        digits = digits && offset[i] >= '0' && offset[i] <= '9';
+    if ((rc != TW_OK && err[0] == '\0') ||
+        (rc == TW_OK && (offset == NULL ? next != -1 : !digits))) {
+        fprintf(stderr, "fuzz_checkpoint: load: rc %d, offset %lld, '%s'\n", rc,
+                (long long)next, err);
         abort();
     }
     tw_job_free(l.job);

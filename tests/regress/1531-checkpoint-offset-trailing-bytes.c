@@ -34,8 +34,8 @@ static int no_parts(void *ud, const char *job, const char *part,
 
 /* Loads partition 0 of topic "t" from a memory store whose offset key
  * holds value[0..len); *next gets the offset. */
-static int load_offset(const char *value, size_t len, int64_t *next,
-                       char *err, size_t errlen)
+static int load_offset(const char *value, size_t len, int64_t *next, char *err,
+                       size_t errlen)
 {
     tw_setting items[] = {{"store", "memory", 2}};
     tw_settings state = {"regress.yaml", "state", 1, items, 1};
@@ -43,8 +43,7 @@ static int load_offset(const char *value, size_t len, int64_t *next,
     assert_int_equal(tw_store_open(&state, &s, err, errlen), TW_OK);
     char key[256];
     assert_int_equal(
-        tw_checkpoint_key_partition(key, sizeof(key), "t", 0, "offset"),
-        TW_OK);
+        tw_checkpoint_key_partition(key, sizeof(key), "t", 0, "offset"), TW_OK);
     tw_store_txn_begin(s);
     assert_int_equal(tw_store_txn_put(s, key, value, len), TW_OK);
     assert_int_equal(tw_store_txn_commit(s, err, errlen), TW_OK);
@@ -64,9 +63,8 @@ static void offset_with_trailing_bytes_refused(void **state)
     char err[512];
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         int64_t next = 0;
-        assert_int_equal(load_offset(bad[i].v, bad[i].n, &next, err,
-                                     sizeof(err)),
-                         TW_ERR);
+        assert_int_equal(
+            load_offset(bad[i].v, bad[i].n, &next, err, sizeof(err)), TW_ERR);
         assert_non_null(strstr(err, "does not hold an offset"));
         assert_non_null(strstr(err, "offset"));
     }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target for a while:
 #   scripts/fuzz.sh NAME [SECONDS]      e.g. scripts/fuzz.sh wire 300
+# NAME: wire, reader, config, actions, yaml_json, profiler_config, state,
+# snapshot (README "Fuzzing" says what each reads).
 # Builds tests/fuzz/fuzz_NAME.c with clang -fsanitize=fuzzer,address,undefined into
 # build-fuzz/ (the whole engine is instrumented), seeds it with
 # tests/fuzz/corpus/NAME/ (read only), and keeps what it finds under
@@ -33,6 +35,9 @@ BUILD=${TW_FUZZ_BUILD:-build-fuzz}
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTW_LIBFUZZER=ON -DTW_BUILD_BENCH=OFF >/dev/null
 cmake --build "$BUILD" -j "${TW_JOBS:-2}" --target "fuzz_${NAME}"
+
+# Targets that build jobs (state) load the instrumented built-in rules.
+export TRAINWATCH_RULES_DIR="$(cd "$BUILD" && pwd)/rules"
 
 OUT=tests/fuzz/findings/${NAME}
 mkdir -p "$OUT/corpus"

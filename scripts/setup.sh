@@ -12,7 +12,7 @@ PKGS=(
   prometheus prometheus-alertmanager curl
   chromium
   redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind
-  clang-format
+  clang-format clang
   python3-torch python3-confluent-kafka python3-flatbuffers python3-setuptools
   python3-pandas python3-numpy
 )

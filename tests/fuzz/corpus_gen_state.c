@@ -1,0 +1,160 @@
+/*
+ * corpus_gen_state.c - writes the seed corpus of fuzz_state
+ * (tests/fuzz/corpus/state/): the checkpoint parts of a real job (the
+ * fuzz_state.h job fed a one-minute synthetic run of one node, sampled every 5
+ * s), saved half way and after finish, in the sealed form (payload only), and
+ * after finish also as the whole stored value. Run by hand:
+ *   TRAINWATCH_RULES_DIR=build/rules build/tests/corpus_gen_state \
+ *       tests/fuzz/corpus/state
+ */
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuzz_state.h"
+#include "reader.h"
+#include "synth.h"
+
+typedef struct gen {
+    const char *out;
+    const char *when;
+    fuzz_state_setup *su;
+    tw_job *job;
+} gen;
+
+static int write_seed(const gen *g, const char *part, int sealed,
+                      const uint8_t *d, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s.%s.%s", g->out, g->when, part,
+             sealed ? "payload" : "stored");
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) {
+        perror(path);
+        return TW_ERR;
+    }
+    uint8_t head[2];
+    head[0] = strcmp(part, "core") == 0
+                  ? 0
+                  : (uint8_t)(1 + strtoul(part + 5, NULL, 10));
+    head[1] = sealed ? 3 : 0; /* sealed as version 2, or raw */
+    size_t skip = sealed ? 20 : 0;
+    int ok = fwrite(head, 1, 2, f) == 2 &&
+             fwrite(d + skip, 1, len - skip, f) == len - skip;
+    if (fclose(f) != 0 || !ok) {
+        perror(path);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+static int emit(void *ud, const char *part, const void *data, size_t len)
+{
+    const gen *g = ud;
+    if (len < 20)
+        return TW_ERR;
+    /* the whole stored value once (the header checks), payloads twice */
+    if (write_seed(g, part, 1, data, len) != TW_OK ||
+        (strcmp(g->when, "end") == 0 &&
+         write_seed(g, part, 0, data, len) != TW_OK))
+        return TW_ERR;
+    return TW_OK;
+}
+
+static int ingest(void *ud, tw_batch *b)
+{
+    gen *g = ud;
+    return tw_job_ingest(g->job, b);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type,
+                        struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path);
+}
+
+static void on_error(void *ud, const char *path, uint64_t line,
+                     const char *reason)
+{
+    (void)ud;
+    fprintf(stderr, "%s:%llu: %s\n", path, (unsigned long long)line, reason);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+        return 2;
+    }
+    char err[1024];
+    char dir[] = "/tmp/tw_corpus_state.XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char run[sizeof(dir) + 8];
+    snprintf(run, sizeof(run), "%s/run", dir);
+    tw_synth_opts o;
+    tw_synth_opts_default(&o);
+    o.out_dir = run;
+    o.preset = "low_gpu";
+    o.nodes = 1;
+    o.duration_s = 60;
+    o.interval_ms = 5000;
+    o.framework = 1;
+    o.seed = 15;
+    if (tw_synth_opts_resolve(&o, err, sizeof(err)) != TW_OK ||
+        tw_synth_write(&o, NULL, err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "synth: %s\n", err);
+        return 1;
+    }
+    fuzz_state_setup su;
+    if (fuzz_state_setup_init(&su) != 0)
+        return 1;
+    gen g = {.out = argv[1], .su = &su};
+    if (tw_job_new(FUZZ_STATE_JOB, &su.cfg, su.reg, su.specs, su.nspecs, &g.job,
+                   err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "job: %s\n", err);
+        return 1;
+    }
+    tw_folder *f = NULL;
+    if (tw_folder_list(run, &f, err, sizeof(err)) != TW_OK) {
+        fprintf(stderr, "list: %s\n", err);
+        return 1;
+    }
+    tw_trace_state *ts = tw_trace_state_new();
+    tw_reader_stats st;
+    memset(&st, 0, sizeof(st));
+    int rc = 0;
+    for (size_t i = 0; i < f->nfiles && rc == 0; i++) {
+        if (tw_folder_read_file(&f->files[i], FUZZ_STATE_JOB, ts, ingest, &g,
+                                on_error, NULL, &st) != TW_OK)
+            rc = 1;
+        if (i == f->nfiles / 2) {
+            g.when = "mid";
+            if (tw_job_save(g.job, 0, emit, &g, err, sizeof(err)) != TW_OK)
+                rc = 1;
+        }
+    }
+    if (rc == 0 && tw_job_finish(g.job, 0) != TW_OK)
+        rc = 1;
+    g.when = "end";
+    if (rc == 0 && tw_job_save(g.job, 0, emit, &g, err, sizeof(err)) != TW_OK)
+        rc = 1;
+    if (rc != 0)
+        fprintf(stderr, "corpus_gen_state: failed (%s)\n", err);
+    tw_trace_state_free(ts);
+    tw_folder_free(f);
+    tw_job_free(g.job);
+    tw_registry_free(su.reg);
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "corpus_gen_state: could not remove %s\n", dir);
+    return rc;
+}

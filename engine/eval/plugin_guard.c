@@ -35,10 +35,10 @@
 static const int fault_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 #define NFAULTS (sizeof(fault_signals) / sizeof(fault_signals[0]))
 
-/* Set once by install_handlers (pthread_once), read-only afterwards: the
- * handlers that were there before, to pass on faults outside a plugin. */
+/* The handlers that were there before ours, to pass on faults outside a
+ * plugin; written under install_lock when ours are (re)installed. */
 static struct sigaction previous[NFAULTS];
-static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static _Thread_local tw_guard_frame *tl_current;   /* innermost frame */
 static _Thread_local tw_guard_frame *tl_outermost; /* owns the timer */
@@ -203,9 +203,23 @@ static void timer_set(uint32_t ms)
     timer_settime(tl_timer, 0, &its, NULL);
 }
 
+/* Installs the handlers unless they are in place: a library (a test
+ * framework, a sanitizer) may have replaced them since. */
+static void ensure_handlers(void)
+{
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == on_fault)
+        return;
+    pthread_mutex_lock(&install_lock);
+    if (sigaction(SIGSEGV, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
+        cur.sa_sigaction != on_fault)
+        install_handlers();
+    pthread_mutex_unlock(&install_lock);
+}
+
 void tw_guard_enter(tw_guard_frame *f, const tw_guard_limits *limits)
 {
-    pthread_once(&install_once, install_handlers);
     ensure_altstack();
     f->limits = limits;
     f->stop = TW_GUARD_NONE;
@@ -213,6 +227,7 @@ void tw_guard_enter(tw_guard_frame *f, const tw_guard_limits *limits)
     f->outer = tl_current;
     f->armed = 0;
     if (tl_outermost == NULL) {
+        ensure_handlers();
         tl_ticks = 0;
         tl_deferred = 0;
         tl_base_pages = -1;

@@ -1204,7 +1204,10 @@ int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
     }
     const uint8_t *rest = (const uint8_t *)data + hsize;
     size_t nrest = len - hsize;
-    if (r->desc->restore != NULL) {
+    if (h.status == TW_STATUS_ERROR && nrest == 0) {
+        /* a rule stopped by the guard saved no plugin bytes: the fresh
+         * state stays as created, unused */
+    } else if (r->desc->restore != NULL) {
         if (r->desc->restore(r->state, rest, nrest, err, errlen) != TW_OK)
             return TW_ERR;
     } else if (nrest != 0) {

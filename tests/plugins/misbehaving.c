@@ -11,8 +11,7 @@
 #include <trainwatch/plugin.h>
 
 static const tw_param_spec params[] = {
-    {"mode", TW_PARAM_STRING, "none", 0, 0,
-     "segv, abort, hang, alloc or none"},
+    {"mode", TW_PARAM_STRING, "none", 0, 0, "segv, abort, hang, alloc or none"},
     {"at_scan", TW_PARAM_INT, "1", 0, 1000000, "scan index that misbehaves"},
 };
 

@@ -58,8 +58,8 @@ static void behave(void)
 }
 
 /* Runs fn guarded; returns the stop kind and the reason. */
-static tw_guard_stop guarded(call_fn fn, const tw_guard_limits *lim,
-                             char *why, size_t n)
+static tw_guard_stop guarded(call_fn fn, const tw_guard_limits *lim, char *why,
+                             size_t n)
 {
     tw_guard_frame f;
     if (TW_GUARD_TRY(&f)) {

@@ -1,6 +1,6 @@
 /* Test fixture: a rule that misbehaves at a chosen scan the way a buggy
  * plugin can, to check that plugin isolation stops it and the engine and
- * the other rules go on. mode: segv (writes through NULL), abort, hang
+ * the other rules go on. mode: segv (writes to read-only memory), abort, hang
  * (loops forever), alloc (allocates and touches memory without bound),
  * none (behaves). */
 #include <signal.h>
@@ -46,8 +46,11 @@ static int create(const tw_host *h, const tw_params *p, void **s, char *e,
 static void misbehave(const char *mode)
 {
     if (strcmp(mode, "segv") == 0) {
-        volatile int *nowhere = NULL;
-        *nowhere = 1;
+        /* a write to read-only memory: a real SIGSEGV that valgrind does
+         * not also report as an invalid write */
+        static const char text[] = "read-only";
+        volatile char *ro = (volatile char *)(uintptr_t)text;
+        ro[0] = 1;
     } else if (strcmp(mode, "abort") == 0) {
         abort();
     } else if (strcmp(mode, "hang") == 0) {

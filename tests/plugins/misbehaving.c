@@ -62,10 +62,10 @@ static void misbehave(const char *mode)
             volatile char *b = malloc(len);
             if (b == NULL)
                 continue;
+            ((block *)b)->next = kept; /* kept first: a stop while */
+            kept = (block *)b;         /* touching it loses nothing */
             for (size_t i = sizeof(block); i < len; i += 4096)
                 b[i] = 1; /* touched: resident, not just reserved */
-            ((block *)b)->next = kept;
-            kept = (block *)b;
         }
     }
 }

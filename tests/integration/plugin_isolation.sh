@@ -29,6 +29,9 @@ fail() {
     [ -f "$WORK/A.err" ] && tail -n 30 "$WORK/A.err" >&2
     exit 1
 }
+command -v kcat >/dev/null || { echo "SKIP: kcat not installed"; exit 77; }
+python3 -c 'import jsonschema' 2>/dev/null ||
+    { echo "SKIP: python3-jsonschema not installed"; exit 77; }
 SO=$BUILD/tests/plugins/misbehaving.so
 
 rule() { # NAME MODE AT_SCAN
@@ -127,6 +130,24 @@ print("ok: run: the four rules in Error with eval's reasons, the others as eval"
 PY
 grep -q "ERROR rule Segv: scan 2: the plugin was stopped by signal 11" "$WORK/A.err" ||
     fail "run log names no segfault"
+# alerts say why: the status change to Error carries the reason
+timeout 60 kcat -b "$BOOTSTRAP" -C -t trainwatch.alerts -o beginning -e -q \
+    >"$WORK/alerts.jsonl" || fail "kcat alerts"
+python3 - "$WORK/alerts.jsonl" "$HERE/../../schemas/alert.schema.json" <<'PY' || fail "alerts"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[2]))
+seen = {}
+for line in open(sys.argv[1]):
+    a = json.loads(line)
+    jsonschema.validate(a, schema)
+    if a["status"] == "Error":
+        seen[a["rule"]] = a["error"]
+assert "signal 11" in seen.get("Segv", ""), seen
+assert "signal 6" in seen.get("Abort", ""), seen
+assert "timeout of 500 ms" in seen.get("Hang", ""), seen
+assert "200 MiB" in seen.get("Alloc", ""), seen
+print("ok: alerts: the Error alerts carry the reasons")
+PY
 tw_run_stop A || fail "run exit status"
 tw_broker_stop || fail "broker stop"
 echo "PASS plugin_isolation"

@@ -420,6 +420,33 @@ static int unknown_key(loader *l, const ynode *k, tw_section section,
     return bad(l, k, "%s; trainwatch config --describe lists the keys", msg);
 }
 
+/* plugin_isolation, plugin_timeout, plugin_memory_mb (top level). */
+static int parse_isolation_key(loader *l, const char *key, const ynode *v,
+                               tw_isolation *iso)
+{
+    if (v->kind != NODE_SCALAR)
+        return bad(l, v, "key '%s' must be a plain value", key);
+    const tw_key_spec *spec = tw_schema_find(TW_SECTION_TOP, key);
+    char msg[256];
+    if (tw_schema_check_value(spec, v->text, msg, sizeof(msg)) != TW_OK)
+        return bad2(l, v, "key '%s': %s", key, msg);
+    if (strcmp(key, "plugin_isolation") == 0) {
+        iso->mode = strcmp(v->text, "all") == 0   ? TW_ISOLATE_ALL
+                    : strcmp(v->text, "off") == 0 ? TW_ISOLATE_OFF
+                                                  : TW_ISOLATE_CUSTOM;
+    } else if (strcmp(key, "plugin_timeout") == 0) {
+        int64_t us = 0; /* off */
+        if (strcmp(v->text, "off") != 0 &&
+            tw_parse_duration_us(v->text, &us) != TW_OK)
+            return bad(l, v, "key '%s': not a duration", key);
+        int64_t ms = us / 1000;
+        iso->timeout_ms = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+    } else {
+        iso->memory_mb = (uint32_t)strtoul(v->text, NULL, 10);
+    }
+    return TW_OK;
+}
+
 static int parse_semantics(loader *l, const ynode *v, tw_semantics *out)
 {
     if (v->kind == NODE_SCALAR && strcmp(v->text, "fixed") == 0)
@@ -654,6 +681,11 @@ static int interpret(loader *l, tw_config *c, const ynode *root)
                 return TW_ERR;
         } else if (strcmp(key, "semantics") == 0) {
             if (parse_semantics(l, v, &c->job.semantics) != TW_OK)
+                return TW_ERR;
+        } else if (strcmp(key, "plugin_isolation") == 0 ||
+                   strcmp(key, "plugin_timeout") == 0 ||
+                   strcmp(key, "plugin_memory_mb") == 0) {
+            if (parse_isolation_key(l, key, v, &c->job.isolation) != TW_OK)
                 return TW_ERR;
         } else if (strcmp(key, "tick") == 0 || strcmp(key, "lateness") == 0 ||
                    strcmp(key, "idle_node") == 0 ||

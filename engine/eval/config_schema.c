@@ -66,6 +66,15 @@ static const tw_key_spec schema[] = {
      "run: times further ahead of the job's newest than this are refused "
      "and dead-lettered (default 10 ticks, at most idle_node); off = no "
      "bound"},
+    ENUM(TW_SECTION_TOP, "plugin_isolation", "custom", "custom|all|off",
+         "which rules' plugin calls run guarded: a crash, hang or runaway "
+         "allocation puts the rule in Error instead of stopping the engine "
+         "(custom: rules with a source .so)"),
+    {TW_SECTION_TOP, "plugin_timeout", TW_TYPE_DURATION, "30s", MS, DMAX, "off",
+     NULL, NULL, "isolated rules: one plugin call running longer is stopped"},
+    INT(TW_SECTION_TOP, "plugin_memory_mb", "1024", 0, 1048576,
+        "isolated rules: one plugin call growing the engine's resident "
+        "memory by more MiB is stopped (0: no cap)"),
     {TW_SECTION_TOP, "rules", TW_TYPE_ENTRIES, NULL, 0, 0, NULL, NULL, NULL,
      "the rules to run, in order (absent: ProfilerReport, else every "
      "built-in profiler rule)"},

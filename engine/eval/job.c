@@ -25,6 +25,7 @@ void tw_job_config_default(tw_job_config *c)
     c->idle_node_us = 300 * 1000000LL;
     c->semantics = TW_SEMANTICS_FIXED;
     c->clock_skew_us = TW_JOB_SKEW_DEFAULT;
+    tw_isolation_default(&c->isolation);
 }
 
 /* TW_JOB_SKEW_DEFAULT: 10 ticks (10 min when continuous), but never more
@@ -142,6 +143,7 @@ int tw_job_new(const char *job_id, const tw_job_config *cfg, tw_registry *reg,
         tw_job_free(j);
         return TW_ERR;
     }
+    tw_host_ctx_set_isolation(j->host, &j->cfg.isolation);
     if (create_rules(j, specs, nspecs, err, errlen) != TW_OK) {
         tw_job_free(j);
         return TW_ERR;

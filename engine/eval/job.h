@@ -48,6 +48,7 @@ typedef struct tw_job_config {
     int64_t idle_node_us;   /* a producer lagging more than this is idle    */
     int external_watermark; /* only tw_job_advance moves the clock        */
     tw_semantics semantics; /* default for rules that do not set theirs   */
+    tw_isolation isolation; /* which rules run guarded, and the limits    */
     /* Internal watermark only (see "Clock skew" below): how far ahead of
      * the job's newest accepted time a sample, event or JOB_END latest
      * time may be. TW_JOB_SKEW_DEFAULT = 10 ticks (10 min when

@@ -21,6 +21,11 @@
 #include "json_writer.h"
 #include "log.h"
 #include "numeric.h"
+#include "plugin_guard.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 /* ---- registry ------------------------------------------------------------ */
 
@@ -29,7 +34,9 @@ struct tw_plugin {
     char *entry;
     void *handle;
     const tw_rule_descriptor *desc;
-    uint32_t inputs; /* TW_INPUT_* bits the rule reads (plugin.h) */
+    uint32_t inputs;            /* TW_INPUT_* bits the rule reads (plugin.h) */
+    int builtin;                /* found on the built-in search path */
+    uintptr_t text_lo, text_hi; /* its code, for the guard's timeouts */
     tw_plugin *next;
 };
 
@@ -219,6 +226,9 @@ static int load_object(tw_registry *r, const char *path, const char *entry,
     p->handle = h;
     p->desc = d;
     p->inputs = plugin_inputs(h, entry);
+    void *code;
+    memcpy(&code, &d->scan, sizeof(code));
+    tw_guard_text_range(code, &p->text_lo, &p->text_hi);
     p->next = r->plugins;
     r->plugins = p;
     *out = p;
@@ -271,6 +281,7 @@ static void index_dir(tw_registry *r, const char *dir)
             continue;
         }
         free(files[i]);
+        ((tw_plugin *)p)->builtin = 1; /* the registry owns it */
         int dup = 0;
         for (size_t k = 0; k < r->nnames; k++)
             if (strcmp(r->names[k], p->desc->name) == 0)
@@ -395,6 +406,7 @@ struct tw_host_ctx {
     char **nodes;      /* copies of the job's system node ids (findings) */
     size_t nnodes;
     int64_t first_us; /* the job's first timestamp, from the scans */
+    tw_isolation isolation;
 };
 
 /* Copies the node ids a scan shows that the ctx has not seen yet. */
@@ -532,6 +544,7 @@ tw_host_ctx *tw_host_ctx_new(tw_registry *reg, tw_windows *windows,
     }
     h->reg = reg;
     h->windows = windows;
+    tw_isolation_default(&h->isolation);
     tw_host *t = &h->host;
     t->abi_version = TW_PLUGIN_ABI_VERSION;
     t->size = (uint32_t)sizeof(*t);
@@ -580,6 +593,18 @@ void tw_host_ctx_free(tw_host_ctx *h)
     free(h->nodes);
     free(h->job);
     free(h);
+}
+
+void tw_isolation_default(tw_isolation *iso)
+{
+    iso->mode = TW_ISOLATE_CUSTOM;
+    iso->timeout_ms = TW_ISOLATION_TIMEOUT_MS;
+    iso->memory_mb = TW_ISOLATION_MEMORY_MB;
+}
+
+void tw_host_ctx_set_isolation(tw_host_ctx *h, const tw_isolation *iso)
+{
+    h->isolation = *iso;
 }
 
 const tw_host *tw_host_ctx_host(tw_host_ctx *h)
@@ -760,6 +785,10 @@ struct tw_rule {
     tw_rule **children;   /* sub-rules, in creation order (not owned: the
                              parent plugin destroys them) */
     size_t nchildren;
+    int isolated;           /* plugin calls run under the guard */
+    tw_guard_limits limits; /* for those calls */
+    int abandoned; /* a guarded call was stopped: the plugin's state may be
+                      inconsistent, so it is never touched again */
 };
 
 static int rule_adopt(tw_rule *parent, tw_rule *child)
@@ -844,6 +873,12 @@ int tw_rule_create(const tw_plugin *p, const char *display_name,
     r->plugin = p;
     r->desc = d;
     r->host = host;
+    r->isolated = host->isolation.mode == TW_ISOLATE_ALL ||
+                  (host->isolation.mode == TW_ISOLATE_CUSTOM && !p->builtin);
+    r->limits.timeout_ms = host->isolation.timeout_ms;
+    r->limits.memory_mb = host->isolation.memory_mb;
+    r->limits.text_lo = p->text_lo;
+    r->limits.text_hi = p->text_hi;
     r->name = strdup(display_name != NULL ? display_name : d->name);
     r->values = calloc(d->nparams ? d->nparams : 1, sizeof(tw_param_value));
     r->texts = calloc(d->nparams ? d->nparams : 1, sizeof(char *));
@@ -896,7 +931,7 @@ void tw_rule_destroy(tw_rule *r)
 {
     if (r == NULL)
         return;
-    if (r->state != NULL)
+    if (r->state != NULL && !r->abandoned)
         r->desc->destroy(r->state);
     /* Children the plugin did not destroy are released here. */
     while (r->nchildren > 0)
@@ -918,6 +953,37 @@ void tw_rule_destroy(tw_rule *r)
     free(r);
 }
 
+/* The plugin's scan(), under the guard when the rule is isolated: a
+ * stopped call returns TW_ERR with the reason in err and abandons the
+ * plugin's state. */
+static int guarded_scan(tw_rule *r, const tw_scan *scan, tw_scan_result *res,
+                        char *err, size_t errlen)
+{
+    if (!r->isolated)
+        return r->desc->scan(r->state, scan, res, err, errlen);
+    tw_guard_frame f;
+    if (TW_GUARD_TRY(&f)) {
+        tw_guard_enter(&f, &r->limits);
+        int rc = r->desc->scan(r->state, scan, res, err, errlen);
+        tw_guard_leave(&f);
+        return rc;
+    }
+    tw_guard_leave(&f);
+    r->abandoned = 1;
+#if defined(__SANITIZE_ADDRESS__)
+    /* kept on purpose (its destroy() cannot be trusted): not a leak */
+    if (r->state != NULL)
+        __lsan_ignore_object(r->state);
+#endif
+    tw_guard_reason(&f, err, errlen);
+    return TW_ERR;
+}
+
+int tw_rule_isolated(const tw_rule *r)
+{
+    return r->isolated;
+}
+
 int tw_rule_scan(tw_rule *r, const tw_scan *scan)
 {
     if (r->status == TW_STATUS_ERROR)
@@ -936,7 +1002,7 @@ int tw_rule_scan(tw_rule *r, const tw_scan *scan)
                  (unsigned long long)scan->index);
         return TW_ERR;
     }
-    if (r->desc->scan(r->state, scan, &res, err, sizeof(err)) != TW_OK) {
+    if (guarded_scan(r, scan, &res, err, sizeof(err)) != TW_OK) {
         r->status = TW_STATUS_ERROR;
         snprintf(r->error, sizeof(r->error), "scan %llu: %s",
                  (unsigned long long)scan->index,
@@ -1043,6 +1109,11 @@ static int write_default_parameters(const tw_rule *r, tw_json *j)
 static int rule_report(tw_rule *r, tw_json *j)
 {
     const tw_rule_descriptor *d = r->desc;
+    if (r->abandoned && d->abi_version < 2) { /* nothing left to ask */
+        tw_json_object_begin(j);
+        tw_json_object_end(j);
+        return TW_OK;
+    }
     if (d->abi_version < 2)
         return d->report(r->state, j);
     tw_json_object_begin(j);
@@ -1052,7 +1123,7 @@ static int rule_report(tw_rule *r, tw_json *j)
     tw_json_int(j, r->last.violations);
     tw_json_key(j, "Details");
     size_t before = tw_json_len(j);
-    if (d->details(r->state, j) != TW_OK)
+    if (!r->abandoned && d->details(r->state, j) != TW_OK)
         return TW_ERR;
     if (tw_json_len(j) == before) { /* wrote nothing: an empty Details */
         tw_json_object_begin(j);
@@ -1115,7 +1186,7 @@ int tw_rule_save(tw_rule *r, tw_buf *out)
                           r->met_last_us};
     if (tw_buf_append(out, &h, sizeof(h)) != TW_OK)
         return TW_ERR;
-    if (r->desc->save == NULL)
+    if (r->desc->save == NULL || r->abandoned)
         return TW_OK;
     return r->desc->save(r->state, out);
 }
@@ -1142,7 +1213,10 @@ int tw_rule_restore(tw_rule *r, const void *data, size_t len, char *err,
     }
     const uint8_t *rest = (const uint8_t *)data + hsize;
     size_t nrest = len - hsize;
-    if (r->desc->restore != NULL) {
+    if (h.status == TW_STATUS_ERROR && nrest == 0) {
+        /* a rule stopped by the guard saved no plugin bytes: the fresh
+         * state stays as created, unused */
+    } else if (r->desc->restore != NULL) {
         if (r->desc->restore(r->state, rest, nrest, err, errlen) != TW_OK)
             return TW_ERR;
     } else if (nrest != 0) {

@@ -69,10 +69,33 @@ int tw_plugin_check_params(const tw_plugin *p, char *err, size_t errlen);
 
 typedef struct tw_host_ctx tw_host_ctx;
 
+/* Plugin isolation (plugin_guard.h): which rules run guarded, and the
+ * limits of one guarded call. A stopped call puts its rule in Error with
+ * the signal, timeout or memory cap as the reason. */
+typedef enum tw_isolation_mode {
+    TW_ISOLATE_CUSTOM = 0, /* rules loaded from a `source` .so (default) */
+    TW_ISOLATE_ALL,        /* built-in rules too */
+    TW_ISOLATE_OFF
+} tw_isolation_mode;
+
+typedef struct tw_isolation {
+    tw_isolation_mode mode;
+    uint32_t timeout_ms; /* 0 = no timeout */
+    uint32_t memory_mb;  /* 0 = no cap */
+} tw_isolation;
+
+#define TW_ISOLATION_TIMEOUT_MS 30000u
+#define TW_ISOLATION_MEMORY_MB 1024u
+
+/* custom, 30 s, 1024 MiB */
+void tw_isolation_default(tw_isolation *iso);
+
 /* `windows` is borrowed. `job` names the job in log lines. */
 tw_host_ctx *tw_host_ctx_new(tw_registry *reg, tw_windows *windows,
                              const char *job);
 void tw_host_ctx_free(tw_host_ctx *h);
+/* Rules created after this call use `iso` (the default until then). */
+void tw_host_ctx_set_isolation(tw_host_ctx *h, const tw_isolation *iso);
 const tw_host *tw_host_ctx_host(tw_host_ctx *h);
 
 /* ---- rule instances ------------------------------------------------------ */
@@ -120,6 +143,8 @@ int tw_rule_received_input(const tw_rule *r);
 tw_rule_status tw_rule_get_status(const tw_rule *r);
 const char *tw_rule_name(const tw_rule *r);
 const char *tw_rule_error(const tw_rule *r); /* "" when none */
+/* 1 when the rule's plugin calls run guarded (tw_isolation). */
+int tw_rule_isolated(const tw_rule *r);
 const tw_scan_result *tw_rule_last_result(const tw_rule *r);
 uint64_t tw_rule_scans(const tw_rule *r);
 uint64_t

@@ -222,6 +222,11 @@ static void tw_alert_build(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
     }
     tw_json_key(j, "status");
     tw_json_string(j, status);
+    if (tw_rule_get_status(rule) == TW_STATUS_ERROR &&
+        tw_rule_error(rule)[0] != '\0') { /* why: a failure, a stopped plugin */
+        tw_json_key(j, "error");
+        tw_json_string(j, tw_rule_error(rule));
+    }
     tw_json_key(j, "input");
     tw_json_string(j, tw_rule_received_input(rule) ? "received" : "none");
     tw_json_key(j, "previous_status");

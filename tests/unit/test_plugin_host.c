@@ -188,6 +188,55 @@ static void test_failing_rule_status(void **st)
     tw_registry_free(reg);
 }
 
+/* A rule stopped by the guard (a custom plugin, isolated by default) is
+ * in Error with the signal as the reason, saves without plugin bytes, and
+ * that checkpoint restores into a fresh instance as Error. */
+static void test_stopped_rule_checkpoint(void **st)
+{
+    (void)st;
+    tw_registry *reg = tw_registry_new();
+    tw_windows *w = tw_windows_new();
+    tw_host_ctx *h = tw_host_ctx_new(reg, w, "job-iso");
+    const tw_plugin *p;
+    char err[512];
+    assert_int_equal(
+        tw_registry_load(reg, build_path("tests/plugins/misbehaving.so"),
+                         "misbehaving", &p, err, sizeof(err)),
+        TW_OK);
+    const char *keys[] = {"mode", "at_scan"}, *values[] = {"segv", "1"};
+    tw_rule *r, *c;
+    assert_int_equal(tw_rule_create(p, NULL, keys, values, 2,
+                                    TW_SEMANTICS_FIXED, h, &r, err,
+                                    sizeof(err)),
+                     TW_OK);
+    assert_true(tw_rule_isolated(r));
+    tw_scan sc = {0};
+    sc.windows = w;
+    assert_int_equal(tw_rule_scan(r, &sc), TW_OK);
+    sc.index = 1;
+    assert_int_equal(tw_rule_scan(r, &sc), TW_ERR);
+    assert_int_equal(tw_rule_get_status(r), TW_STATUS_ERROR);
+    assert_non_null(strstr(tw_rule_error(r), "scan 1: the plugin was stopped "
+                                             "by signal 11"));
+    tw_buf *b = tw_buf_new();
+    assert_int_equal(tw_rule_save(r, b), TW_OK);
+    assert_int_equal(tw_rule_create(p, NULL, keys, values, 2,
+                                    TW_SEMANTICS_FIXED, h, &c, err,
+                                    sizeof(err)),
+                     TW_OK);
+    assert_int_equal(
+        tw_rule_restore(c, tw_buf_data(b), tw_buf_len(b), err, sizeof(err)),
+        TW_OK);
+    assert_int_equal(tw_rule_get_status(c), TW_STATUS_ERROR);
+    assert_int_equal(tw_rule_scans(c), 1);
+    tw_buf_free(b);
+    tw_rule_destroy(c);
+    tw_rule_destroy(r);
+    tw_host_ctx_free(h);
+    tw_windows_free(w);
+    tw_registry_free(reg);
+}
+
 /* A rule of `sem` from the built-in `name`, or the failing_rule fixture
  * (no <entry>_inputs export: any input counts) when name is NULL. */
 static tw_rule *no_data_rule(tw_registry *reg, tw_host_ctx *h, const char *name,
@@ -605,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_failing_rule_status),
+        cmocka_unit_test(test_stopped_rule_checkpoint),
         cmocka_unit_test(test_no_data_status),
         cmocka_unit_test(test_windows),
     };

@@ -177,6 +177,38 @@ typedef struct tw_fw_event {
     uint32_t flags; /* TW_EVENT_*                                  */
 } tw_fw_event;
 
+/* One reduction of a tensor (schemas/metrics.fbs TensorReduction): `op` is
+ * "value", "abs_mean", "nan_count", "inf_count", "l2", "update_l2",
+ * "variance", "dead_fraction", "zero_fraction", "p5", "p95", or one of the
+ * reference's min/max/mean/std/variance/sum/prod/l1/l2 and abs_ forms. */
+typedef struct tw_tensor_reduction {
+    const char *op;
+    double value;
+} tw_tensor_reduction;
+
+/* One tensor of the debugging collections at one saved step (or the hook's
+ * per-step heartbeat, named "heartbeat", with no reductions). Strings and
+ * arrays are owned by the host and valid for the duration of scan(). */
+typedef struct tw_tensor {
+    const char *node; /* the worker that saved it                   */
+    const char *name; /* e.g. "gradient/Net_fc1.weight"             */
+    const char *const *collections;
+    uint32_t ncollections;
+    tw_mode mode;
+    int64_t step;      /* global step                               */
+    int64_t mode_step; /* step within `mode`                        */
+    int64_t wall_us;   /* when the hook recorded it                 */
+    int64_t prev_step; /* update_l2's earlier step; -1 = none       */
+    const char *dtype; /* "" when unknown                           */
+    int64_t numel;
+    const int64_t *shape;
+    uint32_t nshape;
+    const tw_tensor_reduction *reductions;
+    uint32_t nreductions;
+    const double *raw; /* whole tensor, only for small named ones   */
+    uint32_t nraw;
+} tw_tensor;
+
 /* ------------------------------------------------------------------------
  * One evaluation interval
  * --------------------------------------------------------------------- */
@@ -205,6 +237,11 @@ typedef struct tw_scan {
     size_t nevents;
     const struct tw_windows *windows; /* read through tw_host window_*()  */
     int final; /* 1 on the job's last scan                */
+    /* Appended in ABI 2 (a plugin built against an older header does not
+     * see them): the debugging tensors whose wall_us falls in this scan,
+     * ordered by (node, step, name). */
+    const tw_tensor *tensors;
+    size_t ntensors;
 } tw_scan;
 
 /* What a scan() reports back. condition_met: this scan's check returned
@@ -525,6 +562,7 @@ typedef const tw_rule_descriptor *(*tw_rule_entry_fn)(void);
  * older plugins are unaffected. */
 #define TW_INPUT_SYSTEM 1u    /* system samples (tw_scan.samples)  */
 #define TW_INPUT_FRAMEWORK 2u /* framework events (tw_scan.events) */
+#define TW_INPUT_TENSOR 4u    /* debugging tensors (tw_scan.tensors) */
 #define TW_PLUGIN_INPUTS_SUFFIX "_inputs"
 typedef uint32_t (*tw_rule_inputs_fn)(void);
 

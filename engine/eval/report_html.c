@@ -16,11 +16,23 @@
 #include "report_svg.h"
 #include "trainwatch/plugin.h"
 
-const char *const tw_report_sections[] = {
-    "summary",         "system-usage", "framework-metrics", "operators",
-    "rules-summary",   "findings",     "rule-timeline",     "step-durations",
-    "gpu-utilization", "workload",     "dataloading",       "batch-size",
-    "bottlenecks",     "gpu-memory",   "timeline",          NULL};
+const char *const tw_report_sections[] = {"summary",
+                                          "system-usage",
+                                          "framework-metrics",
+                                          "operators",
+                                          "rules-summary",
+                                          "findings",
+                                          "rule-timeline",
+                                          "step-durations",
+                                          "gpu-utilization",
+                                          "gpu-heatmap",
+                                          "workload",
+                                          "dataloading",
+                                          "batch-size",
+                                          "bottlenecks",
+                                          "gpu-memory",
+                                          "timeline",
+                                          NULL};
 
 const char *tw_report_describe_registry(void *registry, const char *rule)
 {
@@ -587,6 +599,55 @@ static void gpu_boxes(FILE *out, const json_t *rules)
     end_section(out);
 }
 
+/* The statistics' gpu_heatmap: one row per node and GPU over time. */
+static void gpu_heatmap(FILE *out, const json_t *stats)
+{
+    section(out, "gpu-heatmap", "GPU utilization over time",
+            "The mean utilization of every GPU of every node per slice of "
+            "time: a row that stays pale while the others are dark is a GPU "
+            "that waits or was left idle.");
+    const json_t *hm = json_object_get(stats, "gpu_heatmap");
+    const json_t *rows = json_object_get(hm, "rows");
+    double cols = num(hm, "columns"); /* NAN when absent */
+    size_t ncols = cols >= 1 && cols <= 1000 ? (size_t)cols : 0;
+    size_t nrows = json_array_size(rows);
+    if (stats == NULL || !json_is_object(hm) || nrows == 0 || ncols == 0) {
+        missing(out, stats == NULL ? "The heat map needs the job's folder "
+                                     "(trainwatch report DIR)"
+                                   : "No GPU utilization samples");
+        end_section(out);
+        return;
+    }
+    double *values = malloc(nrows * ncols * sizeof(double));
+    char(*labels)[96] = malloc(nrows * sizeof(*labels));
+    const char **names = malloc(nrows * sizeof(*names));
+    if (values == NULL || labels == NULL || names == NULL) {
+        missing(out, "Out of memory drawing the heat map");
+    } else {
+        for (size_t r = 0; r < nrows; r++) {
+            const json_t *row = json_array_get(rows, r);
+            const char *node = json_string_value(json_object_get(row, "node"));
+            const char *gpu = json_string_value(json_object_get(row, "gpu"));
+            snprintf(labels[r], sizeof(labels[r]), "%s/%s", node ? node : "?",
+                     gpu ? gpu : "?");
+            names[r] = labels[r];
+            const json_t *mean = json_object_get(row, "mean");
+            for (size_t c = 0; c < ncols; c++) {
+                const json_t *v = json_array_get(mean, c);
+                values[r * ncols + c] =
+                    json_is_number(v) ? json_number_value(v) : NAN;
+            }
+        }
+        double span_s = num(hm, "bucket_us") * (double)ncols / 1e6;
+        tw_svg_heatmap(out, "GPU utilization over time per GPU", names, values,
+                       nrows, ncols, span_s);
+    }
+    free(values);
+    free(labels);
+    free(names);
+    end_section(out);
+}
+
 static void workload(FILE *out, const json_t *rules)
 {
     section(out, "workload", "Workload balance",
@@ -759,6 +820,7 @@ int tw_report_html_write(FILE *out, const tw_report_input *in, char *err,
     findings(out, rules, start, end);
     step_durations(out, rules);
     gpu_boxes(out, rules);
+    gpu_heatmap(out, in->stats);
     workload(out, rules);
     dataloading(out, rules);
     batch_size(out, rules);

@@ -222,3 +222,81 @@ void tw_svg_ranges(FILE *out, const char *title, const tw_svg_range *r,
             left, h - 4, left + plot_w, h - 4, span / 1e6);
     close_svg(out, title);
 }
+
+/* Eleven shades from white (0 %) to the palette's blue (100 %). */
+static int shade_of(double v)
+{
+    if (!isfinite(v))
+        return -1;
+    int level = (int)lround(v / 10.0);
+    return level < 0 ? 0 : level > 10 ? 10 : level;
+}
+
+static void shade_fill(FILE *out, int level)
+{
+    /* from #ffffff to #0072B2 in ten steps */
+    int r = 255 - (255 - 0x00) * level / 10;
+    int g = 255 - (255 - 0x72) * level / 10;
+    int b = 255 - (255 - 0xB2) * level / 10;
+    fprintf(out, "#%02x%02x%02x", r, g, b);
+}
+
+void tw_svg_heatmap(FILE *out, const char *title, const char *const *rows,
+                    const double *values, size_t nrows, size_t ncols,
+                    double span_s)
+{
+    if (nrows == 0 || ncols == 0) {
+        none(out, title);
+        return;
+    }
+    const int left = 160, plot_w = 480, row_h = 12, top = 4;
+    int h = top + row_h * (int)nrows + 44;
+    open_svg(out, title, left + plot_w + 20, h);
+    double cell_w = (double)plot_w / (double)ncols;
+    fprintf(out,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+            "fill=\"none\" stroke=\"#999\"/>",
+            left, top, plot_w, row_h * (int)nrows);
+    for (size_t r = 0; r < nrows; r++) {
+        int y = top + row_h * (int)r;
+        fprintf(out, "<text x=\"2\" y=\"%d\" font-size=\"10\">", y + 10);
+        tw_html_escape(out, rows[r]);
+        fputs("</text>", out);
+        size_t c = 0;
+        while (c < ncols) {
+            int level = shade_of(values[r * ncols + c]);
+            size_t end = c + 1;
+            while (end < ncols && shade_of(values[r * ncols + end]) == level)
+                end++;
+            if (level >= 0) {
+                fprintf(out,
+                        "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" "
+                        "height=\"%d\" fill=\"",
+                        left + cell_w * (double)c, y,
+                        cell_w * (double)(end - c), row_h);
+                shade_fill(out, level);
+                fputs("\"/>", out);
+            }
+            c = end;
+        }
+    }
+    int ly = top + row_h * (int)nrows;
+    fprintf(out,
+            "<text x=\"%d\" y=\"%d\">job start</text><text x=\"%d\" "
+            "y=\"%d\" text-anchor=\"end\">+%.0f s</text>",
+            left, ly + 14, left + plot_w, ly + 14, span_s);
+    /* the legend: the eleven shades, 0 % to 100 % */
+    for (int l = 0; l <= 10; l++) {
+        fprintf(out,
+                "<rect x=\"%d\" y=\"%d\" width=\"20\" height=\"10\" "
+                "fill=\"",
+                left + 20 * l, ly + 22);
+        shade_fill(out, l);
+        fputs("\" stroke=\"#ccc\"/>", out);
+    }
+    fprintf(out,
+            "<text x=\"%d\" y=\"%d\">0 %%</text><text x=\"%d\" "
+            "y=\"%d\">100 %% GPU utilization (mean per cell)</text>",
+            left - 30, ly + 31, left + 20 * 11 + 4, ly + 31);
+    close_svg(out, title);
+}

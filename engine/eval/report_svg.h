@@ -44,4 +44,11 @@ typedef struct tw_svg_range {
 void tw_svg_ranges(FILE *out, const char *title, const tw_svg_range *r,
                    size_t n, int64_t start_us, int64_t end_us);
 
+/* A heat map: nrows rows of ncols cells, values[r * ncols + c] in 0..100
+ * (NAN: no data, left blank), darker for higher; span_s labels the time
+ * axis. Adjacent cells of one shade are drawn as one rectangle. */
+void tw_svg_heatmap(FILE *out, const char *title, const char *const *rows,
+                    const double *values, size_t nrows, size_t ncols,
+                    double span_s);
+
 #endif /* TW_REPORT_SVG_H */

@@ -184,16 +184,46 @@ static int series_key_of(stats_ctx *c, const char *type, const char *name,
     return TW_OK;
 }
 
+/* The heat-map row of a node's GPU; UINT32_MAX for any other series. */
+static int heat_key_of(stats_ctx *c, const tw_batch_series *bs,
+                       const char *node, uint32_t *out)
+{
+    *out = UINT32_MAX;
+    if (bs->type == NULL || strcmp(bs->type, "gpu") != 0 ||
+        bs->dimension == NULL || strcmp(bs->dimension, "GPUUtilization") != 0)
+        return TW_OK;
+    const char *gpu = bs->name ? bs->name : "";
+    char buf[768];
+    int len = snprintf(buf, sizeof(buf), "%s\x1f%s", node, gpu);
+    if (len < 0 || (size_t)len >= sizeof(buf))
+        len = (int)sizeof(buf) - 1;
+    if (tw_strmap_get(&c->heat_map, buf, (size_t)len, out))
+        return TW_OK;
+    if (tw_grow((void **)&c->heat_keys, &c->cap_heat_keys, c->nheat_keys + 1,
+                sizeof(*c->heat_keys), 16) != TW_OK ||
+        tw_strmap_put(&c->heat_map, buf, (size_t)len,
+                      (uint32_t)c->nheat_keys) != TW_OK)
+        return TW_ERR;
+    heat_key *k = &c->heat_keys[c->nheat_keys];
+    if (intern(&c->str, node, &k->node) != TW_OK ||
+        intern(&c->str, gpu, &k->gpu) != TW_OK)
+        return TW_ERR;
+    *out = (uint32_t)c->nheat_keys++;
+    return TW_OK;
+}
+
 static int add_samples(stats_ctx *c, const tw_batch *b)
 {
-    uint32_t *key = malloc((b->nseries + 1) * sizeof(*key));
+    uint32_t *key = malloc((2 * b->nseries + 1) * sizeof(*key));
     if (key == NULL)
         return TW_ERR;
+    uint32_t *heat = key + b->nseries;
     for (size_t i = 0; i < b->nseries; i++) {
         const tw_batch_series *s = &b->series[i];
         if (series_key_of(c, s->type ? s->type : "", s->name,
                           s->dimension ? s->dimension : "",
-                          b->node ? b->node : "", &key[i]) != TW_OK) {
+                          b->node ? b->node : "", &key[i]) != TW_OK ||
+            heat_key_of(c, s, b->node ? b->node : "", &heat[i]) != TW_OK) {
             free(key);
             return TW_ERR;
         }
@@ -209,6 +239,14 @@ static int add_samples(stats_ctx *c, const tw_batch *b)
             return TW_ERR;
         }
         c->samples[c->nsamples++] = (sample_rec){ts, s->value, key[s->series]};
+        if (heat[s->series] == UINT32_MAX)
+            continue;
+        if (tw_grow((void **)&c->heat, &c->cap_heat, c->nheat + 1,
+                    sizeof(*c->heat), 1024) != TW_OK) {
+            free(key);
+            return TW_ERR;
+        }
+        c->heat[c->nheat++] = (sample_rec){ts, s->value, heat[s->series]};
     }
     free(key);
     return TW_OK;
@@ -369,6 +407,9 @@ static void ctx_free(stats_ctx *c)
     free(c->keys);
     tw_strmap_free(&c->key_map);
     free(c->samples);
+    free(c->heat_keys);
+    tw_strmap_free(&c->heat_map);
+    free(c->heat);
     tw_strmap_free(&c->gs_map);
     free(c->gsteps);
 }
@@ -389,6 +430,7 @@ int tw_statistics_compute(const char *dir, const tw_stats_opts *o,
     tw_strmap_init(&c.str.map);
     tw_strmap_init(&c.key_map);
     tw_strmap_init(&c.gs_map);
+    tw_strmap_init(&c.heat_map);
     tw_statistics *s = calloc(1, sizeof(*s));
     tw_reader_stats rs;
     memset(&rs, 0, sizeof(rs));
@@ -429,7 +471,8 @@ int tw_statistics_compute(const char *dir, const tw_stats_opts *o,
     if (tw_stats_phase_intervals(&c, s) != TW_OK ||
         tw_stats_step_statistics(&c, s) != TW_OK ||
         tw_stats_utilization(&c, s, o->per_phase) != TW_OK ||
-        tw_stats_usage_buckets(&c, s) != TW_OK) {
+        tw_stats_usage_buckets(&c, s) != TW_OK ||
+        tw_stats_heatmap(&c, s) != TW_OK) {
         snprintf(err, errlen, "out of memory computing the statistics");
         goto out;
     }
@@ -467,5 +510,11 @@ void tw_statistics_free(tw_statistics *s)
         free(s->usage[i].node);
     }
     free(s->usage);
+    for (size_t i = 0; i < s->nheat; i++) {
+        free(s->heat[i].node);
+        free(s->heat[i].gpu);
+        free(s->heat[i].mean);
+    }
+    free(s->heat);
     free(s);
 }

@@ -46,6 +46,11 @@ typedef struct group_step {
     int64_t start_us, end_us;
 } group_step;
 
+/* A GPU of a node, a row of the utilization heat map. */
+typedef struct heat_key {
+    uint32_t node, gpu; /* interned */
+} heat_key;
+
 typedef struct stats_ctx {
     const tw_stats_opts *o;
     interned str;
@@ -66,6 +71,13 @@ typedef struct stats_ctx {
     tw_strmap key_map; /* "type\x1fmetric\x1fnode" -> keys index */
     sample_rec *samples;
     size_t nsamples, cap_samples;
+
+    /* GPUUtilization samples per (node, GPU) for the heat map */
+    heat_key *heat_keys;
+    size_t nheat_keys, cap_heat_keys;
+    tw_strmap heat_map; /* "node\x1fgpu" -> heat_keys index */
+    sample_rec *heat;   /* key: index into heat_keys */
+    size_t nheat, cap_heat;
 
     tw_strmap gs_map; /* "group\x1fstep" -> gsteps index */
     group_step *gsteps;
@@ -90,5 +102,7 @@ int tw_stats_phase_intervals(stats_ctx *c, tw_statistics *s);
 int tw_stats_step_statistics(const stats_ctx *c, tw_statistics *s);
 int tw_stats_utilization(const stats_ctx *c, tw_statistics *s, int per_phase);
 int tw_stats_usage_buckets(const stats_ctx *c, tw_statistics *s);
+/* job_statistics_heatmap.c */
+int tw_stats_heatmap(const stats_ctx *c, tw_statistics *s);
 
 #endif /* TW_JOB_STATISTICS_CTX_H */

@@ -37,6 +37,16 @@ typedef struct tw_usage_row {
     uint64_t counts[TW_STATS_MAX_RANGES];
 } tw_usage_row;
 
+/* Mean GPUUtilization of one GPU per column of the heat map; NAN where
+ * the column holds no sample. */
+typedef struct tw_heat_row {
+    char *node, *gpu;
+    double *mean; /* tw_statistics.heat_columns values */
+} tw_heat_row;
+
+/* At most this many columns: the page draws one cell per column. */
+#define TW_STATS_HEAT_MAX_COLUMNS 120
+
 struct tw_statistics {
     tw_stats_by by;
     int has_selection;
@@ -60,6 +70,11 @@ struct tw_statistics {
     size_t nutil;
     tw_usage_row *usage;
     size_t nusage;
+    /* column c covers [heat_start_us + c * heat_bucket_us, + heat_bucket_us) */
+    int64_t heat_start_us, heat_bucket_us;
+    size_t heat_columns;
+    tw_heat_row *heat;
+    size_t nheat;
 };
 
 const char *tw_stats_by_name(tw_stats_by by);

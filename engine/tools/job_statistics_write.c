@@ -70,6 +70,44 @@ static void json_job(tw_json *j, const tw_statistics *s)
     tw_json_object_end(j);
 }
 
+/* "gpu_heatmap": null without GPU utilization samples. */
+static void json_heatmap(tw_json *j, const tw_statistics *s)
+{
+    tw_json_key(j, "gpu_heatmap");
+    if (s->nheat == 0) {
+        tw_json_null(j);
+        return;
+    }
+    tw_json_object_begin(j);
+    tw_json_key(j, "start_us");
+    tw_json_int(j, s->heat_start_us);
+    tw_json_key(j, "bucket_us");
+    tw_json_int(j, s->heat_bucket_us);
+    tw_json_key(j, "columns");
+    tw_json_int(j, (int64_t)s->heat_columns);
+    tw_json_key(j, "rows");
+    tw_json_array_begin(j);
+    for (size_t i = 0; i < s->nheat; i++) {
+        tw_json_object_begin(j);
+        tw_json_key(j, "node");
+        tw_json_string(j, s->heat[i].node);
+        tw_json_key(j, "gpu");
+        tw_json_string(j, s->heat[i].gpu);
+        tw_json_key(j, "mean");
+        tw_json_array_begin(j);
+        for (size_t c = 0; c < s->heat_columns; c++) {
+            if (isnan(s->heat[i].mean[c]))
+                tw_json_null(j);
+            else
+                tw_json_double(j, s->heat[i].mean[c]);
+        }
+        tw_json_array_end(j);
+        tw_json_object_end(j);
+    }
+    tw_json_array_end(j);
+    tw_json_object_end(j);
+}
+
 static void write_json_doc(tw_json *j, const tw_statistics *s)
 {
     tw_json_object_begin(j);
@@ -181,6 +219,7 @@ static void write_json_doc(tw_json *j, const tw_statistics *s)
     }
     tw_json_array_end(j);
     tw_json_object_end(j);
+    json_heatmap(j, s);
     tw_json_object_end(j);
 }
 
@@ -320,6 +359,18 @@ static int write_csv(const tw_statistics *s, FILE *out)
             snprintf(stat, sizeof(stat), "%s-%s", a, b);
             csv_int(out, "usage", u->metric, u->node, "", stat,
                     (int64_t)u->counts[q]);
+        }
+    }
+    /* heat map: group = GPU, phase = the column's start (us) */
+    for (size_t i = 0; i < s->nheat; i++) {
+        for (size_t c = 0; c < s->heat_columns; c++) {
+            if (isnan(s->heat[i].mean[c]))
+                continue;
+            char col[32];
+            snprintf(col, sizeof(col), "%" PRId64,
+                     s->heat_start_us + (int64_t)c * s->heat_bucket_us);
+            csv_double(out, "gpu_heatmap", s->heat[i].gpu, s->heat[i].node, col,
+                       "mean", s->heat[i].mean[c]);
         }
     }
     return ferror(out) ? TW_ERR : TW_OK;

@@ -43,7 +43,8 @@ for job in healthy cpu straggler; do
   render "$WORK/$job.html" "$WORK/$job.dom" "$WORK/$job.log"
   expect=("Time per training phase" "Training phases" "Step durations on"
           "GPU utilization per" "Utilization histogram" "GPU memory per node"
-          "CPU utilization per node" "CPUBottleneck: low-GPU")
+          "CPU utilization per node" "CPUBottleneck: low-GPU"
+          "GPU utilization over time per GPU")
   [ "$job" = healthy ] || expect+=("Finding time ranges")
   out=$(/usr/bin/python3 "$CHECK" "$WORK/$job.dom" "$WORK/$job.log" \
     --expect-chart "${expect[@]}") || fail "$job: $out"
@@ -58,6 +59,23 @@ first_rule() { grep -o '<td>[A-Za-z]*</td><td class="IssuesFound"' "$1" | head -
   fail "cpu: first rule $(first_rule "$WORK/cpu.dom")"
 grep -q '<h3>Straggler</h3>' "$WORK/straggler.dom" || fail "straggler: no Straggler finding"
 grep -q 'algo-2' "$WORK/straggler.dom" || fail "straggler: algo-2 not named"
+# the heat map: one row per node's GPU, and the straggler's row the palest
+/usr/bin/python3 - "$WORK/straggler.dom" <<'PY' || fail "straggler: heat map"
+import re, sys
+dom = open(sys.argv[1]).read()
+svg = re.search(r'aria-label="GPU utilization over time per GPU".*?</svg>', dom, re.S).group(0)
+rows = re.findall(r'<text x="2" y="(\d+)" font-size="10">([^<]*)</text>', svg)
+assert len(rows) == 16, rows
+# darkness of a row: mean over its cells of (255 - red) weighted by width
+dark = {}
+for y, label in rows:
+    cells = re.findall(r'<rect x="[\d.]+" y="%d" width="([\d.]+)" height="12" fill="#([0-9a-f]{2})' % (int(y) - 10), svg)
+    w = sum(float(a) for a, _ in cells)
+    dark[label] = sum(float(a) * (255 - int(r, 16)) for a, r in cells) / w
+palest = min(dark, key=dark.get)
+assert palest.startswith("algo-2/"), (palest, sorted(dark.items(), key=lambda kv: kv[1])[:3])
+print("heat map: 16 rows, palest", palest)
+PY
 nodes=$(grep -c '<tr><td>GPU</td><td>algo-' "$WORK/straggler.dom" || true)
 [ "$nodes" -eq 16 ] || fail "straggler: $nodes GPU rows, expected 16"
 

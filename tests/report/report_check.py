@@ -17,7 +17,7 @@ from html.parser import HTMLParser
 
 SECTIONS = ["summary", "system-usage", "framework-metrics", "operators",
             "rules-summary", "findings", "rule-timeline", "step-durations",
-            "gpu-utilization", "workload", "dataloading", "batch-size",
+            "gpu-utilization", "gpu-heatmap", "workload", "dataloading", "batch-size",
             "bottlenecks", "gpu-memory", "timeline"]
 SHAPES = {"path", "rect", "circle", "line", "polyline", "polygon"}
 SVG_NS = "http://www.w3.org/2000/svg"

@@ -69,9 +69,9 @@ def read_system(root):
                 metric = (r.get("Dimension") or "") if t in ("cpu", "gpu") \
                     else (r.get("Name") or "")
                 rows.append((t, metric, r.get("NodeId") or "",
-                             llround(ts * 1e6), value))
+                             llround(ts * 1e6), value, r.get("Name") or ""))
     return pd.DataFrame(rows, columns=["type", "metric", "node", "ts_us",
-                                       "value"])
+                                       "value", "device"])
 
 
 def read_framework(root):
@@ -285,7 +285,31 @@ def compute(args):
         rows.append({"metric": m, "node": n, "samples": int(len(g)),
                      "counts": counts})
     out["usage"] = {"ranges": [list(r) for r in ranges], "rows": rows}
+    out["gpu_heatmap"] = heatmap(sysdf)
     return out
+
+
+def heatmap(sysdf):
+    """Mean GPUUtilization per (node, GPU) in at most 120 columns whose
+    width is a whole number of seconds (README "Job statistics")."""
+    g = sysdf[(sysdf["type"] == "gpu") & (sysdf["metric"] == "GPUUtilization")]
+    if not len(g):
+        return None
+    lo, hi = int(g["ts_us"].min()), int(g["ts_us"].max())
+    per_col = (hi - lo) // 120 + 1
+    width = max(1000000, -(-per_col // 1000000) * 1000000)
+    ncols = (hi - lo) // width + 1
+    g = g.assign(col=(g["ts_us"] - lo) // width)
+    rows = []
+    for (node, dev), d in sorted(g.groupby(["node", "device"]),
+                                 key=lambda kv: (kv[0][0].encode(),
+                                                 kv[0][1].encode())):
+        mean = [None] * ncols
+        for col, cd in d.groupby("col"):
+            mean[int(col)] = float(np.mean(np.sort(cd["value"].values)))
+        rows.append({"node": node, "gpu": dev, "mean": mean})
+    return {"start_us": lo, "bucket_us": width, "columns": int(ncols),
+            "rows": rows}
 
 
 def diff(a, b, path, errors):

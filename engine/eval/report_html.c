@@ -340,6 +340,73 @@ static void system_usage(FILE *out, const json_t *rules)
     end_section(out);
 }
 
+typedef struct op_row {
+    const char *name;
+    double share, total_us;
+} op_row;
+
+static int by_share(const void *a, const void *b)
+{
+    const op_row *x = a, *y = b;
+    if (x->share != y->share)
+        return x->share < y->share ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+/* The reference's "Overview: CPU/GPU operators": every operator above 2 %
+ * of the kind's time (OverallFrameworkMetrics' `CPU`, renormalized, and
+ * `CPU_total` in µs), largest first, with a pie. */
+static void operator_table(FILE *out, const json_t *f, const char *kind)
+{
+    char key[16], title[64];
+    snprintf(key, sizeof(key), "%s_total", kind);
+    const json_t *share = json_object_get(f, kind);
+    const json_t *total = json_object_get(f, key);
+    snprintf(title, sizeof(title), "%s operators", kind);
+    fprintf(out, "<h3>%s</h3>\n", title);
+    size_t n = json_object_size(share);
+    op_row *rows = n > 0 ? calloc(n, sizeof(*rows)) : NULL;
+    if (rows == NULL) {
+        fprintf(out,
+                "<p>No %s operator was recorded (the job's traces hold no "
+                "detailed profiling).</p>\n",
+                kind);
+        return;
+    }
+    size_t k = 0;
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)share, name, v)
+    {
+        const json_t *us = json_object_get(total, name);
+        rows[k++] = (op_row){name, json_number_value(v),
+                             json_is_number(us) ? json_number_value(us) : NAN};
+    }
+    qsort(rows, k, sizeof(*rows), by_share);
+    fputs("<table><tr><th>% of time</th><th>Cumulative time (µs)</th>"
+          "<th>Operator</th></tr>\n",
+          out);
+    const char **labels = malloc(k * sizeof(*labels));
+    double *values = malloc(k * sizeof(*values));
+    for (size_t i = 0; i < k; i++) {
+        fputs("<tr>", out);
+        cell_num(out, rows[i].share);
+        cell_num(out, rows[i].total_us);
+        cell_text(out, rows[i].name);
+        fputs("</tr>\n", out);
+        if (labels != NULL && values != NULL) {
+            labels[i] = rows[i].name;
+            values[i] = rows[i].share;
+        }
+    }
+    fputs("</table>\n", out);
+    if (labels != NULL && values != NULL)
+        tw_svg_pie(out, title, labels, values, k);
+    free(labels);
+    free(values);
+    free(rows);
+}
+
 static void framework(FILE *out, const json_t *rules)
 {
     const json_t *f = details(rules, "OverallFrameworkMetrics");
@@ -376,9 +443,8 @@ static void framework(FILE *out, const json_t *rules)
         }
     }
     fputs("</table>\n", out);
-    missing(out, "per-operator CPU and GPU times (the reference's operator "
-                 "tables) are not in the rules' results; only these shares "
-                 "are.");
+    operator_table(out, f, "CPU");
+    operator_table(out, f, "GPU");
     end_section(out);
 }
 

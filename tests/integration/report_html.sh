@@ -32,7 +32,8 @@ render() { # PAGE DOM LOG
     > "$3" || true
 }
 
-"$TW" synth "$WORK/healthy" --preset healthy --nodes 2 --duration 4m --seed 1 2>/dev/null
+"$TW" synth "$WORK/healthy" --preset healthy --nodes 2 --duration 4m --seed 1 \
+  --detailed-steps 5 2>/dev/null
 "$TW" synth "$WORK/cpu" --preset cpu_bottleneck --nodes 1 --duration 12m --seed 3 2>/dev/null
 "$TW" synth "$WORK/straggler" --preset straggler --nodes 16 --duration 6m --seed 2 2>/dev/null
 
@@ -46,6 +47,7 @@ for job in healthy cpu straggler; do
           "CPU utilization per node" "CPUBottleneck: low-GPU"
           "GPU utilization over time per GPU")
   [ "$job" = healthy ] || expect+=("Finding time ranges")
+  [ "$job" != healthy ] || expect+=("CPU operators" "GPU operators")
   out=$(/usr/bin/python3 "$CHECK" "$WORK/$job.dom" "$WORK/$job.log" \
     --expect-chart "${expect[@]}") || fail "$job: $out"
   echo "$job ($size bytes): $out"
@@ -59,6 +61,24 @@ first_rule() { grep -o '<td>[A-Za-z]*</td><td class="IssuesFound"' "$1" | head -
   fail "cpu: first rule $(first_rule "$WORK/cpu.dom")"
 grep -q '<h3>Straggler</h3>' "$WORK/straggler.dom" || fail "straggler: no Straggler finding"
 grep -q 'algo-2' "$WORK/straggler.dom" || fail "straggler: algo-2 not named"
+# the operator tables: OverallFrameworkMetrics' CPU/GPU shares, largest first
+"$TW" eval "$WORK/healthy" --json > "$WORK/healthy.json" 2>/dev/null
+/usr/bin/python3 - "$WORK/healthy.dom" "$WORK/healthy.json" <<'PY' || fail "healthy: operator tables"
+import json, re, sys
+dom = open(sys.argv[1]).read()
+rules = json.load(open(sys.argv[2]))["rules"]
+det = next(r for r in rules if r["name"] == "OverallFrameworkMetrics")["report"]["Details"]
+for kind in ("CPU", "GPU"):
+    table = re.search(r"<h3>%s operators</h3>\s*<table>(.*?)</table>" % kind, dom, re.S).group(1)
+    rows = re.findall(r'<tr><td class="n">([^<]*)</td><td class="n">([^<]*)</td><td>([^<]*)</td></tr>', table)
+    assert len(rows) == len(det[kind]) > 0, (kind, rows, det[kind])
+    shares = [float(r[0]) for r in rows]
+    assert shares == sorted(shares, reverse=True), shares
+    for share, total, name in rows:
+        assert abs(float(share) - det[kind][name]) < 1e-3, (name, share)
+        assert abs(float(total) - det[kind + "_total"][name]) <= 1, (name, total)
+print("operator tables: %d CPU, %d GPU rows as the rule's details" % (len(det["CPU"]), len(det["GPU"])))
+PY
 # the heat map: one row per node's GPU, and the straggler's row the palest
 /usr/bin/python3 - "$WORK/straggler.dom" <<'PY' || fail "straggler: heat map"
 import re, sys

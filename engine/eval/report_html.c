@@ -560,6 +560,15 @@ static void findings(FILE *out, const json_t *rules, int64_t start_us,
                 ranges[nr++] = (tw_svg_range){name, num_us(tr, "first_us"),
                                               num_us(tr, "last_us")};
         }
+        const char *cause = json_string_value(
+            json_object_get(json_object_get(r, "caused_by"), "rule"));
+        if (cause != NULL) {
+            /* fixed semantics relate findings (docs/rules.md "Root cause
+             * first"): say which finding explains this one */
+            fputs("<li class=\"cause\">Caused by: ", out);
+            tw_html_escape(out, cause);
+            fputs(" (a consequence: fix that finding first)</li>", out);
+        }
         const char *par = json_string_value(json_object_get(f, "parameters"));
         if (par != NULL) {
             fputs("<li>Decided by: ", out);

@@ -59,6 +59,9 @@ grep -q 'No rule found an issue' "$WORK/healthy.dom" || fail "healthy: findings"
 first_rule() { grep -o '<td>[A-Za-z]*</td><td class="IssuesFound"' "$1" | head -1; }
 [[ $(first_rule "$WORK/cpu.dom") == *CPUBottleneck* ]] ||
   fail "cpu: first rule $(first_rule "$WORK/cpu.dom")"
+# the consequence names its root cause (fixed semantics' caused_by)
+grep -q '<li class="cause">Caused by: CPUBottleneck' "$WORK/cpu.dom" ||
+  fail "cpu: LowGPUUtilization's cause not shown"
 grep -q '<h3>Straggler</h3>' "$WORK/straggler.dom" || fail "straggler: no Straggler finding"
 grep -q 'algo-2' "$WORK/straggler.dom" || fail "straggler: algo-2 not named"
 # the operator tables: OverallFrameworkMetrics' CPU/GPU shares, largest first

@@ -7,11 +7,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "broker_faults.h"
 #include "cli_options.h"
 #include "commands.h"
 #include "kafka_broker.h"
@@ -26,6 +28,7 @@ enum {
     OPT_TOPIC,
     OPT_PARTITIONS,
     OPT_BOOTSTRAP_FILE,
+    OPT_FAULTS,
     OPT_VERBOSE
 };
 
@@ -51,6 +54,12 @@ static const tw_cli_option tw_broker_options[] = {
      "also write the bootstrap address (one line) to FILE, atomically once "
      "the broker is ready; FILE is removed when it stops",
      OPT_BOOTSTRAP_FILE},
+    {"faults", 0, NULL,
+     "read fault commands from standard input, one per line, for tests: "
+     "`error REQUEST COUNT ERROR`, `down ID`, `up ID`, `leader TOPIC "
+     "PARTITION ID`, `coordinator group|transaction KEY ID`, `rtt ID MS` "
+     "(README \"Fault injection\"); each is logged as done or refused",
+     OPT_FAULTS},
     {"verbose", 'v', NULL, "log librdkafka's debug messages too", OPT_VERBOSE},
     {NULL, 0, NULL, NULL, 0}};
 
@@ -97,6 +106,7 @@ typedef struct tw_broker_cmd {
     tw_broker_opts opts;
     int default_partitions;
     const char *bootstrap_file;
+    int faults; /* read fault commands from stdin */
     /* Topic arguments: name and explicit partitions (0 = the default). */
     char *names[TW_BROKER_MAX_TOPICS];
     int parts[TW_BROKER_MAX_TOPICS];
@@ -229,6 +239,9 @@ static int tw_broker_cmd_load(tw_broker_cmd *b, int argc, char **argv,
         case OPT_BOOTSTRAP_FILE:
             b->bootstrap_file = p.arg;
             break;
+        case OPT_FAULTS:
+            b->faults = 1;
+            break;
         case OPT_VERBOSE:
             tw_log_set_level(TW_LOG_DEBUG);
             break;
@@ -278,12 +291,71 @@ static int tw_broker_cmd_open(tw_broker_cmd *b, tw_broker **broker)
     return 0;
 }
 
+/* --faults: stdin's complete lines so far, applied in order. */
+typedef struct tw_fault_input {
+    char buf[4096];
+    size_t len;
+    int open;
+} tw_fault_input;
+
+static void tw_broker_cmd_apply(tw_broker *broker, int nbrokers,
+                                const char *line)
+{
+    char msg[640];
+    if (tw_broker_fault_apply(tw_broker_mock_cluster(broker), nbrokers, line,
+                              msg, sizeof(msg)) != 0)
+        tw_log(TW_LOG_WARN, "broker: fault '%s' refused: %s", line, msg);
+    else if (msg[0] != '\0')
+        tw_log(TW_LOG_INFO, "broker: fault: %s", msg);
+}
+
+/* Reads what stdin has (never blocks) and applies each whole line. */
+static void tw_broker_cmd_faults(tw_fault_input *in, tw_broker *broker,
+                                 int nbrokers)
+{
+    struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+    while (in->open && poll(&pfd, 1, 0) > 0) {
+        ssize_t n = read(STDIN_FILENO, in->buf + in->len,
+                         sizeof(in->buf) - 1 - in->len);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            in->open = 0; /* end of input: no more faults */
+            n = 0;
+        }
+        in->len += (size_t)n;
+        in->buf[in->len] = '\0';
+        char *start = in->buf, *nl;
+        while ((nl = strchr(start, '\n')) != NULL) {
+            *nl = '\0';
+            tw_broker_cmd_apply(broker, nbrokers, start);
+            start = nl + 1;
+        }
+        in->len -= (size_t)(start - in->buf);
+        memmove(in->buf, start, in->len);
+        if (in->len == sizeof(in->buf) - 1) {
+            tw_log(TW_LOG_WARN,
+                   "broker: fault command longer than %zu bytes "
+                   "dropped",
+                   in->len);
+            in->len = 0;
+        }
+        if (n == 0)
+            break;
+    }
+}
+
 /* Serves until SIGINT or SIGTERM, then removes --bootstrap-file. */
-static void tw_broker_cmd_serve(const tw_broker_cmd *b, sigset_t *sigs)
+static void tw_broker_cmd_serve(const tw_broker_cmd *b, tw_broker *broker,
+                                sigset_t *sigs)
 {
     int sig = 0;
-    while (sig == 0)
-        sig = tw_signals_wait(sigs, 1000);
+    tw_fault_input in = {.open = b->faults};
+    while (sig == 0) {
+        if (in.open)
+            tw_broker_cmd_faults(&in, broker, b->opts.brokers);
+        sig = tw_signals_wait(sigs, in.open ? 50 : 1000);
+    }
     tw_log(TW_LOG_INFO, "broker: %s received, stopping", tw_signals_name(sig));
     if (b->bootstrap_file != NULL && unlink(b->bootstrap_file) != 0)
         tw_log(TW_LOG_WARN, "broker: cannot remove '%s': %s", b->bootstrap_file,
@@ -307,7 +379,7 @@ int tw_cmd_broker(int argc, char **argv)
     }
     if (tw_broker_cmd_open(&b, &broker) != 0)
         goto out;
-    tw_broker_cmd_serve(&b, &sigs);
+    tw_broker_cmd_serve(&b, broker, &sigs);
     status = 0;
 out:
     tw_broker_stop(broker);

@@ -408,6 +408,11 @@ const char *tw_broker_direct_bootstrap(const tw_broker *b)
     return b->direct;
 }
 
+rd_kafka_mock_cluster_t *tw_broker_mock_cluster(tw_broker *b)
+{
+    return b->mcluster;
+}
+
 void tw_broker_stop(tw_broker *b)
 {
     if (b == NULL)

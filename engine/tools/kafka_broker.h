@@ -68,6 +68,11 @@ const char *tw_broker_bootstrap(const tw_broker *b);
 /* The mock brokers' own addresses, "127.0.0.1:P1,127.0.0.1:P2,...". */
 const char *tw_broker_direct_bootstrap(const tw_broker *b);
 
+/* The mock cluster itself, for fault injection (broker_faults.h); owned
+ * by the broker. */
+struct rd_kafka_mock_cluster_s;
+struct rd_kafka_mock_cluster_s *tw_broker_mock_cluster(tw_broker *b);
+
 /* Stops the relay, closes every connection and destroys the cluster (its
  * data is lost). NULL is ignored. */
 void tw_broker_stop(tw_broker *b);

@@ -41,6 +41,8 @@ def reduce(x, ops, prev=None, threshold_inactivity=1.0):
     (p5 and p95 are one element each). prev: the tensor's previously
     published value, for update_l2."""
     with torch.no_grad():
+        if len(ops) == 1 and ops[0] == "value" and x.numel() == 1:
+            return x.detach().reshape(1).to(torch.float64)  # a loss
         y = x.detach().to(torch.float64)
         flat = y.reshape(-1)
         parts = []
@@ -92,5 +94,6 @@ def reduce(x, ops, prev=None, threshold_inactivity=1.0):
                 v = quant[0] if op == "p5" else quant[1]
             else:
                 raise ValueError(f"unknown reduction {op!r}")
-            parts.append(v.reshape(1))
-        return torch.cat(parts) if parts else flat.new_zeros(0)
+            parts.append(v)
+        # one op for the vector: every part is 0-d
+        return torch.stack(parts) if parts else flat.new_zeros(0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A real PyTorch training script with the hook's stop channel: a small
-MLP, steps padded to --step-ms, the hook counting steps by the model's
-forwards. Prints "step N START_US" (flushed) as each step begins. It does
+MLP, steps padded to --step-ms (--slow-ms from step --slow-from on), the
+hook counting steps by the model's forwards. Prints "step N START_US" (flushed) as each step begins. It does
 not catch StopTraining: the process ends as an uncaught one ends it."""
 import argparse
 import sys
@@ -19,6 +19,8 @@ def main():
     ap.add_argument("--stop-file", required=True)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--step-ms", type=float, default=20)
+    ap.add_argument("--slow-from", type=int, default=-1)
+    ap.add_argument("--slow-ms", type=float, default=0)
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -39,7 +41,8 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
-        left = a.step_ms / 1000 - (time.monotonic() - t0)
+        ms = a.slow_ms if 0 <= a.slow_from <= i else a.step_ms
+        left = ms / 1000 - (time.monotonic() - t0)
         if left > 0:
             time.sleep(left)
     print("finished without a stop", flush=True)

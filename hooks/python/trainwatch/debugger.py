@@ -185,8 +185,8 @@ class Debugger:
 
     def save_tensor(self, name, value, collections):
         """A tensor the script names (labels, predictions): added to
-        `collections` (created as regex-less collections if the config
-        has none of that name: they are saved only if configured)."""
+        those of `collections` the configuration includes (a name it
+        does not include is ignored); saved when one of them saves."""
         for cname in collections:
             c = self._by_name.get(cname)
             if c is not None and name not in c.tensor_names:

@@ -27,7 +27,9 @@ tensor_records=, bytes_per_step= (everything the job sent to Kafka,
 events included) and debugger_cpu_us_per_step= (training-thread CPU time
 inside the debugging side's callbacks: step start with the heartbeat and
 the parameters, module and gradient hooks, reductions; timed around each
-call, the timer's own ~0.5 us per call included) are printed as well.
+call, the timer's own cost included: two thread_time() calls per
+timed callback, ~2.5 us each on a VM where it is a system call) are
+printed as well.
 
 --brokers: a running `trainwatch broker`. Not run by ctest (a figure)."""
 import argparse

@@ -5,7 +5,12 @@
 # and its YAML through `run --check`, reductions against numpy, and a real
 # PyTorch run whose TensorRecords read back from the topic equal the same
 # tensors' reductions computed independently, on the 5.6 schedule, with a
-# heartbeat per step and the raw-tensor cap), then the stop channel: a
+# heartbeat per step and the raw-tensor cap; and the pathologies of
+# hook/debug_train.py, each publishing its rule's signal: lr 0 and no
+# parameters -> constant loss, update_l2 0; lr 1e3 -> NaN from the fault
+# step; deep sigmoid -> gradient abs_mean < 1e-7; ReLU bias -50 ->
+# dead_fraction 1; a stalled step -> a heartbeat gap; 8 training samples
+# -> evaluation loss above training loss), then the stop channel: a
 # real training script ends by StopTraining within one step of the stop
 # file appearing (tests/integration/hook/stop_train.py); and live: the
 # same script streaming into `trainwatch run`, where a rule (StepOutlier,

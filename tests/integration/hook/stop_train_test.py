@@ -14,7 +14,9 @@ import sys
 import time
 import uuid
 
-import test_hook_debugger as t
+from tensor_topic import consume
+
+BOOTSTRAP = os.environ.get("TW_BOOTSTRAP")
 
 POLL_S = 0.1
 STEP_MS = 20.0
@@ -40,7 +42,7 @@ def main():
     p = subprocess.Popen(
         [sys.executable, os.path.join(os.path.dirname(__file__),
                                       "stop_train.py"),
-         "--job", job, "--brokers", t.BOOTSTRAP, "--stop-file", template,
+         "--job", job, "--brokers", BOOTSTRAP, "--stop-file", template,
          "--step-ms", str(STEP_MS)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     starts = []
@@ -72,7 +74,7 @@ def main():
         f"{len(after)} steps began after the stop file (allowed "
         f"{allowed})")
     assert last < 100, f"ran to step {last}"
-    recs, _ = t.consume(t.BOOTSTRAP, job)  # raises without JOB_END
+    recs, _ = consume(BOOTSTRAP, job)  # raises without JOB_END
     hb = [r["step"] for r in recs if r["name"] == "heartbeat"]
     # every step that ran has its heartbeat; the one that raised has none
     assert hb == list(range(last)), (hb[-5:], last)

@@ -9,7 +9,6 @@ schedule of 5.6, with a heartbeat every step and the raw-tensor cap.
 Run: PYTHONPATH=build/hooks/python python3 -m unittest <this file>."""
 import math
 import os
-import time
 import unittest
 import uuid
 
@@ -22,9 +21,10 @@ from trainwatch.debugger_config import SaveConfigMode
 from trainwatch.profiler_config import ConfigError
 from trainwatch.tensor_reductions import reduce
 
+from tensor_topic import consume, consume_jobs
+
 torch.set_num_threads(1)
 BOOTSTRAP = os.environ.get("TW_BOOTSTRAP")
-MODE_NAMES = {1: "TRAIN", 2: "EVAL", 3: "PREDICT", 4: "GLOBAL"}
 
 
 def expected_save(k, interval=500, steps=(), start=0, end=None):
@@ -295,50 +295,6 @@ class Net(torch.nn.Module):
         return self.fc2(self.relu(self.fc1(self.features(x))))
 
 
-def consume(bootstrap, job, timeout=60):
-    """Every TensorRecord of `job` on trainwatch.metrics, decoded, once
-    its JOB_END marker has been read; and the bytes of its messages."""
-    import confluent_kafka
-    from trainwatch.wire.Batch import Batch
-    c = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "t-" + uuid.uuid4().hex,
-        "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    c.subscribe(["trainwatch.metrics"])
-    out, nbytes, ended = [], 0, False
-    deadline = time.monotonic() + timeout
-    try:
-        while not ended and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None or m.error() or m.key() != job.encode():
-                continue
-            buf = m.value()
-            nbytes += len(buf)
-            b = Batch.GetRootAs(buf, 0)
-            for k in range(b.MarkersLength()):
-                ended |= b.Markers(k).Kind() == 2  # JobEnd
-            for k in range(b.TensorsLength()):
-                t = b.Tensors(k)
-                out.append({
-                    "name": t.Name().decode(), "step": t.Step(),
-                    "mode": MODE_NAMES.get(t.Mode()),
-                    "mode_step": t.ModeStep(), "wall_us": t.WallUs(),
-                    "dtype": (t.Dtype() or b"").decode(),
-                    "shape": [t.Shape(i) for i in range(t.ShapeLength())],
-                    "numel": t.Numel(), "prev_step": t.PrevStep(),
-                    "collections": [t.Collections(i).decode() for i in
-                                    range(t.CollectionsLength())],
-                    "red": {t.Reductions(i).Op().decode():
-                            t.Reductions(i).Value()
-                            for i in range(t.ReductionsLength())},
-                    "raw": None if t.RawIsNone() else
-                    [t.Raw(i) for i in range(t.RawLength())]})
-    finally:
-        c.close()
-    if not ended:
-        raise AssertionError(f"no JOB_END for {job} within {timeout} s")
-    return out, nbytes
-
-
 @unittest.skipUnless(BOOTSTRAP, "needs a broker: TW_BOOTSTRAP")
 class Published(unittest.TestCase):
     TRAIN, EVAL = 10, 3
@@ -532,6 +488,82 @@ class Published(unittest.TestCase):
                 self.fail(f"unexpected record {name}")
             n_checked += 1
         self.assertGreater(n_checked, 100)
+
+
+@unittest.skipUnless(BOOTSTRAP, "needs a broker: TW_BOOTSTRAP")
+class Scenarios(unittest.TestCase):
+    """debug_train.py's pathologies publish the signal each rule needs."""
+
+    def test_pathologies(self):
+        import debug_train
+        tag = uuid.uuid4().hex[:6]
+        jobs, faults = {}, {}
+        for s in debug_train.SCENARIOS:
+            jobs[s] = f"{s}-{tag}"
+            faults[s], st = debug_train.run([
+                "--job", jobs[s], "--brokers", BOOTSTRAP, "--scenario", s,
+                "--quiet", "--stall-s", "1.5"])
+            self.assertEqual((st["dropped"], st["undelivered"]), (0, 0))
+        got, _ = consume_jobs(BOOTSTRAP, list(jobs.values()))
+        r = {s: got[j] for s, j in jobs.items()}
+
+        def series(s, name, op, mode="TRAIN"):
+            return [x["red"][op] for x in sorted(r[s], key=lambda x: x[
+                "step"]) if x["name"] == name and x["mode"] == mode
+                and op in x["red"]]
+        loss = "CrossEntropyLoss_output_0"
+        # (a) healthy: the loss falls, weights move, nothing non-finite
+        h = series("healthy", loss, "value")
+        self.assertEqual(len(h), 40)
+        self.assertLess(h[-1], 0.85 * h[0])
+        # and by more than LossNotDecreasing's 0.1 % over any 10 steps
+        self.assertTrue(all(h[i + 10] < 0.999 * h[i] for i in range(30)))
+        self.assertTrue(all(v > 0 for v in
+                            series("healthy", "Net_fc2.weight",
+                                   "update_l2")))
+        self.assertFalse([x["name"] for x in r["healthy"]
+                          if x["red"].get("nan_count", 0)
+                          or x["red"].get("inf_count", 0)])
+        # (b) lr 0 / no parameters: the same loss every step, no update
+        for s in ("lr0", "noparams"):
+            v = series(s, loss, "value")
+            self.assertEqual(len(set(v)), 1, s)
+            for n in ("Net_body.weight", "Net_fc2.weight"):
+                u = series(s, n, "update_l2")
+                self.assertEqual((len(u), set(u)), (39, {0.0}), (s, n))
+        # (c) lr 1e3: NaN from the fault step on, in the loss and counts
+        f = faults["explode"]
+        self.assertGreater(f, 0)
+        v = series("explode", loss, "value")
+        self.assertTrue(all(math.isfinite(z) for z in v[:f]))
+        self.assertTrue(math.isnan(v[f]))
+        nan_steps = sorted({x["step"] for x in r["explode"]
+                            if x["red"].get("nan_count", 0) > 0})
+        self.assertTrue(nan_steps and nan_steps[0] <= f + 1, nan_steps)
+        # (d) deep sigmoid: the first layers' gradients vanish
+        g = series("sigmoid", "gradient/Net_body.0.weight", "abs_mean")
+        self.assertEqual(len(g), 40)
+        self.assertLess(max(g), 1e-7)
+        self.assertGreater(min(series("sigmoid", "gradient/Net_fc2.weight",
+                                      "abs_mean")), 1e-7)
+        # (e) bias -50 before the ReLU: every node dead, healthy not
+        self.assertEqual(set(series("deadrelu", "relu_output_0",
+                                    "dead_fraction")), {1.0})
+        self.assertLess(max(series("healthy", "relu_output_0",
+                                   "dead_fraction")), 0.5)
+        # (f) a stalled step: the heartbeats stop for the stall
+        hb = sorted((x["step"], x["wall_us"]) for x in r["stall"]
+                    if x["name"] == "heartbeat")
+        gaps = [(b[1] - a[1]) / 1e6 for a, b in zip(hb, hb[1:])]
+        self.assertGreaterEqual(gaps[faults["stall"] - 1], 1.5)
+        self.assertLess(max(gaps[:faults["stall"] - 1]), 1.0)
+        # (g) 8 training samples: the evaluation loss ends well above
+        # the training loss (Overfit's ratio_threshold 0.1)
+        tr = series("overfit", loss, "value")
+        ev = series("overfit", loss, "value", "EVAL")
+        self.assertEqual(len(ev), 8)
+        self.assertGreater(ev[-1], 1.1 * tr[-1])
+        self.assertGreater(ev[-1], ev[0])
 
 
 if __name__ == "__main__":

@@ -379,6 +379,65 @@ class DebuggerHookConfig:
             out[n] = Collection(n, regex, save, red, bool(m["raw"]), relu)
         return out
 
+    @classmethod
+    def from_json(cls, obj):
+        """From the JSON the managed service gives the training container
+        (DEBUG_RULES.md 5.5): {"LocalPath", "HookParameters": {...},
+        "CollectionConfigurations": [{"CollectionName",
+        "CollectionParameters"}]}, a dict or its text."""
+        if isinstance(obj, (str, bytes)):
+            import json
+            try:
+                obj = json.loads(obj)
+            except ValueError as e:
+                raise ConfigError(f"debugger JSON is not JSON: {e}",
+                                  ["json"]) from None
+        if not isinstance(obj, dict):
+            raise ConfigError(f"debugger JSON must be an object, not "
+                              f"{obj!r}", ["json"])
+        colls = obj.get("CollectionConfigurations") or []
+        if not isinstance(colls, list):
+            raise ConfigError("CollectionConfigurations must be a list",
+                              ["CollectionConfigurations"])
+        configs = []
+        for i, c in enumerate(colls):
+            if not isinstance(c, dict) or "CollectionName" not in c:
+                raise ConfigError(f"CollectionConfigurations[{i}] needs a "
+                                  "CollectionName",
+                                  [f"CollectionConfigurations[{i}]"])
+            configs.append(CollectionConfig(c["CollectionName"],
+                                            c.get("CollectionParameters")))
+        return cls(hook_parameters=obj.get("HookParameters"),
+                   collection_configs=configs,
+                   container_local_output_path=obj.get("LocalPath"))
+
+    @classmethod
+    def from_json_file(cls, path=None):
+        """from_json of a file: `path`, else $SMDEBUG_CONFIG_FILE_PATH,
+        else /opt/ml/input/config/debughookconfig.json (as the service's
+        hook looks for it)."""
+        import os
+        path = path or os.environ.get("SMDEBUG_CONFIG_FILE_PATH") or \
+            "/opt/ml/input/config/debughookconfig.json"
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise ConfigError(f"cannot read debugger JSON {path}: "
+                              f"{e.strerror}", ["path"]) from None
+        return cls.from_json(text)
+
+    def to_json(self):
+        """The same layout back (what the SDK sends); parameters as given."""
+        d = {"HookParameters": dict(self.hook_parameters),
+             "CollectionConfigurations": [
+                 {"CollectionName": c.name,
+                  "CollectionParameters": dict(c.parameters)}
+                 for c in self.collection_configs]}
+        if self.container_local_output_path:
+            d["LocalPath"] = self.container_local_output_path
+        return d
+
     def to_dict(self):
         return {"collections": {n: c.to_dict()
                                 for n, c in self.collections.items()},

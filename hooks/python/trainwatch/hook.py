@@ -365,6 +365,21 @@ class Hook:
         if self._debugger is not None:
             self._debugger.record_loss(loss, name)
 
+    def register_module(self, model):
+        """The managed service's name for watch(model)."""
+        self.watch(model)
+
+    @_guarded
+    def register_loss(self, loss_module):
+        """The managed service's name for watch(loss=loss_module)."""
+        if self._debugger is not None:
+            self._handles += self._debugger.watch_loss(loss_module)
+
+    def record_tensor_value(self, tensor_name, tensor_value):
+        """The managed service's name for record_loss(value, name): saved
+        as <tensor_name>_output_<i> in whatever collection matches it."""
+        self.record_loss(tensor_value, tensor_name)
+
     @_guarded
     def save_tensor(self, name, value, collections=("default",)):
         """A tensor the script names (labels, predictions), added to

@@ -140,6 +140,45 @@ class Config(unittest.TestCase):
                                    save_steps=kw.get("steps", ()))
                 self.assertEqual(s.should_save(k), expected_save(k, **kw))
 
+    def test_service_json(self):
+        """The JSON the service hands the training container (5.5)."""
+        import json
+        import tempfile
+        doc = {"LocalPath": "/opt/ml/output/tensors",
+               "HookParameters": {"save_interval": "50",
+                                  "eval.save_interval": "5"},
+               "CollectionConfigurations": [
+                   {"CollectionName": "gradients",
+                    "CollectionParameters": {"save_interval": "100"}},
+                   {"CollectionName": "relu_output",
+                    "CollectionParameters": {"include_regex":
+                                             ".*ReLU_output"}}]}
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(doc, f)
+            f.flush()
+            os.environ["SMDEBUG_CONFIG_FILE_PATH"] = f.name
+            try:
+                cfg = trainwatch.DebuggerHookConfig.from_json_file()
+            finally:
+                del os.environ["SMDEBUG_CONFIG_FILE_PATH"]
+        c = cfg.collections
+        self.assertEqual(set(c), {"losses", "gradients", "relu_output"})
+        self.assertEqual(c["gradients"].save["TRAIN"].save_interval, 100)
+        self.assertEqual(c["losses"].save["EVAL"].save_interval, 5)
+        self.assertEqual(c["losses"].save["TRAIN"].save_interval, 50)
+        self.assertTrue(c["relu_output"].matches("net.ReLU_output_0"))
+        self.assertEqual(cfg.to_json(), doc)
+        bad = dict(doc, CollectionConfigurations=[
+            {"CollectionName": "weights",
+             "CollectionParameters": {"save_interval": "0"}}])
+        with self.assertRaises(ConfigError) as cm:
+            trainwatch.DebuggerHookConfig.from_json(json.dumps(bad))
+        self.assertEqual(cm.exception.fields,
+                         ("collection_configs[weights].save_interval",))
+        with self.assertRaises(ConfigError) as cm:
+            trainwatch.DebuggerHookConfig.from_json_file("/nonexistent.json")
+        self.assertIn("/nonexistent.json", str(cm.exception))
+
     def test_mode_prefixes_and_collection_override(self):
         cfg = trainwatch.DebuggerHookConfig(
             hook_parameters={"save_interval": "100", "eval.save_interval":
@@ -277,6 +316,40 @@ class Reductions(unittest.TestCase):
         for op, got, w in zip(ops, v, want):
             self.assertAlmostEqual(got, float(w), places=10, msg=op)
         self.assertAlmostEqual(v[13], 2 / 7)
+
+
+class Naming(unittest.TestCase):
+    """Tensor names of 5.3 (the Debugger alone, records into a list)."""
+
+    def test_names_and_counters(self):
+        from trainwatch.debugger import Debugger
+        from trainwatch.sender import SenderStats
+        cfg = trainwatch.DebuggerHookConfig(
+            hook_parameters={"save_interval": "1"},
+            collection_configs=[trainwatch.CollectionConfig(
+                "outs", {"include_regex": "_output_"})])
+        out = []
+        d = Debugger(cfg, out.append, SenderStats())
+        m = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
+        d.watch(m)
+        d.watch_loss(torch.nn.MSELoss())
+        for step in range(2):
+            d.step_begin("TRAIN", step, 0)
+            m(torch.ones(1, 3))
+            m(torch.ones(1, 3))  # called twice: _output_1
+            d.record_loss(torch.tensor(0.5))
+            d.record_loss(torch.tensor(0.25), "aux_loss")
+        names = [(r[2], r[0]) for r in out if r[0] != "heartbeat"]
+        want = []
+        for step in range(2):
+            want += [(step, "Sequential_output_0"), (step, "0_output_0"),
+                     (step, "1_output_0"), (step, "Sequential_output_1"),
+                     (step, "0_output_1"), (step, "1_output_1"),
+                     (step, "loss_output_0"), (step, "aux_loss_output_0")]
+        self.assertEqual(sorted(names), sorted(want))
+        losses = [r for r in out if r[0] == "aux_loss_output_0"]
+        self.assertEqual(losses[0][1], ("losses", "outs"))
+        self.assertEqual(losses[0][9], ("value",))
 
 
 # ---- published through the broker --------------------------------------

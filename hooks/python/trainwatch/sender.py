@@ -44,6 +44,13 @@ class _Tensor:
         self.rec = rec
 
 
+def _tensor_bytes(rec):
+    """A generous estimate of a tensor record's encoded size."""
+    raw = rec[11]
+    return (200 + 24 * len(rec[9]) + 8 * len(rec[7]) + 40 * len(rec[1]) +
+            (8 * len(raw) if raw is not None else 0))
+
+
 class SenderStats:
     __slots__ = ("events", "dropped", "batches", "delivered", "failed",
                  "bytes", "worker_dropped", "errors", "sender_cpu_s",
@@ -69,13 +76,17 @@ class SenderStats:
 
 class Sender:
     def __init__(self, producer, topic, job, node, *, max_queue=100000,
-                 max_batch_events=4000, flush_interval=1.0, legacy=None):
+                 max_batch_events=4000, flush_interval=1.0, legacy=None,
+                 max_batch_bytes=256 * 1024):
         self._producer = producer
         self._topic = topic
         self._job = job
         self._node = node
         self._cap = max_queue
         self._max_batch = max_batch_events
+        # tensor records vary in size (raw values up to the cap): a batch
+        # stops at this estimate, well under Kafka's 1 MB message limit
+        self._max_bytes = max_batch_bytes
         self._interval = flush_interval
         self._queue = collections.deque()
         self._sources = []
@@ -233,14 +244,19 @@ class Sender:
                 continue
             events = []
             tensors = []
-            while q and len(events) + len(tensors) < self._max_batch:
+            est = 0
+            while q and len(events) + len(tensors) < self._max_batch \
+                    and est < self._max_bytes:
                 cls = q[0].__class__
                 if cls in (_Marker, _Profile):
                     break
                 if cls is _Tensor:
-                    tensors.append(q.popleft().rec)
+                    rec = q.popleft().rec
+                    tensors.append(rec)
+                    est += _tensor_bytes(rec)
                 else:
                     events.append(q.popleft())
+                    est += 100
             if events or tensors:
                 self._send(events, (), tensors=tensors)
             elif q and q[0].__class__ is _Profile:

@@ -223,9 +223,13 @@ def _tensor(b, shared, rec):
         for d in reversed(shape):
             b.PrependInt64(d)
         shape_vec = b.EndVector()
-    raw_vals = _floats(raw)
     raw_vec = None
-    if raw_vals is not None:
+    if raw is not None and hasattr(raw, "numpy"):
+        # a torch tensor: one copy through numpy, not a Python loop
+        raw_vec = b.CreateNumpyVector(
+            raw.detach().cpu().reshape(-1).numpy().astype("<f8"))
+    elif raw is not None:
+        raw_vals = _floats(raw)
         TensorRecord.StartRawVector(b, len(raw_vals))
         for v in reversed(raw_vals):
             b.PrependFloat64(v)

@@ -352,6 +352,47 @@ class Naming(unittest.TestCase):
         self.assertEqual(losses[0][9], ("value",))
 
 
+class Batching(unittest.TestCase):
+    def test_batches_stay_small(self):
+        """Records with raw values at the cap are sent in batches under
+        Kafka's 1 MB limit, in order, every one (no broker: a recording
+        producer)."""
+        from trainwatch.sender import Sender
+        from trainwatch.wire.Batch import Batch
+
+        class Producer:
+            def __init__(self):
+                self.msgs = []
+
+            def produce(self, topic, value, key, on_delivery):
+                self.msgs.append(value)
+                on_delivery(None, None)
+
+            def poll(self, t):
+                return 0
+
+            def flush(self, t):
+                return 0
+        p = Producer()
+        s = Sender(p, "t", "job", "node", flush_interval=60)
+        raw = torch.arange(4096, dtype=torch.float64)
+        vals = torch.zeros(3, dtype=torch.float64)
+        n = 600
+        for i in range(n):
+            s.tensor((f"labels{i}", ("labels",), i, "TRAIN", i, 1, "int64",
+                      (4096,), 4096, ("nan_count", "inf_count", "mean"),
+                      vals, raw, -1))
+        s.close(30)
+        self.assertGreater(len(p.msgs), 5)
+        self.assertLess(max(len(m) for m in p.msgs), 1000 * 1000)
+        got = []
+        for m in p.msgs:
+            b = Batch.GetRootAs(m, 0)
+            got += [b.Tensors(k).Name().decode()
+                    for k in range(b.TensorsLength())]
+        self.assertEqual(got, [f"labels{i}" for i in range(n)])
+
+
 # ---- published through the broker --------------------------------------
 class Net(torch.nn.Module):
     def __init__(self):

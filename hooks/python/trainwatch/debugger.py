@@ -71,6 +71,7 @@ class Debugger:
         self._prev = {}            # param name -> (value copy, step)
         self._cache = {}           # (active names, tensor name) -> colls
         self._params = []          # (name, parameter) of watched models
+        self._models = []
         self._warned_raw = False
 
     # ---- selection ---------------------------------------------------------
@@ -122,6 +123,9 @@ class Debugger:
     def watch(self, model):
         """Names the model's modules and parameters and hooks those that
         can be saved. Returns the handles."""
+        if any(m is model for m in self._models):
+            return []  # watched already: its tensors come once
+        self._models.append(model)
         root = type(model).__name__
         handles = []
         for path, p in model.named_parameters():

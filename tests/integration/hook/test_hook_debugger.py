@@ -331,7 +331,8 @@ class Naming(unittest.TestCase):
         out = []
         d = Debugger(cfg, out.append, SenderStats())
         m = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
-        d.watch(m)
+        self.assertTrue(d.watch(m))
+        self.assertEqual(d.watch(m), [])  # twice: hooked once
         d.watch_loss(torch.nn.MSELoss())
         for step in range(2):
             d.step_begin("TRAIN", step, 0)

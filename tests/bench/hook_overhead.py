@@ -16,10 +16,20 @@ is one).
 
     PYTHONPATH=build/hooks/python /usr/bin/python3 tests/bench/hook_overhead.py \\
         --brokers HOST:PORT [--blocks 40] [--block-steps 25] [--step-ms 10]
-        [--profiler-config JSON]
+        [--profiler-config JSON] [--debugger-config JSON]
 
 --profiler-config: the hook's ProfilerConfig (JSON, from_dict form);
 default ProfilerConfig() (no framework profiling).
+--debugger-config: a DebuggerHookConfig as JSON, {"hook_parameters":
+{...}, "collection_configs": [[name, {params}], ...]} ({} = the default:
+losses every 500 steps); the loss module is watched too. Then
+tensor_records=, bytes_per_step= (everything the job sent to Kafka,
+events included) and debugger_cpu_us_per_step= (training-thread CPU time
+inside the debugging side's callbacks: step start with the heartbeat and
+the parameters, module and gradient hooks, reductions; timed around each
+call, the timer's own cost included: two thread_time() calls per
+timed callback, ~2.5 us each on a VM where it is a system call) are
+printed as well.
 
 --brokers: a running `trainwatch broker`. Not run by ctest (a figure)."""
 import argparse
@@ -56,6 +66,7 @@ def main():
     ap.add_argument("--step-ms", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--profiler-config")
+    ap.add_argument("--debugger-config")
     a = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -69,16 +80,42 @@ def main():
         loader = DataLoader(data, batch_size=16, shuffle=False,
                             num_workers=a.workers, persistent_workers=True)
         copies.append([m, torch.optim.SGD(m.parameters(), lr=0.01), loader,
-                       None])
+                       None, torch.nn.MSELoss()])
     config = None
     if a.profiler_config:
         import json
         config = trainwatch.ProfilerConfig.from_dict(
             json.loads(a.profiler_config))
+    debugger = None
+    if a.debugger_config is not None:
+        import json
+        d = json.loads(a.debugger_config)
+        debugger = trainwatch.DebuggerHookConfig(
+            hook_parameters=d.get("hook_parameters"),
+            collection_configs=[trainwatch.CollectionConfig(n, p) for n, p
+                                in d.get("collection_configs", [])])
+    spent = [0.0]
+    if debugger is not None:
+        from trainwatch.debugger import Debugger
+
+        def timed(f):
+            def run(*x, **k):
+                t0 = time.thread_time()
+                try:
+                    return f(*x, **k)
+                finally:
+                    spent[0] += time.thread_time() - t0
+            return run
+        Debugger.step_begin = timed(Debugger.step_begin)
+        grad_hook, module_hook = Debugger._grad_hook, Debugger._module_hook
+        Debugger._grad_hook = lambda self, n: timed(grad_hook(self, n))
+        Debugger._module_hook = lambda self, n, r: timed(
+            module_hook(self, n, r))
     hook = trainwatch.Hook(job=f"overhead-{int(time.time())}",
-                           brokers=a.brokers, profiler_config=config)
-    hook.watch(copies[0][0], optimizer=copies[0][1], dataloader=copies[0][2])
-    loss_fn = torch.nn.MSELoss()
+                           brokers=a.brokers, profiler_config=config,
+                           debugger_config=debugger)
+    hook.watch(copies[0][0], optimizer=copies[0][1], dataloader=copies[0][2],
+               loss=copies[0][4] if debugger is not None else None)
 
     def batch(c):
         while True:
@@ -98,7 +135,7 @@ def main():
         for _ in range(a.block_steps):
             xb, yb = batch(c)
             c[1].zero_grad()
-            loss_fn(c[0](xb), yb).backward()
+            c[4](c[0](xb), yb).backward()
             c[1].step()
             work(iters)
         wall[k].append((time.perf_counter() - t0) / a.block_steps * 1000)
@@ -121,7 +158,9 @@ def main():
           f"step_wall_ms={wall_o:.3f} wall_diff_us={1000 * wall_d:.1f} "
           f"sender_cpu_us_per_step={1e6 * s['sender_cpu_s'] / steps:.1f} "
           f"events={s['events']} dropped={s['dropped']} "
-          f"undelivered={s['undelivered']}")
+          f"undelivered={s['undelivered']} tensor_records={s['tensors']} "
+          f"bytes_per_step={s['bytes'] / steps:.1f} "
+          f"debugger_cpu_us_per_step={1e6 * spent[0] / steps:.1f}")
 
 
 if __name__ == "__main__":

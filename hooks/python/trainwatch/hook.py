@@ -20,9 +20,17 @@ the managed service's hook counted them) and the mode follows
 model.train()/model.eval(). An explicit hook.step() (call it at the start
 of each step) or hook.mode() turns the automatic counting off.
 
-Nothing here ever raises into the training loop once constructed: the
-first internal error is logged with its traceback and the hook goes quiet
-(configuration errors at construction do raise ConfigError). Without
+With debugger_config (a DebuggerHookConfig) it also publishes, per saved
+step, the reductions of the tensors of the debugging collections and a
+heartbeat every step (debugger.py, TensorRecord). With stop_file (or
+TRAINWATCH_STOP_FILE) it polls the file the engine's stop_file action
+creates and, at the next step boundary, flushes, closes and raises
+StopTraining (stop_channel.py).
+
+Nothing here ever raises into the training loop once constructed (but
+StopTraining, asked for): the first internal error is logged with its
+traceback and the hook goes quiet (configuration errors at construction
+do raise ConfigError). Without
 brokers (argument or TRAINWATCH_BROKERS) or a job id (argument or
 TRAINWATCH_JOB), or when confluent_kafka or the generated wire code is
 missing, the hook is a no-op.
@@ -38,7 +46,9 @@ import time
 import weakref
 
 from .identity import Identity, node_id_for, process_start_us
+from .debugger_config import DebuggerHookConfig
 from .profiler_config import ConfigError, ProfilerConfig
+from .stop_channel import StopChannel, StopTraining
 
 log = logging.getLogger("trainwatch")
 
@@ -73,13 +83,21 @@ class Hook:
                  rank=None, local_rank=None, world_size=None, host=None,
                  node=None, topic="trainwatch.metrics", flush_interval=1.0,
                  max_queue=100000, close_timeout=10.0, kafka_config=None,
-                 handle_sigterm=True, profiler_output=None):
+                 handle_sigterm=True, profiler_output=None,
+                 debugger_config=None, stop_file=None):
         if profiler_config is None:
             profiler_config = ProfilerConfig()
         if not isinstance(profiler_config, ProfilerConfig):
             raise ConfigError("profiler_config must be a ProfilerConfig, "
                               f"not {profiler_config!r}", ["profiler_config"])
         self.profiler_config = profiler_config
+        if debugger_config is not None and not isinstance(
+                debugger_config, DebuggerHookConfig):
+            raise ConfigError("debugger_config must be a DebuggerHookConfig,"
+                              f" not {debugger_config!r}",
+                              ["debugger_config"])
+        self.debugger_config = debugger_config
+        self._debugger = None
         self.identity = Identity(rank, local_rank, world_size, host, node)
         self.job = job if job is not None else os.environ.get(
             "TRAINWATCH_JOB")
@@ -110,6 +128,11 @@ class Hook:
         self._worker_queues = []
         self._profiling = None
         self.summary = None
+        stop_file = stop_file if stop_file is not None else os.environ.get(
+            "TRAINWATCH_STOP_FILE")
+        self._stop = None
+        if stop_file:
+            self._stop = StopChannel(stop_file, self.job)
         if not self.job or not self.brokers:
             log.info("trainwatch: no %s configured: the hook does nothing",
                      "job id" if not self.job else "brokers")
@@ -188,6 +211,11 @@ class Hook:
         if prof.active:
             self._profiling = prof
             self._sender.add_source(prof.drain_detailed, "dropped")
+        if self.debugger_config is not None:
+            from .debugger import Debugger
+            self._debugger = Debugger(self.debugger_config,
+                                      self._sender.tensor,
+                                      self._sender.stats)
 
     @property
     def enabled(self):
@@ -238,13 +266,38 @@ class Hook:
 
     def _begin_step(self, now):
         """Starts a step; returns its start: after the profilers' own
-        start/stop work, which belongs to no step."""
+        start/stop work, which belongs to no step. Where the stop file
+        has appeared: closes the hook and raises StopTraining instead."""
+        if self._stop is not None and self._stop.poll() is not None:
+            self._stop_training()
         if self._profiling is not None:
             self._profiling.step_start(self._mode,
                                        self._mode_steps[self._mode], now)
             now = _now_us()
         self._step_start = now
+        if self._debugger is not None:
+            self._debugger.step_begin(self._mode,
+                                      self._mode_steps[self._mode], now)
         return now
+
+    def _stop_training(self):
+        req = self._stop.request
+        rule = req.get("rule", "")
+        finding = req.get("finding", "")
+        log.warning("trainwatch: stop file %s (rule %s): stopping before "
+                    "step %d of %s", self._stop.path, rule or "?",
+                    self._mode_steps[self._mode], self._mode.lower())
+        self.close()
+        raise StopTraining(
+            f"trainwatch: training stopped by rule {rule or '?'} through "
+            f"{self._stop.path}" + (f": {finding}" if finding else ""),
+            self._stop.path, rule, finding)
+
+    @property
+    def stop_requested(self):
+        """The stop file's fields (job, rule, finding) once it was seen,
+        else None."""
+        return self._stop.request if self._stop is not None else None
 
     @_guarded
     def step(self):
@@ -275,15 +328,23 @@ class Hook:
 
     # ---- torch -----------------------------------------------------------
     @_guarded
-    def watch(self, model=None, optimizer=None, dataloader=None):
+    def watch(self, model=None, optimizer=None, dataloader=None, loss=None):
         """Records forward/backward of `model` (and counts steps by its
         forwards unless step() is used), and the waits and worker fetches
-        of `dataloader` (a torch.utils.data.DataLoader; may be a list)."""
+        of `dataloader` (a torch.utils.data.DataLoader; may be a list).
+        With a debugger_config: hooks the model's modules and parameters
+        for the debugging collections, and `loss` (a loss module such as
+        torch.nn.CrossEntropyLoss(): its output is
+        <LossClass>_output_0)."""
         from . import torch_watch
         if model is not None:
             self._model = model
             self._model_name = type(model).__name__
             self._handles += torch_watch.watch_module(self, model)
+            if self._debugger is not None:
+                self._handles += self._debugger.watch(model)
+        if loss is not None and self._debugger is not None:
+            self._handles += self._debugger.watch_loss(loss)
         if optimizer is not None:
             self._handles += torch_watch.watch_optimizer(self, optimizer)
         if dataloader is not None:
@@ -295,6 +356,40 @@ class Hook:
                 if w is not None:
                     self._worker_queues.append(w)
                     self._sender.add_source(w.drain)
+
+    @_guarded
+    def record_loss(self, loss, name="loss"):
+        """A loss computed without a loss module (a functional loss):
+        saved as <name>_output_<i> (collection losses) when the step saves
+        losses. Call it each step, after the forward."""
+        if self._debugger is not None:
+            self._debugger.record_loss(loss, name)
+
+    def register_module(self, model):
+        """The managed service's name for watch(model)."""
+        self.watch(model)
+
+    @_guarded
+    def register_loss(self, loss_module):
+        """The managed service's name for watch(loss=loss_module)."""
+        if self._debugger is not None:
+            self._handles += self._debugger.watch_loss(loss_module)
+
+    def record_tensor_value(self, tensor_name, tensor_value):
+        """The managed service's name for record_loss(value, name): saved
+        as <tensor_name>_output_<i> in whatever collection matches it."""
+        self.record_loss(tensor_value, tensor_name)
+
+    @_guarded
+    def save_tensor(self, name, value, collections=("default",)):
+        """A tensor the script names (labels, predictions), added to
+        `collections` (names or one name): saved when the step saves one
+        of them; raw values too for a save_raw_tensor collection, up to
+        raw_tensor_max_elements."""
+        if self._debugger is not None:
+            if isinstance(collections, str):
+                collections = (collections,)
+            self._debugger.save_tensor(name, value, collections)
 
     @_guarded
     def _on_forward_pre(self, training):

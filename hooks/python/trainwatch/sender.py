@@ -37,10 +37,24 @@ class _Profile:
         self.profile = p
 
 
+class _Tensor:
+    __slots__ = ("rec",)
+
+    def __init__(self, rec):
+        self.rec = rec
+
+
+def _tensor_bytes(rec):
+    """A generous estimate of a tensor record's encoded size."""
+    raw = rec[11]
+    return (200 + 24 * len(rec[9]) + 8 * len(rec[7]) + 40 * len(rec[1]) +
+            (8 * len(raw) if raw is not None else 0))
+
+
 class SenderStats:
     __slots__ = ("events", "dropped", "batches", "delivered", "failed",
                  "bytes", "worker_dropped", "errors", "sender_cpu_s",
-                 "profiles")
+                 "profiles", "tensors", "raw_cut")
 
     def __init__(self):
         self.events = 0          # events accepted into the queue
@@ -53,6 +67,8 @@ class SenderStats:
         self.errors = 0          # errors of the sending thread
         self.sender_cpu_s = 0.0  # CPU time of the sending thread
         self.profiles = 0        # Python profiles queued (PythonProfile)
+        self.tensors = 0         # tensor records queued (TensorRecord)
+        self.raw_cut = 0         # raw tensors left out: over the size cap
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.__slots__}
@@ -60,13 +76,17 @@ class SenderStats:
 
 class Sender:
     def __init__(self, producer, topic, job, node, *, max_queue=100000,
-                 max_batch_events=4000, flush_interval=1.0, legacy=None):
+                 max_batch_events=4000, flush_interval=1.0, legacy=None,
+                 max_batch_bytes=256 * 1024):
         self._producer = producer
         self._topic = topic
         self._job = job
         self._node = node
         self._cap = max_queue
         self._max_batch = max_batch_events
+        # tensor records vary in size (raw values up to the cap): a batch
+        # stops at this estimate, well under Kafka's 1 MB message limit
+        self._max_bytes = max_batch_bytes
         self._interval = flush_interval
         self._queue = collections.deque()
         self._sources = []
@@ -112,6 +132,16 @@ class Sender:
             return
         self._queue.append(_Profile(p))
         self.stats.profiles += 1
+
+    def tensor(self, rec):
+        """A debugging tensor record (debugger.py), in the same queue
+        under the same cap (a drop counts in dropped); sent in batches
+        with the events (Batch.tensors)."""
+        if len(self._queue) >= self._cap:
+            self.stats.dropped += 1
+            return
+        self._queue.append(_Tensor(rec))
+        self.stats.tensors += 1
 
     def add_source(self, fn, drop_counter="worker_dropped"):
         """fn() -> list of events, called by the sending thread each round
@@ -176,13 +206,14 @@ class Sender:
             self._error_once("cannot write the profiler-output folder (no "
                              "more is written there)")
 
-    def _send(self, events, markers, profiles=()):
+    def _send(self, events, markers, profiles=(), tensors=()):
         self._write_legacy(events, profiles)
         try:
             data = encode_batch(self._job, self._node, self._next_seq,
-                                events, markers, profiles=profiles)
+                                events, markers, profiles=profiles,
+                                tensors=tensors)
         except Exception:  # e.g. an argument value JSON cannot hold
-            self.stats.dropped += len(events)
+            self.stats.dropped += len(events) + len(tensors)
             self._error_once("cannot encode a batch (its events are "
                              "dropped and counted)")
             return True
@@ -212,12 +243,22 @@ class Sender:
                 self._pending = None
                 continue
             events = []
-            while q and len(events) < self._max_batch:
-                if q[0].__class__ in (_Marker, _Profile):
+            tensors = []
+            est = 0
+            while q and len(events) + len(tensors) < self._max_batch \
+                    and est < self._max_bytes:
+                cls = q[0].__class__
+                if cls in (_Marker, _Profile):
                     break
-                events.append(q.popleft())
-            if events:
-                self._send(events, ())
+                if cls is _Tensor:
+                    rec = q.popleft().rec
+                    tensors.append(rec)
+                    est += _tensor_bytes(rec)
+                else:
+                    events.append(q.popleft())
+                    est += 100
+            if events or tensors:
+                self._send(events, (), tensors=tensors)
             elif q and q[0].__class__ is _Profile:
                 p = q.popleft().profile
                 if callable(p):  # built here, off the training thread

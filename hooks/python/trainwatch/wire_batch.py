@@ -9,6 +9,8 @@ args is None (the event had no args) or a dict; source a SourceType value.
 A marker is (kind, time_us, sampling_interval_ms, profiler_config_json).
 A Python profile is the dict profiling.Profiling publishes (the fields of
 PythonProfile; functions a list of FunctionStats dicts with callers).
+A tensor is the record tuple debugger.py describes (TensorRecord); its
+reductions and raw values may be torch tensors, read here (.tolist()).
 """
 import json
 
@@ -16,7 +18,7 @@ import flatbuffers
 
 from .wire import (Arg, ArgKind, Batch, FrameworkEvent, FunctionCaller,
                    FunctionStats, Marker, MarkerKind, Mode, PythonProfile,
-                   SourceType)
+                   SourceType, TensorRecord, TensorReduction)
 
 WIRE_VERSION = 1
 FILE_IDENTIFIER = b"TWM1"
@@ -191,8 +193,72 @@ def _profile(b, shared, p):
     return PythonProfile.End(b)
 
 
+def _floats(v):
+    if v is None:
+        return None
+    return v.tolist() if hasattr(v, "tolist") else list(v)
+
+
+def _tensor(b, shared, rec):
+    (name, colls, step, mode, mode_step, wall_us, dtype, shape, numel, ops,
+     values, raw, prev_step) = rec
+    vals = _floats(values) or []
+    if len(vals) != len(ops):
+        raise ValueError(f"tensor {name}: {len(ops)} reductions but "
+                         f"{len(vals)} values")
+    red_offs = []
+    for op, v in zip(ops, vals):
+        op_off = shared.string(op)
+        TensorReduction.Start(b)
+        TensorReduction.AddOp(b, op_off)
+        TensorReduction.AddValue(b, v)
+        red_offs.append(TensorReduction.End(b))
+    red_vec = (_vector(b, TensorRecord.StartReductionsVector, red_offs)
+               if red_offs else None)
+    coll_vec = (_vector(b, TensorRecord.StartCollectionsVector,
+                        [shared.string(c) for c in colls]) if colls else None)
+    shape_vec = None
+    if shape:
+        TensorRecord.StartShapeVector(b, len(shape))
+        for d in reversed(shape):
+            b.PrependInt64(d)
+        shape_vec = b.EndVector()
+    raw_vec = None
+    if raw is not None and hasattr(raw, "numpy"):
+        # a torch tensor: one copy through numpy, not a Python loop
+        raw_vec = b.CreateNumpyVector(
+            raw.detach().cpu().reshape(-1).numpy().astype("<f8"))
+    elif raw is not None:
+        raw_vals = _floats(raw)
+        TensorRecord.StartRawVector(b, len(raw_vals))
+        for v in reversed(raw_vals):
+            b.PrependFloat64(v)
+        raw_vec = b.EndVector()
+    name_off = shared.string(name)
+    dtype_off = shared.string(dtype) if dtype else None
+    TensorRecord.Start(b)
+    TensorRecord.AddName(b, name_off)
+    if coll_vec is not None:
+        TensorRecord.AddCollections(b, coll_vec)
+    TensorRecord.AddStep(b, step)
+    TensorRecord.AddMode(b, _MODE_NAMES.get(mode, Mode.Mode.None_))
+    TensorRecord.AddModeStep(b, mode_step)
+    TensorRecord.AddWallUs(b, wall_us)
+    if dtype_off is not None:
+        TensorRecord.AddDtype(b, dtype_off)
+    if shape_vec is not None:
+        TensorRecord.AddShape(b, shape_vec)
+    TensorRecord.AddNumel(b, numel)
+    if red_vec is not None:
+        TensorRecord.AddReductions(b, red_vec)
+    if raw_vec is not None:
+        TensorRecord.AddRaw(b, raw_vec)
+    TensorRecord.AddPrevStep(b, prev_step)
+    return TensorRecord.End(b)
+
+
 def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0,
-                 profiles=()):
+                 profiles=(), tensors=()):
     """The bytes of one Batch. file_ts_us 0 = unknown (the engine then
     orders the batch by its newest event's end)."""
     b = flatbuffers.Builder(1024 + 160 * len(events))
@@ -200,6 +266,7 @@ def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0,
     ev_offs = [_event(b, shared, ev) for ev in events]
     mk_offs = [_marker(b, m) for m in markers]
     pr_offs = [_profile(b, shared, p) for p in profiles]
+    tn_offs = [_tensor(b, shared, t) for t in tensors]
     job_off = b.CreateString(job)
     node_off = b.CreateString(node)
     ev_vec = mk_vec = None
@@ -215,6 +282,8 @@ def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0,
         mk_vec = b.EndVector()
     pr_vec = (_vector(b, Batch.StartPythonProfilesVector, pr_offs)
               if pr_offs else None)
+    tn_vec = (_vector(b, Batch.StartTensorsVector, tn_offs)
+              if tn_offs else None)
     Batch.Start(b)
     # the schema asks writers to store the version explicitly
     b.ForceDefaults(True)
@@ -230,5 +299,7 @@ def encode_batch(job, node, seq, events=(), markers=(), file_ts_us=0,
         Batch.AddMarkers(b, mk_vec)
     if pr_vec is not None:
         Batch.AddPythonProfiles(b, pr_vec)
+    if tn_vec is not None:
+        Batch.AddTensors(b, tn_vec)
     b.Finish(Batch.End(b), file_identifier=FILE_IDENTIFIER)
     return bytes(b.Output())

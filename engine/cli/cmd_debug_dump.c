@@ -159,8 +159,7 @@ int tw_cmd_debug_dump(int argc, char **argv)
         case OPT_INACTIVITY:
             o.threshold_inactivity = strtod(p.arg, &end);
             if (end == p.arg || *end != '\0' ||
-                !(o.threshold_inactivity > 0 &&
-                  o.threshold_inactivity <= 100))
+                !(o.threshold_inactivity > 0 && o.threshold_inactivity <= 100))
                 return tw_cli_usage_error(&debug_dump_command,
                                           "--threshold-inactivity: '%s' is "
                                           "not a percentage in (0, 100]",
@@ -212,8 +211,9 @@ int tw_cmd_debug_dump(int argc, char **argv)
                 "trainwatch debug-dump: %" PRIu64 " tensors from %" PRIu64
                 " index files (%" PRIu64 " records); bad: %" PRIu64
                 " files, %" PRIu64 " records; %" PRIu64
-                " of unsupported dtypes\n",
-                c.tensors, c.index_files, c.records, c.bad_files,
-                c.bad_records, c.unsupported);
+                " of unsupported dtypes; footers: %" PRIu64
+                " constant, %" PRIu64 " payload CRC\n",
+                c.tensors, c.index_files, c.records, c.bad_files, c.bad_records,
+                c.unsupported, c.constant_footers, c.crc_footers);
     return 0;
 }

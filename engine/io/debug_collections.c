@@ -55,8 +55,7 @@ static int add_member(tw_debug_collections *c, const char *tensor,
     const char *copy = tw_arena_strdup(&c->strings, coll);
     if (copy == NULL)
         return TW_ERR;
-    memmove(l->names + at + 1, l->names + at,
-            (l->n - at) * sizeof(*l->names));
+    memmove(l->names + at + 1, l->names + at, (l->n - at) * sizeof(*l->names));
     l->names[at] = copy;
     l->n++;
     return TW_OK;

@@ -13,10 +13,9 @@ typedef struct dtype_info {
 } dtype_info;
 
 static const dtype_info dtypes[] = {
-    {1, "float32", 4}, {2, "float64", 8},  {3, "int32", 4},
-    {4, "uint8", 1},   {5, "int16", 2},    {6, "int8", 1},
-    {9, "int64", 8},   {10, "bool", 1},    {17, "uint16", 2},
-    {19, "float16", 2}, {22, "uint32", 4}, {23, "uint64", 8},
+    {1, "float32", 4}, {2, "float64", 8},  {3, "int32", 4},   {4, "uint8", 1},
+    {5, "int16", 2},   {6, "int8", 1},     {9, "int64", 8},   {10, "bool", 1},
+    {17, "uint16", 2}, {19, "float16", 2}, {22, "uint32", 4}, {23, "uint64", 8},
 };
 
 static const dtype_info *find(int dtype)

@@ -91,8 +91,8 @@ static int parse_entries(json_t *payload, tw_debug_index *ix, char *err,
                      i);
             return TW_ERR;
         }
-        ix->entries[i] = (tw_debug_index_entry){
-            name, json_integer_value(start), json_integer_value(length)};
+        ix->entries[i] = (tw_debug_index_entry){name, json_integer_value(start),
+                                                json_integer_value(length)};
     }
     ix->nentries = n;
     if (ix->event_file == NULL) {
@@ -121,8 +121,8 @@ int tw_debug_index_parse(const char *text, size_t len, tw_debug_index *out,
         snprintf(err, errlen, "no non-empty \"meta\" object");
         goto bad;
     }
-    if ((tp != NULL && !json_is_array(tp)) || (sp != NULL && !json_is_array(sp)) ||
-        (tp == NULL && sp == NULL)) {
+    if ((tp != NULL && !json_is_array(tp)) ||
+        (sp != NULL && !json_is_array(sp)) || (tp == NULL && sp == NULL)) {
         snprintf(err, errlen,
                  "neither a tensor_payload nor a shape_payload array");
         goto bad;

@@ -35,22 +35,30 @@ static int fail(pb *c, const char *what)
     return TW_ERR;
 }
 
+/* A varint at the cursor; errors name the offset where it starts. */
 static int varint(pb *c, uint64_t *out)
 {
+    size_t start = c->pos;
+    const char *why = "varint longer than 10 bytes";
     uint64_t v = 0;
     for (int shift = 0; shift < 70; shift += 7) {
-        if (c->pos >= c->n)
-            return fail(c, "varint runs past the end of its message");
+        if (c->pos >= c->n) {
+            why = "varint runs past the end of its message";
+            break;
+        }
         uint8_t b = c->p[c->pos++];
-        if (shift == 63 && b > 1)
-            return fail(c, "varint overflows 64 bits");
+        if (shift == 63 && b > 1) {
+            why = "varint overflows 64 bits";
+            break;
+        }
         v |= (uint64_t)(b & 0x7f) << shift;
         if ((b & 0x80) == 0) {
             *out = v;
             return TW_OK;
         }
     }
-    return fail(c, "varint longer than 10 bytes");
+    c->pos = start;
+    return fail(c, why);
 }
 
 /* The next field, or 0 at the end of the message (1 when one was read). */
@@ -165,8 +173,7 @@ static int decode_plugin_data(pb *c, tw_debug_event *ev)
         return TW_ERR;
     int64_t v;
     if (name_len == 4 && memcmp(name, "mode", 4) == 0) {
-        if (parse_int_text(content, content_len, &v) != TW_OK || v < 1 ||
-            v > 4)
+        if (parse_int_text(content, content_len, &v) != TW_OK || v < 1 || v > 4)
             return fail(c, "plugin_data 'mode' is not 1, 2, 3 or 4");
         ev->mode = (int)v;
     } else if (name_len == 9 && memcmp(name, "mode_step", 9) == 0) {

@@ -22,8 +22,8 @@ typedef struct tw_debug_event {
     int64_t step;     /* the global step; 0 when absent         */
     const char *tag;  /* Summary.Value.tag, not NUL-terminated  */
     size_t tag_len;
-    int has_value;    /* a Summary.Value was present            */
-    int mode;         /* plugin_data "mode" (1..4); 0 = absent  */
+    int has_value; /* a Summary.Value was present            */
+    int mode;      /* plugin_data "mode" (1..4); 0 = absent  */
     int64_t mode_step;
     int has_mode_step;
     int has_tensor; /* Summary.Value.tensor was present       */

@@ -66,8 +66,8 @@ size_t tw_debug_reduce(const tw_debug_tensor_values *t,
     out[k++] = (tw_tensor_reduction){"inf_count", (double)inf};
     out[k++] = (tw_tensor_reduction){"l2", sqrt(sq)};
     out[k++] = (tw_tensor_reduction){"variance", t->n ? dev / n : NAN};
-    out[k++] = (tw_tensor_reduction){"zero_fraction",
-                                     t->n ? (double)zero / n : NAN};
+    out[k++] =
+        (tw_tensor_reduction){"zero_fraction", t->n ? (double)zero / n : NAN};
     if (t->prev != NULL && t->nprev == t->n) {
         double d2 = 0;
         for (size_t i = 0; i < t->n; i++)

@@ -126,8 +126,7 @@ static void free_list(struct dirent **l, int n)
 }
 
 /* Reads a whole small file into a malloc'ed buffer. */
-static char *read_small(const char *path, size_t *len, char *err,
-                        size_t errlen)
+static char *read_small(const char *path, size_t *len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
@@ -177,9 +176,8 @@ static void load_collections(debug_reader *r)
         snprintf(path, sizeof(path), "%s/%s", dir, l[i]->d_name);
         size_t len;
         char *text = read_small(path, &len, err, sizeof(err));
-        if (text == NULL ||
-            tw_debug_collections_add(&r->colls, text, len, err, sizeof(err)) !=
-                TW_OK) {
+        if (text == NULL || tw_debug_collections_add(&r->colls, text, len, err,
+                                                     sizeof(err)) != TW_OK) {
             r->counts->bad_files++;
             report(r, "%s: %s", path, err);
         }
@@ -213,8 +211,8 @@ static int read_record(debug_reader *r, int fd, off_t file_size,
     while (got < len) {
         ssize_t k = pread(fd, r->buf + got, len - got, (off_t)e->start + got);
         if (k <= 0) {
-            report(r, "%s: offset %" PRId64 ": read failed: %s", path,
-                   e->start, k < 0 ? strerror(errno) : "end of file");
+            report(r, "%s: offset %" PRId64 ": read failed: %s", path, e->start,
+                   k < 0 ? strerror(errno) : "end of file");
             return TW_ERR;
         }
         got += (size_t)k;
@@ -224,8 +222,8 @@ static int read_record(debug_reader *r, int fd, off_t file_size,
     tw_debug_footer footer;
     if (tw_debug_record_check(r->buf, len, &payload, &plen, &footer, err,
                               sizeof(err)) != TW_OK) {
-        report(r, "%s: record at offset %" PRId64 " ('%s'): %s", path,
-               e->start, e->name, err);
+        report(r, "%s: record at offset %" PRId64 " ('%s'): %s", path, e->start,
+               e->name, err);
         return TW_ERR;
     }
     if (tw_debug_event_decode(payload, plen, ev, err, sizeof(err)) != TW_OK) {
@@ -288,8 +286,8 @@ static int tensor_elements(debug_reader *r, const char *path,
 
 static int to_values(debug_reader *r, const tw_debug_event *ev, size_t n)
 {
-    if (tw_grow((void **)&r->values, &r->values_cap, n ? n : 1,
-                sizeof(double), 1024) != TW_OK)
+    if (tw_grow((void **)&r->values, &r->values_cap, n ? n : 1, sizeof(double),
+                1024) != TW_OK)
         return TW_ERR;
     for (size_t i = 0; i < n; i++)
         r->values[i] = tw_debug_dtype_value(ev->dtype, ev->content, i);
@@ -307,8 +305,8 @@ static prev_values *prev_of(debug_reader *r, const char *worker,
     uint32_t idx;
     if (tw_strmap_get(&r->prev_index, key, (size_t)k, &idx))
         return &r->prev[idx];
-    if (tw_grow((void **)&r->prev, &r->prev_cap, r->nprev + 1,
-                sizeof(*r->prev), 64) != TW_OK ||
+    if (tw_grow((void **)&r->prev, &r->prev_cap, r->nprev + 1, sizeof(*r->prev),
+                64) != TW_OK ||
         tw_strmap_put(&r->prev_index, key, (size_t)k, (uint32_t)r->nprev) !=
             TW_OK)
         return NULL;
@@ -376,8 +374,7 @@ static int emit_group(debug_reader *r, const step_file *sf,
         const tw_debug_index_entry *e = &sf->ix->entries[g->stored[i]];
         size_t cnt;
         int unsupported = 0;
-        if (read_record(r, sf->fd, sf->size, sf->event_path, e, &ev) !=
-            TW_OK) {
+        if (read_record(r, sf->fd, sf->size, sf->event_path, e, &ev) != TW_OK) {
             r->counts->bad_records++;
             continue;
         }
@@ -434,8 +431,8 @@ static int emit_group(debug_reader *r, const step_file *sf,
     memset(&t, 0, sizeof(t));
     t.node = sf->worker;
     t.name = g->name;
-    t.collections = tw_debug_collections_of(&r->colls, g->name,
-                                            &t.ncollections);
+    t.collections =
+        tw_debug_collections_of(&r->colls, g->name, &t.ncollections);
     t.mode = head.mode ? (tw_mode)head.mode : sf->ix->mode;
     t.step = sf->step;
     t.mode_step = head.has_mode_step ? head.mode_step : sf->ix->mode_step;
@@ -505,8 +502,7 @@ static size_t group_entries(debug_reader *r, const tw_debug_index *ix,
     return ng;
 }
 
-static int read_step(debug_reader *r, const char *index_path,
-                     const char *base)
+static int read_step(debug_reader *r, const char *index_path, const char *base)
 {
     char err[512], worker[MAX_WORKER], event_path[4352];
     int64_t step;
@@ -536,8 +532,8 @@ static int read_step(debug_reader *r, const char *index_path,
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         r->counts->bad_files++;
-        report(r, "%s: cannot open the event file named by %s: %s",
-               event_path, index_path, strerror(errno));
+        report(r, "%s: cannot open the event file named by %s: %s", event_path,
+               index_path, strerror(errno));
         if (fd >= 0)
             close(fd);
         tw_debug_index_free(&ix);

@@ -32,13 +32,13 @@
 #include "trainwatch/plugin.h"
 
 typedef struct tw_debug_counts {
-    uint64_t index_files;     /* index files read                       */
-    uint64_t bad_files;       /* index/collections/event files rejected */
-    uint64_t records;         /* event records decoded                  */
-    uint64_t bad_records;     /* records rejected                       */
-    uint64_t unsupported;     /* records of dtypes without reductions   */
-    uint64_t tensors;         /* tw_tensor records handed out           */
-    uint64_t crc_footers;     /* records with a real payload CRC footer */
+    uint64_t index_files;      /* index files read                       */
+    uint64_t bad_files;        /* index/collections/event files rejected */
+    uint64_t records;          /* event records decoded                  */
+    uint64_t bad_records;      /* records rejected                       */
+    uint64_t unsupported;      /* records of dtypes without reductions   */
+    uint64_t tensors;          /* tw_tensor records handed out           */
+    uint64_t crc_footers;      /* records with a real payload CRC footer */
     uint64_t constant_footers; /* records with the reference's constant */
 } tw_debug_counts;
 

@@ -47,7 +47,7 @@ static int varint(pb *c, uint64_t *out)
             break;
         }
         uint8_t b = c->p[c->pos++];
-        if (shift == 63 && b > 1) {
+        if (shift == 63 && (b & 0x7f) > 1) {
             why = "varint overflows 64 bits";
             break;
         }
@@ -67,12 +67,14 @@ static int next_field(pb *c, pb_field *f, int *status)
     *status = TW_OK;
     if (c->pos >= c->n)
         return 0;
+    size_t start = c->pos; /* errors about the key name where it starts */
     uint64_t key;
     if (varint(c, &key) != TW_OK)
         goto bad;
     f->number = (uint32_t)(key >> 3);
     f->type = (int)(key & 7);
     if (f->number == 0 || (key >> 3) > 0x1fffffff) {
+        c->pos = start;
         fail(c, "field number 0 or out of range");
         goto bad;
     }
@@ -110,6 +112,7 @@ static int next_field(pb *c, pb_field *f, int *status)
         break;
     }
     default:
+        c->pos = start;
         fail(c, "group or unknown wire type");
         goto bad;
     }

@@ -15,7 +15,9 @@
 #      dtype size, a varint past 64 bits and an index file that is no JSON are
 #      each reported with file and offset, counted, and skipped; every
 #      other tensor is printed as before; exit status 0;
-#  (4) not a debug-output folder: exit 1; bad usage: exit 2.
+#  (4) not a debug-output folder: exit 1; bad usage: exit 2; `eval` of a
+#      debug-output folder names it as such (exit 1) until the debugging
+#      rules run on it.
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
 TW=$BUILD/trainwatch
@@ -132,4 +134,9 @@ PYEOF
 [ $? -eq 2 ] || fail "no DIR should exit 2"
 "$TW" debug-dump --raw-max x "$WORK/py" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--raw-max x should exit 2"
+# eval recognises the folder and says what reads it.
+"$TW" eval "$DL/golden/ref_small" >/dev/null 2>"$WORK/eval.err"
+[ $? -eq 1 ] || fail "eval of a debug-output folder should exit 1"
+grep -q "is a legacy debug-output folder" "$WORK/eval.err" ||
+    fail "eval did not recognise the folder: $(cat "$WORK/eval.err")"
 echo "debug_legacy: ok"

@@ -93,3 +93,25 @@ double tw_debug_dtype_value(int dtype, const uint8_t *content, size_t i)
         return (double)v;
     }
 }
+
+void tw_debug_dtype_convert(int dtype, const uint8_t *content, size_t n,
+                            double *out)
+{
+    switch (dtype) {
+    case 1: /* the common case: little-endian float32 as on the host */
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)content[4 * i] |
+                         (uint32_t)content[4 * i + 1] << 8 |
+                         (uint32_t)content[4 * i + 2] << 16 |
+                         (uint32_t)content[4 * i + 3] << 24;
+            float f;
+            memcpy(&f, &u, sizeof(f));
+            out[i] = f;
+        }
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            out[i] = tw_debug_dtype_value(dtype, content, i);
+        break;
+    }
+}

@@ -23,4 +23,9 @@ const char *tw_debug_dtype_name(int dtype);
 /* Element i of a tensor_content buffer of a readable dtype, as float64. */
 double tw_debug_dtype_value(int dtype, const uint8_t *content, size_t i);
 
+/* Elements [0, n) of a tensor_content buffer of a readable dtype into
+ * out, as float64 (one dtype dispatch for the whole tensor). */
+void tw_debug_dtype_convert(int dtype, const uint8_t *content, size_t n,
+                            double *out);
+
 #endif /* TW_DEBUG_DTYPE_H */

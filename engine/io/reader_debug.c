@@ -289,8 +289,7 @@ static int to_values(debug_reader *r, const tw_debug_event *ev, size_t n)
     if (tw_grow((void **)&r->values, &r->values_cap, n ? n : 1, sizeof(double),
                 1024) != TW_OK)
         return TW_ERR;
-    for (size_t i = 0; i < n; i++)
-        r->values[i] = tw_debug_dtype_value(ev->dtype, ev->content, i);
+    tw_debug_dtype_convert(ev->dtype, ev->content, n, r->values);
     return TW_OK;
 }
 

@@ -15,17 +15,20 @@ that they agree on every tensor:
 
 With --written FILE.npz (write_python.py's record of what it wrote), the
 reference-read values must also equal what was written. With
---pathologies, the planted faults of write_reference.py must show: a NaN
-loss and NaN gradients from the NaN step on, dead_fraction 1 on
-dead_relu_output_0, update_l2 0 on the dead branch's weights. With
+--pathologies CASE, the planted faults of write_reference.py --case CASE
+must show: default: a NaN loss and NaN gradients from the NaN step on,
+dead_fraction 1 on dead_relu_output_0, update_l2 0 on the dead branch's
+weights; lr0: update_l2 0 on every parameter; sigmoid: the first layer's
+gradient abs_mean under 1e-3 of the last layer's at every step. With
 --bytes, every record is also encoded again by trainwatch's writer
 (hooks/python/trainwatch/debug_writer.py) from what the reference's
 protobuf module decodes, and must equal the file's bytes. With
 --save-reading FILE, what the reference read is written as JSON, which
 check_golden.py compares without the reference.
 
-Usage: compare.py TRAINWATCH FOLDER [--written FILE.npz] [--pathologies]
-                  [--bytes] [--save-reading FILE]
+Usage: compare.py TRAINWATCH FOLDER [--written FILE.npz]
+                  [--pathologies default|lr0|sigmoid] [--bytes]
+                  [--save-reading FILE]
 Exit status 1 on any difference.
 """
 import glob
@@ -245,6 +248,33 @@ def check_bytes(folder, differ):
     return same
 
 
+def check_lr0(recs, differ):
+    """Case b: a learning rate of 0 moves no parameter."""
+    moved = [k for k, r in recs.items() if r["prev_step"] >= 0
+             and r["reductions"].get("update_l2", 0.0) != 0.0]
+    checked = sum(1 for r in recs.values() if r["prev_step"] >= 0)
+    if moved or checked == 0:
+        differ(f"pathology lr0: {len(moved)} parameter records moved, "
+               f"{checked} checked")
+    return {"unchanged_parameter_records": checked}
+
+
+def check_sigmoid(recs, differ):
+    """Case d: gradients vanish towards the input of a deep sigmoid net."""
+    ratios = []
+    for step in sorted({s for (w, s, n) in recs}):
+        first = recs.get(("worker_0", step, "gradient/Deep_layers.0.weight"))
+        last = recs.get(("worker_0", step, "gradient/Deep_out.weight"))
+        if first is None or last is None:
+            differ(f"pathology sigmoid: step {step} lacks a gradient")
+            continue
+        ratios.append(first["reductions"]["abs_mean"]
+                      / last["reductions"]["abs_mean"])
+    if not ratios or max(ratios) > 1e-3:
+        differ(f"pathology sigmoid: first/last gradient abs_mean {ratios}")
+    return {"first_over_last_gradient_abs_mean": max(ratios or [0])}
+
+
 def check_pathologies(recs, differ):
     nan_steps = sorted(s for (w, s, n), r in recs.items()
                        if n.endswith("Loss_output_0")
@@ -283,6 +313,7 @@ def main(argv):
     argv = list(argv)
     written = option(argv, "--written")
     save = option(argv, "--save-reading")
+    case = option(argv, "--pathologies")
     args = [a for a in argv if not a.startswith("--")]
     if len(args) != 2:
         sys.exit(__doc__)
@@ -299,8 +330,10 @@ def main(argv):
         save_reading(reading, save)
     counts = compare(reading, dump(trainwatch, folder), differ,
                      dict(np.load(written)) if written else None)
-    if "--pathologies" in argv:
-        counts.update(check_pathologies(dump(trainwatch, folder), differ))
+    if case is not None:
+        check = {"default": check_pathologies, "lr0": check_lr0,
+                 "sigmoid": check_sigmoid}[case]
+        counts.update(check(dump(trainwatch, folder), differ))
     if "--bytes" in argv:
         counts["byte_identical_records"] = check_bytes(folder, differ)
     print(json.dumps({"folder": folder, **counts,

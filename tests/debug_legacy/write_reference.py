@@ -14,7 +14,16 @@
   - a NaN: train step 3's batch holds a NaN, so its loss and gradients are
     NaN, and so are the weights from step 4 on.
 
-Usage: write_reference.py [--small] OUT_DIR   (OUT_DIR must not exist)
+With --case lr0 (issue 20 case b) the same model trains with a learning
+rate of 0 for 6 steps and no NaN: no parameter changes. With --case
+sigmoid (case d) a 10-layer sigmoid network trains 3 steps, saving
+gradients and losses: the first layer's gradients are orders of magnitude
+smaller than the last's.
+
+Usage: write_reference.py [--small] [--case lr0|sigmoid] OUT_DIR
+       (OUT_DIR must not exist)
+       write_reference.py --all OUT_ROOT: OUT_ROOT/{ref,small,lr0,sigmoid}
+       in one process (one torch import)
 """
 import sys
 
@@ -44,9 +53,46 @@ class Net(nn.Module):
                 + self.fc4(self.dead_relu(self.fc3(x))))
 
 
-def main(out_dir, small):
+class Deep(nn.Module):
+    def __init__(self, depth=10, width=8):
+        super().__init__()
+        layers = []
+        for _ in range(depth):
+            layers += [nn.Linear(width, width), nn.Sigmoid()]
+        self.layers = nn.Sequential(*layers)
+        self.out = nn.Linear(width, 1)
+
+    def forward(self, x):
+        return self.out(self.layers(x))
+
+
+def sigmoid_case(out_dir):
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    net = Deep()
+    hook = smd.Hook(out_dir=out_dir,
+                    save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["losses", "gradients"])
+    hook.register_module(net)
+    loss_fn = nn.MSELoss()
+    hook.register_loss(loss_fn)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    hook.set_mode(smd.modes.TRAIN)
+    for _ in range(3):
+        opt.zero_grad()
+        loss_fn(net(torch.randn(16, 8)), torch.randn(16, 1)).backward()
+        opt.step()
+    hook.close()
+
+
+def main(out_dir, small, case="default"):
+    if case == "sigmoid":
+        return sigmoid_case(out_dir)
     steps, nan_step, eval_after, interval = ((4, 2, 0, 2) if small
                                              else (5, 3, 2, 1))
+    lr = 0.1
+    if case == "lr0":
+        steps, nan_step, eval_after, interval, lr = 6, -1, -1, 1, 0.0
     torch.manual_seed(0)
     torch.set_num_threads(1)
     net = Net()
@@ -61,7 +107,7 @@ def main(out_dir, small):
     hook.register_module(net)
     loss_fn = nn.MSELoss()
     hook.register_loss(loss_fn)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
     for step in range(steps):
         hook.set_mode(smd.modes.TRAIN)
         x, y = torch.randn(4, 3), torch.randn(4, 1)
@@ -80,8 +126,20 @@ def main(out_dir, small):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--all":
+        for sub, small, case in (("ref", False, "default"),
+                                 ("small", True, "default"),
+                                 ("lr0", False, "lr0"),
+                                 ("sigmoid", False, "sigmoid")):
+            main(f"{args[1]}/{sub}", small, case)
+        sys.exit(0)
     small = "--small" in args
     args = [a for a in args if a != "--small"]
-    if len(args) != 1:
+    case = "default"
+    if "--case" in args:
+        i = args.index("--case")
+        case = args[i + 1]
+        del args[i:i + 2]
+    if len(args) != 1 or case not in ("default", "lr0", "sigmoid"):
         sys.exit(__doc__)
-    main(args[0], small)
+    main(args[0], small, case)

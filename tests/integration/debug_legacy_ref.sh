@@ -14,7 +14,9 @@
 #      equal to numpy's on the reference's values and to the reference's
 #      own numpy reductions, every stored reduction equal; the NaN and the
 #      dead ReLU found; trainwatch's Python writer encodes every record
-#      byte for byte as the reference wrote it;
+#      byte for byte as the reference wrote it; the same for a run with a
+#      learning rate of 0 (update_l2 0 on every parameter) and a deep
+#      sigmoid network (first-layer gradient abs_mean < 1e-3 of the last's);
 #  (2) a folder written by trainwatch's Python writer, read by the
 #      reference's trial: the values it reads are those written, and
 #      debug-dump agrees with it as in (1).
@@ -37,14 +39,12 @@ fail() {
     exit 1
 }
 export SMDEBUG_LOG_LEVEL=error
-"$PY" "$DL/write_reference.py" "$WORK/ref" >"$WORK/ref.log" 2>&1 ||
+"$PY" "$DL/write_reference.py" --all "$WORK" >"$WORK/ref.log" 2>&1 ||
     fail "the reference's hook: $(tail -n 5 "$WORK/ref.log")"
-"$PY" "$DL/compare.py" "$TW" "$WORK/ref" --pathologies --bytes ||
-    fail "reference-written folder"
-"$PY" "$DL/write_reference.py" --small "$WORK/small" >"$WORK/small.log" 2>&1 ||
-    fail "the reference's hook (--small): $(tail -n 5 "$WORK/small.log")"
-"$PY" "$DL/compare.py" "$TW" "$WORK/small" --pathologies --bytes ||
-    fail "reference-written folder (--small)"
+for f in ref:default small:default lr0:lr0 sigmoid:sigmoid; do
+    "$PY" "$DL/compare.py" "$TW" "$WORK/${f%%:*}" --pathologies "${f#*:}" \
+        --bytes || fail "reference-written folder ${f%%:*}"
+done
 "$PY" "$DL/write_python.py" "$WORK/py" || fail "write_python.py"
 "$PY" "$DL/compare.py" "$TW" "$WORK/py" --written "$WORK/py.npz" --bytes ||
     fail "trainwatch-written folder read by the reference"

@@ -64,35 +64,35 @@ static void test_record_framing(void **state)
     tw_debug_footer footer;
     char err[256];
     size_t n = make_record(rec, payload, 2, TW_DEBUG_FOOTER_CONSTANT_VALUE);
-    assert_int_equal(tw_debug_record_check(rec, n, &p, &plen, &footer, err,
-                                           sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_debug_record_check(rec, n, &p, &plen, &footer, err, sizeof(err)),
+        TW_OK);
     assert_ptr_equal(p, rec + 12);
     assert_int_equal(plen, 2);
     assert_int_equal(footer, TW_DEBUG_FOOTER_CONSTANT);
     /* A real payload CRC is accepted too, and reported as such. */
     n = make_record(rec, payload, 2, tw_crc32c_mask(tw_crc32c(payload, 2)));
-    assert_int_equal(tw_debug_record_check(rec, n, &p, &plen, &footer, err,
-                                           sizeof(err)),
-                     TW_OK);
+    assert_int_equal(
+        tw_debug_record_check(rec, n, &p, &plen, &footer, err, sizeof(err)),
+        TW_OK);
     assert_int_equal(footer, TW_DEBUG_FOOTER_CRC);
     /* Any other footer is not. */
     n = make_record(rec, payload, 2, 0x12345678u);
-    assert_int_equal(tw_debug_record_check(rec, n, &p, &plen, &footer, err,
-                                           sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_debug_record_check(rec, n, &p, &plen, &footer, err, sizeof(err)),
+        TW_ERR);
     assert_non_null(strstr(err, "offset 14: footer 0x12345678"));
     /* A flipped length CRC; a length that is not the record's. */
     n = make_record(rec, payload, 2, TW_DEBUG_FOOTER_CONSTANT_VALUE);
     rec[9] ^= 1;
-    assert_int_equal(tw_debug_record_check(rec, n, &p, &plen, &footer, err,
-                                           sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_debug_record_check(rec, n, &p, &plen, &footer, err, sizeof(err)),
+        TW_ERR);
     assert_non_null(strstr(err, "offset 8: length CRC"));
     rec[9] ^= 1;
-    assert_int_equal(tw_debug_record_check(rec, n - 1, &p, &plen, &footer,
-                                           err, sizeof(err)),
-                     TW_ERR);
+    assert_int_equal(
+        tw_debug_record_check(rec, n - 1, &p, &plen, &footer, err, sizeof(err)),
+        TW_ERR);
     assert_non_null(strstr(err, "payload length 2 does not fit"));
     assert_int_equal(
         tw_debug_record_check(rec, 15, &p, &plen, &footer, err, sizeof(err)),
@@ -107,20 +107,21 @@ static void test_event_decode(void **state)
      * content 8 bytes}, metadata{plugin_data{"mode","2"},
      * plugin_data{"mode_step","7"}}}}} */
     const uint8_t p[] = {
-        0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, /* wall_time 1.5 */
-        0x3d, 1, 2, 3, 4,                   /* field 7, fixed32 */
-        0x32, 2, 0xaa, 0xbb,                /* field 6, LEN */
-        0x2a, 54,                           /* summary */
-        0x0a, 52,                           /* value */
-        0x0a, 1, 't',                       /* tag */
-        0x42, 18,                           /* tensor */
-        0x08, 1,                            /* dtype */
-        0x12, 4, 0x12, 2, 0x08, 2,          /* shape{dim{size 2}} */
-        0x22, 8, 0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0, /* 1.0f, -2.0f */
-        0x4a, 27,                                 /* metadata */
-        0x0a, 9, 0x0a, 4, 'm', 'o', 'd', 'e', 0x12, 1, '2',
-        0x0a, 14, 0x0a, 9, 'm', 'o', 'd', 'e', '_', 's', 't', 'e', 'p', 0x12,
-        1, '7'};
+        0x09, 0,   0,    0,    0,    0,    0,   0xf8, 0x3f, /* wall_time 1.5 */
+        0x3d, 1,   2,    3,    4,       /* field 7, fixed32 */
+        0x32, 2,   0xaa, 0xbb,          /* field 6, LEN */
+        0x2a, 54,                       /* summary */
+        0x0a, 52,                       /* value */
+        0x0a, 1,   't',                 /* tag */
+        0x42, 18,                       /* tensor */
+        0x08, 1,                        /* dtype */
+        0x12, 4,   0x12, 2,    0x08, 2, /* shape{dim{size 2}} */
+        0x22, 8,   0,    0,    0x80, 0x3f, 0,   0,    0,    0xc0, /* 1.0f, -2.0f
+                                                                   */
+        0x4a, 27,                                                 /* metadata */
+        0x0a, 9,   0x0a, 4,    'm',  'o',  'd', 'e',  0x12, 1,    '2',
+        0x0a, 14,  0x0a, 9,    'm',  'o',  'd', 'e',  '_',  's',  't',
+        'e',  'p', 0x12, 1,    '7'};
     tw_debug_event ev;
     char err[256];
     assert_int_equal(tw_debug_event_decode(p, sizeof(p), &ev, err, sizeof(err)),
@@ -139,8 +140,8 @@ static void test_event_decode(void **state)
     assert_int_equal(ev.mode_step, 7);
 
     /* An 11-byte varint, a LEN past the end, a group, a bad mode. */
-    const uint8_t long_varint[] = {0x10, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-                                   0x80, 0x80, 0x80, 0x80, 0x00};
+    const uint8_t long_varint[] = {0x10, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                   0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
     assert_int_equal(tw_debug_event_decode(long_varint, sizeof(long_varint),
                                            &ev, err, sizeof(err)),
                      TW_ERR);
@@ -155,17 +156,17 @@ static void test_event_decode(void **state)
         tw_debug_event_decode(group, sizeof(group), &ev, err, sizeof(err)),
         TW_ERR);
     assert_non_null(strstr(err, "offset 0: group or unknown wire type"));
-    const uint8_t bad_mode[] = {0x2a, 15, 0x0a, 13, 0x4a, 11, 0x0a, 9,
-                                0x0a, 4,  'm',  'o',  'd',  'e', 0x12, 1,
-                                '9'};
-    assert_int_equal(tw_debug_event_decode(bad_mode, sizeof(bad_mode), &ev,
-                                           err, sizeof(err)),
+    const uint8_t bad_mode[] = {0x2a, 15,  0x0a, 13, 0x4a, 11,
+                                0x0a, 9,   0x0a, 4,  'm',  'o',
+                                'd',  'e', 0x12, 1,  '9'};
+    assert_int_equal(tw_debug_event_decode(bad_mode, sizeof(bad_mode), &ev, err,
+                                           sizeof(err)),
                      TW_ERR);
     assert_non_null(strstr(err, "'mode' is not 1, 2, 3 or 4"));
     /* The step as a LEN field: the wrong wire type for its number. */
     const uint8_t wrong_type[] = {0x12, 0};
-    assert_int_equal(tw_debug_event_decode(wrong_type, sizeof(wrong_type),
-                                           &ev, err, sizeof(err)),
+    assert_int_equal(tw_debug_event_decode(wrong_type, sizeof(wrong_type), &ev,
+                                           err, sizeof(err)),
                      TW_ERR);
     assert_non_null(strstr(err, "field 2 has wire type 2"));
 }

@@ -22,11 +22,12 @@ def main(argv):
     with open(folder + ".modes.json") as f:
         modes = json.load(f)
     reading = []
-    for key in sorted(written, key=lambda k: (int(k.split("/", 1)[0]),
-                                              k.split("/", 1)[1])):
-        step, name = key.split("/", 1)
+    for key in sorted(written, key=lambda k: (int(k.split("/", 2)[1]),
+                                              k.split("/", 2)[0],
+                                              k.split("/", 2)[2])):
+        worker, step, name = key.split("/", 2)
         mode, mode_step = modes[step]
-        reading.append({"worker": "worker_0", "step": int(step),
+        reading.append({"worker": worker, "step": int(step),
                         "name": name, "mode": mode, "mode_step": mode_step,
                         "value": written[key], "stored": {},
                         "reference_numpy": {}})

@@ -176,7 +176,7 @@ def compare(reading, recs, differ, written=None):
                 differ(f"{key}: values differ")
             counts["values"] += ref.size
             if written is not None:
-                w = written[f"{step}/{name}"]
+                w = written[f"{worker}/{step}/{name}"]
                 if not np.array_equal(w.astype(np.float64).reshape(-1), ref,
                                       equal_nan=True):
                     differ(f"{key}: the reference reads other values than "

@@ -1,6 +1,6 @@
 """Writes a debug-output folder with trainwatch's own writer
 (hooks/python/trainwatch/debug_writer.py) from numpy arrays, and beside it
-OUT_DIR.npz: every array written, keyed "<step>/<name>", and
+OUT_DIR.npz: every array written, keyed "<worker>/<step>/<name>", and
 OUT_DIR.modes.json: {step: [mode, mode step]}, for compare.py --written
 and check_written.py.
 
@@ -12,7 +12,10 @@ tensor too (the reference's reader misreads int8 as uint8, so the
 comparison with it leaves it out); with --payload-crc the records carry
 the payload's CRC as footer instead of the reference's constant.
 
-Usage: write_python.py [--int8] [--payload-crc] OUT_DIR
+With --workers N, N workers (worker_0 ...) write into the same folder,
+each its own values, as ranks of one job do.
+
+Usage: write_python.py [--int8] [--payload-crc] [--workers N] OUT_DIR
 """
 import json
 import os
@@ -25,19 +28,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from trainwatch.debug_writer import DebugWriter  # noqa: E402
 
 
-def main(argv):
-    int8 = "--int8" in argv
-    crc = "--payload-crc" in argv
-    args = [a for a in argv if not a.startswith("--")]
-    if len(args) != 1:
-        sys.exit(__doc__)
-    out = args[0]
-    rng = np.random.default_rng(7)
-    w = DebugWriter(out, payload_crc=crc)
-    saved = {}
+def write_worker(out, rank, workers, steps, int8, crc, saved):
+    worker = f"worker_{rank}"
+    rng = np.random.default_rng(7 + rank)
+    w = DebugWriter(out, worker=worker, num_workers=workers,
+                    payload_crc=crc)
     weight = rng.standard_normal((4, 3)).astype(np.float32)
-    steps = [(0, "TRAIN", 0), (1, "TRAIN", 1), (2, "EVAL", 0),
-             (3, "TRAIN", 2)]
     for step, mode, mode_step in steps:
         w.begin_step(step, mode=mode, mode_step=mode_step)
         tensors = {
@@ -70,10 +66,30 @@ def main(argv):
                     if name.startswith("gradient/") else "weights"
                     if name.endswith("weight") else "others")
             w.write_tensor(name, value, [coll])
-            saved[f"{step}/{name}"] = np.asarray(value)
+            saved[f"{worker}/{step}/{name}"] = np.asarray(value)
         w.end_step()
         weight -= 0.1 * np.float32(step + 1)
     w.close()
+
+
+def main(argv):
+    int8 = "--int8" in argv
+    crc = "--payload-crc" in argv
+    workers = 1
+    argv = list(argv)
+    if "--workers" in argv:
+        i = argv.index("--workers")
+        workers = int(argv[i + 1])
+        del argv[i:i + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    if len(args) != 1:
+        sys.exit(__doc__)
+    out = args[0]
+    saved = {}
+    steps = [(0, "TRAIN", 0), (1, "TRAIN", 1), (2, "EVAL", 0),
+             (3, "TRAIN", 2)]
+    for rank in range(workers):
+        write_worker(out, rank, workers, steps, int8, crc, saved)
     np.savez(out + ".npz", **saved)
     with open(out + ".modes.json", "w") as f:
         json.dump({s: [m, k] for s, m, k in steps}, f)

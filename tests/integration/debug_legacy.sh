@@ -9,8 +9,9 @@
 #      NaN and dead ReLU);
 #  (2) folders written by trainwatch's Python writer
 #      (hooks/python/trainwatch/debug_writer.py) in 8 dtypes with NaN/Inf,
-#      with the reference's constant footers and with payload CRCs: every
-#      value and derived reduction equals numpy's;
+#      two workers in one folder with the reference's constant footers, one
+#      with payload CRCs: every value and derived reduction (update_l2 per
+#      worker) equals numpy's;
 #  (3) bad input: a length CRC, a footer, a truncated event file, a wrong
 #      dtype size, a varint past 64 bits and an index file that is no JSON are
 #      each reported with file and offset, counted, and skipped; every
@@ -36,7 +37,8 @@ fail() {
 "$PY" "$DL/check_golden.py" "$TW" || fail "golden folder"
 
 # ---- (2) trainwatch's writer -----------------------------------------------
-"$PY" "$DL/write_python.py" --int8 "$WORK/py" || fail "write_python.py"
+"$PY" "$DL/write_python.py" --int8 --workers 2 "$WORK/py" ||
+    fail "write_python.py"
 "$PY" "$DL/check_written.py" "$TW" "$WORK/py" || fail "python writer folder"
 "$PY" "$DL/write_python.py" --int8 --payload-crc "$WORK/pycrc" ||
     fail "write_python.py --payload-crc"

@@ -17,8 +17,8 @@
 #      byte for byte as the reference wrote it; the same for a run with a
 #      learning rate of 0 (update_l2 0 on every parameter) and a deep
 #      sigmoid network (first-layer gradient abs_mean < 1e-3 of the last's);
-#  (2) a folder written by trainwatch's Python writer, read by the
-#      reference's trial: the values it reads are those written, and
+#  (2) a folder written by trainwatch's Python writer (two workers), read
+#      by the reference's trial: the values it reads are those written, and
 #      debug-dump agrees with it as in (1).
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
@@ -45,7 +45,7 @@ for f in ref:default small:default lr0:lr0 sigmoid:sigmoid; do
     "$PY" "$DL/compare.py" "$TW" "$WORK/${f%%:*}" --pathologies "${f#*:}" \
         --bytes || fail "reference-written folder ${f%%:*}"
 done
-"$PY" "$DL/write_python.py" "$WORK/py" || fail "write_python.py"
+"$PY" "$DL/write_python.py" --workers 2 "$WORK/py" || fail "write_python.py"
 "$PY" "$DL/compare.py" "$TW" "$WORK/py" --written "$WORK/py.npz" --bytes ||
     fail "trainwatch-written folder read by the reference"
 echo "debug_legacy_ref: ok"

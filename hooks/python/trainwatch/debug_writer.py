@@ -140,14 +140,17 @@ def _save_config(interval):
 
 
 class DebugWriter:
-    """Writes one worker's debug-output folder. out_dir must not hold
-    another run (as for the reference's hook)."""
+    """Writes one worker's files of a debug-output folder; the workers of
+    one job share out_dir. Refused when this worker already closed a run
+    there."""
 
     def __init__(self, out_dir, worker="worker_0", num_workers=1,
                  payload_crc=False, save_interval=1):
-        if os.path.exists(os.path.join(out_dir, "index")):
-            raise ValueError(f"{out_dir}: already holds a debug-output "
-                             "folder")
+        if os.path.exists(os.path.join(
+                out_dir, "collections", "000000000",
+                f"{worker}_collections.json")):
+            raise ValueError(f"{out_dir}: {worker} already wrote a run "
+                             "there")
         self.out_dir = out_dir
         self.worker = worker
         self.num_workers = num_workers

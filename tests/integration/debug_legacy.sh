@@ -18,7 +18,7 @@
 #      other tensor is printed as before; exit status 0;
 #  (4) not a debug-output folder: exit 1; bad usage: exit 2; `eval` of a
 #      debug-output folder names it as such (exit 1) until the debugging
-#      rules run on it.
+#      rules run on it, and `replay` says it sends none of its tensors.
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
 TW=$BUILD/trainwatch
@@ -26,7 +26,12 @@ PY=${TW_PYTHON:-/usr/bin/python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 DL=$HERE/../debug_legacy
 WORK=$(mktemp -d /tmp/tw-debug-legacy.XXXXXX)
-cleanup() { [ -n "${KEEP:-}" ] || rm -rf "$WORK"; }
+BROKER_PID=
+. "$HERE/lib/broker.sh"
+cleanup() {
+    [ -n "${BROKER_PID:-}" ] && kill -KILL "$BROKER_PID" 2>/dev/null
+    [ -n "${KEEP:-}" ] || rm -rf "$WORK"
+}
 trap cleanup EXIT
 fail() {
     echo "FAIL: $*" >&2
@@ -141,4 +146,11 @@ PYEOF
 [ $? -eq 1 ] || fail "eval of a debug-output folder should exit 1"
 grep -q "is a legacy debug-output folder" "$WORK/eval.err" ||
     fail "eval did not recognise the folder: $(cat "$WORK/eval.err")"
+# replay says it sends no tensors of it yet.
+tw_broker_start || fail "broker start"
+timeout 60 "$TW" replay "$DL/golden/ref_small" --brokers "$BOOTSTRAP" \
+    >/dev/null 2>"$WORK/replay.err" || fail "replay: $(cat "$WORK/replay.err")"
+grep -q "a legacy debug-output folder (tensors): replay does not send" \
+    "$WORK/replay.err" || fail "replay did not say: $(cat "$WORK/replay.err")"
+tw_broker_stop || fail "broker stop"
 echo "debug_legacy: ok"

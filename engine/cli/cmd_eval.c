@@ -24,6 +24,7 @@
 #include "json_writer.h"
 #include "log.h"
 #include "reader.h"
+#include "reader_debug.h"
 #include "reader_prefetch.h"
 
 enum {
@@ -626,6 +627,14 @@ static int eval_load(const eval_opts *o, eval_setup *e)
     for (size_t i = 0; i < e->folder->nproblems; i++)
         tw_log(TW_LOG_WARN, "eval: folder not read: %s: %s",
                e->folder->problems[i].path, e->folder->problems[i].reason);
+    if (e->folder->nfiles == 0 && tw_debug_folder_detect(o->dir)) {
+        fprintf(stderr,
+                "trainwatch eval: '%s' is a legacy debug-output folder "
+                "(tensors): `trainwatch debug-dump` reads it; the "
+                "debugging rules do not run on it yet\n",
+                o->dir);
+        return -1;
+    }
     if (e->folder->nfiles == 0) {
         fprintf(stderr,
                 "trainwatch eval: no agent files under '%s' (expected "

@@ -25,5 +25,6 @@ int tw_cmd_stats(int argc, char **argv);
 int tw_cmd_timeline(int argc, char **argv);
 int tw_cmd_pystats(int argc, char **argv);
 int tw_cmd_report(int argc, char **argv);
+int tw_cmd_debug_dump(int argc, char **argv);
 
 #endif /* TW_COMMANDS_H */

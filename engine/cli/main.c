@@ -32,6 +32,8 @@ static const tw_command commands[] = {
      "top Python functions of the hook's cProfile statistics"},
     {"report", tw_cmd_report,
      "one self-contained HTML page about a job: findings, usage, charts"},
+    {"debug-dump", tw_cmd_debug_dump,
+     "print the tensors and reductions of a legacy debug-output folder"},
 };
 
 static void usage(FILE *out)

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "event_time.h"
 #include "log.h"
+#include "reader_debug.h"
 #include "signals.h"
 #include "tw_assert.h"
 #include "wire.h"
@@ -756,7 +757,13 @@ static int tw_replay_folder(tw_replay *r)
         }
         r->unreadable_dirs = folder->unreadable_dirs;
         r->skipped_dirs = folder->skipped_dirs;
-        if (pass == 0 && folder->nfiles == 0 && !r->follow)
+        if (pass == 0 && folder->nfiles == 0 && tw_debug_folder_detect(r->dir))
+            tw_log(TW_LOG_WARN,
+                   "replay: %s: a legacy debug-output folder (tensors): "
+                   "replay does not send its tensors yet (trainwatch "
+                   "debug-dump reads it)",
+                   r->dir);
+        else if (pass == 0 && folder->nfiles == 0 && !r->follow)
             tw_log(TW_LOG_WARN,
                    "replay: %s: no agent files: the job is sent with no data",
                    r->dir);

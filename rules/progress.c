@@ -124,8 +124,8 @@ typedef struct pg_state {
     int32_t kind; /* ROLE_BEHIND: some fell behind; ROLE_TOGETHER: all */
 } pg_state;
 
-static int pg_create(const tw_host *host, const tw_params *params,
-                     void **state, char *err, size_t errlen)
+static int pg_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
         snprintf(err, errlen, "Progress: expected %d parameters, got %zu",
@@ -248,8 +248,9 @@ static int pg_scan(void *state, const tw_scan *scan, tw_scan_result *out,
             continue;
         rank *k = rank_get(s, e->node);
         if (k == NULL) {
-            snprintf(err, errlen, "Progress: out of memory (or more than %d "
-                                  "ranks)",
+            snprintf(err, errlen,
+                     "Progress: out of memory (or more than %d "
+                     "ranks)",
                      MAX_RANKS);
             return TW_ERR;
         }
@@ -346,9 +347,9 @@ static void assign_roles(pg_state *s)
         rank *k = &s->ranks[i];
         if (k->role == ROLE_OK)
             continue;
-        if (stalled_out && any_in ? !in_user_section(k)
-                                  : (double)(newest - k->last_end_us) / 1e6 >
-                                        s->tol_s) {
+        if (stalled_out && any_in
+                ? !in_user_section(k)
+                : (double)(newest - k->last_end_us) / 1e6 > s->tol_s) {
             k->role = ROLE_BEHIND;
             behind = 1;
         }
@@ -372,8 +373,9 @@ static int pg_wallclock(void *state, const tw_wallclock *wc,
             continue; /* an agent: it proves the machine alive, no more */
         rank *k = rank_get(s, n->node);
         if (k == NULL) {
-            snprintf(err, errlen, "Progress: out of memory (or more than %d "
-                                  "ranks)",
+            snprintf(err, errlen,
+                     "Progress: out of memory (or more than %d "
+                     "ranks)",
                      MAX_RANKS);
             return TW_ERR;
         }
@@ -381,8 +383,7 @@ static int pg_wallclock(void *state, const tw_wallclock *wc,
             k->first_arrival_us = n->first_arrival_us;
         if (n->last_event != NULL &&
             n->last_event_arrival_us >= k->last_arrival_us) {
-            snprintf(k->last_event, sizeof(k->last_event), "%s",
-                     n->last_event);
+            snprintf(k->last_event, sizeof(k->last_event), "%s", n->last_event);
             k->last_end_us = n->last_event_end_us;
             k->last_step = n->last_event_step;
             k->last_mode = (int32_t)n->last_event_mode;
@@ -455,7 +456,7 @@ static int pg_details(void *state, tw_json *j)
     h->json_key(j, "cleared_us");
     h->json_int(j, s->cleared_us);
     h->json_key(j, "kind");
-    h->json_string(j, s->violations == 0           ? "none"
+    h->json_string(j, s->violations == 0       ? "none"
                       : s->kind == ROLE_BEHIND ? "behind"
                                                : "together");
     h->json_key(j, "ranks");
@@ -623,8 +624,9 @@ static int pg_restore(void *state, const void *data, size_t len, char *err,
             tw_deser_fail(&d);
     }
     if (!tw_deser_done(&d)) {
-        snprintf(err, errlen, "Progress: checkpoint of %zu bytes is "
-                              "truncated or corrupt",
+        snprintf(err, errlen,
+                 "Progress: checkpoint of %zu bytes is "
+                 "truncated or corrupt",
                  len);
         return TW_ERR;
     }
@@ -709,11 +711,13 @@ static int pg_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                         first->last_event, step, at);
     char alive[96];
     if (s->last_system_us > 0 && s->last_now_us - s->last_system_us < 60000000)
-        snprintf(alive, sizeof(alive), "the agents' system metrics still "
-                                       "arrive: the machines are up");
+        snprintf(alive, sizeof(alive),
+                 "the agents' system metrics still "
+                 "arrive: the machines are up");
     else
-        snprintf(alive, sizeof(alive), "no system metrics arrive to prove "
-                                       "the machines up");
+        snprintf(alive, sizeof(alive),
+                 "no system metrics arrive to prove "
+                 "the machines up");
     if (s->active)
         tw_finding_text(f->magnitude,
                         "silent %s > timeout %s, still stalled (%zu behind, "

@@ -61,8 +61,8 @@ typedef struct st_state {
     int64_t fired_step;
 } st_state;
 
-static int st_create(const tw_host *host, const tw_params *params,
-                     void **state, char *err, size_t errlen)
+static int st_create(const tw_host *host, const tw_params *params, void **state,
+                     char *err, size_t errlen)
 {
     if (params->nvalues != P_COUNT) {
         snprintf(err, errlen,
@@ -292,11 +292,10 @@ static int st_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                     "(py-spy dump), a collective that never completes, a "
                     "deadlocked data loader or stuck I/O; the Progress rule "
                     "names the ranks behind.");
-    tw_finding_text(f->parameters,
-                    "threshold %g s, stop_training_on_fire %s%s%s", s->threshold_s,
-                    s->stop ? "True" : "False",
-                    s->prefix[0] ? ", training_job_name_prefix " : "",
-                    s->prefix);
+    tw_finding_text(
+        f->parameters, "threshold %g s, stop_training_on_fire %s%s%s",
+        s->threshold_s, s->stop ? "True" : "False",
+        s->prefix[0] ? ", training_job_name_prefix " : "", s->prefix);
     return TW_OK;
 }
 

@@ -121,8 +121,8 @@ int tw_wallclock_note_batch(tw_wallclock_tracker *t, const tw_batch *b,
     }
     for (size_t i = 0; i < b->nevents; i++) {
         const tw_fw_event *e = &b->events[i];
-        tw_wallclock_node *ev = node_get(t, e->node != NULL ? e->node : node,
-                                         arrival_us);
+        tw_wallclock_node *ev =
+            node_get(t, e->node != NULL ? e->node : node, arrival_us);
         if (ev == NULL)
             return TW_ERR;
         ev->is_framework = 1;

@@ -12,7 +12,8 @@
  *    "Section:NAME:begin" (zero length) on entry and "Section:NAME"
  *    (its whole span) on exit; while the begin is a rank's last event the
  *    rank is inside NAME. NAME starting with "checkpoint" has the budget
- *    `checkpoint_budget`; any other section is timed as steps are.
+ *    `checkpoint_budget`; any other section its own learned timeout, but
+ *    never less than the step's it is part of.
  *
  * Timeout of a (rank, section): max(multiplier x p99 of the section's
  * last RING intervals (step intervals; section durations), floor) once
@@ -310,7 +311,11 @@ static void rank_judge(const pg_state *s, const rank *k, int64_t now_us,
         for (uint32_t i = 0; i < k->nsections && c == NULL; i++)
             if (strcmp(k->sections[i].name, name) == 0)
                 c = &k->sections[i];
-        o->timeout_s = c != NULL ? ring_timeout(s, &c->r, &p99) : s->floor_s;
+        /* never tighter than the step it is part of */
+        int m = k->last_mode == TW_MODE_EVAL ? K_EVAL : K_TRAIN;
+        double step_t = ring_timeout(s, &k->steps[m], &p99);
+        double own = c != NULL ? ring_timeout(s, &c->r, &p99) : s->floor_s;
+        o->timeout_s = own > step_t ? own : step_t;
         return;
     }
     int m = k->last_mode == TW_MODE_EVAL ? K_EVAL : K_TRAIN;

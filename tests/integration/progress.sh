@@ -12,7 +12,7 @@
 #  (b) every rank spends 6 s in hook.section("checkpoint") (longer than
 #      the 3 s floor, within the checkpoint budget) -> no finding;
 #  (d) a healthy run with an evaluation pass every 60 steps -> no finding;
-#  (f) every rank sleeps 8 s inside step 30 -> StalledTrainingRule fires
+#  (f) every rank sleeps 8 s inside step 30 of 150 -> StalledTrainingRule fires
 #      (and Progress: all ranks stopped together); the step at which the
 #      fault began and the time from it to the alert are printed.
 set -u
@@ -115,7 +115,7 @@ train ckpt --world 3 --steps 80 --ckpt-step 40 --ckpt-sleep 6 &
 P1=$!
 train healthy --world 3 --steps 200 --eval-every 60 --eval-steps 10 &
 P2=$!
-train stall --world 2 --steps 60 --stall-step 30 --stall-sleep 8 &
+train stall --world 2 --steps 150 --stall-step 30 --stall-sleep 8 &
 P3=$!
 wait $P1 || exit 1
 wait $P2 || exit 1

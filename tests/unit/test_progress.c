@@ -116,8 +116,7 @@ static void test_progress_behind_and_waiting(void **st)
     rep = rt_report(c);
     assert_false(json_is_true(rt_jget(rep, "Details", "active", NULL)));
     assert_int_equal(
-        json_integer_value(rt_jget(rep, "Details", "cleared_us", NULL)),
-        S(19));
+        json_integer_value(rt_jget(rep, "Details", "cleared_us", NULL)), S(19));
     json_decref(rep);
     rt_env_free(c);
     rt_env_free(e);
@@ -175,8 +174,8 @@ static void test_stalled_training(void **st)
     (void)st;
     rt_env *e = rt_env_new();
     const char *kv[] = {"threshold", "10", NULL};
-    assert_int_equal(rt_create(e, "StalledTrainingRule", TW_SEMANTICS_FIXED, kv),
-                     TW_OK);
+    assert_int_equal(
+        rt_create(e, "StalledTrainingRule", TW_SEMANTICS_FIXED, kv), TW_OK);
     tw_wallclock wc = {.now_us = S(100)};
     assert_int_equal(wall(e, &wc)->condition_met, 0);
     wc.now_us = S(111); /* before the first step: from its first call */

@@ -4,7 +4,8 @@
 # data-parallel job (torch.distributed, gloo on CPU, spawned ranks;
 # tests/integration/progress/ddp_train.py) publishing through `trainwatch
 # broker` into `trainwatch run` (tick 1 s; Progress floor lowered to 3 s,
-# StalledTrainingRule threshold to 4 s, so the test is short):
+# StalledTrainingRule threshold to 4 s, so the test is short), after the
+# unit test of hook.section()'s events (hook/test_sections.py):
 #  (a) rank 1 sleeps before the all_reduce of step 60 until the test ends
 #      it -> a Progress finding on the alert topic within 60 s naming
 #      1-localhost as behind and the two others as waiting (in the
@@ -25,6 +26,8 @@ export PYTHONPATH=$BUILD/hooks/python
 "$PY" -c 'import torch, torch.distributed, confluent_kafka, flatbuffers' 2>/dev/null ||
     { echo "SKIP: python3-torch, python3-confluent-kafka or python3-flatbuffers missing"; exit 77; }
 command -v kcat >/dev/null || { echo "SKIP: kcat not installed"; exit 77; }
+# the hook's section events first (tests/integration/hook/test_sections.py)
+(cd "$HERE/hook" && "$PY" -m unittest -q test_sections) || exit 1
 WORK=$(mktemp -d /tmp/tw-progress.XXXXXX)
 BROKER_PID=
 HANG_PID=

@@ -203,24 +203,37 @@ void tw_job_on_wallclock(tw_job *j, tw_job_wallclock_fn fn, void *ud)
     j->on_wallclock_ud = ud;
 }
 
-/* Every rule with a wall-clock callback, at now_us; 1 when one ran. */
+/* Every rule with a wall-clock callback, at now_us; 1 when one of them
+ * changed its status or counters (what alerts and results show). */
 static int run_wallclock_rules(tw_job *j, int64_t now_us, int offline)
 {
     const tw_wallclock *wc = tw_wallclock_view(j->wallclock, now_us, offline);
-    int ran = 0;
-    for (size_t r = 0; r < j->nrules; r++)
-        if (tw_rule_has_wallclock(j->rules[r]) &&
-            tw_rule_get_status(j->rules[r]) != TW_STATUS_ERROR) {
-            tw_rule_wallclock(j->rules[r], wc); /* a failure goes Error alone */
-            ran = 1;
-        }
-    return ran;
+    int changed = 0;
+    for (size_t r = 0; r < j->nrules; r++) {
+        tw_rule *rule = j->rules[r];
+        if (!tw_rule_has_wallclock(rule) ||
+            tw_rule_get_status(rule) == TW_STATUS_ERROR)
+            continue;
+        tw_rule_status before = tw_rule_get_status(rule);
+        tw_scan_result was = *tw_rule_last_result(rule);
+        tw_rule_wallclock(rule, wc); /* a failure goes Error alone */
+        const tw_scan_result *now = tw_rule_last_result(rule);
+        changed |= before != tw_rule_get_status(rule) ||
+                   was.condition_met != now->condition_met ||
+                   was.violations != now->violations ||
+                   was.rule_triggered != now->rule_triggered ||
+                   was.datapoints != now->datapoints;
+    }
+    return changed;
 }
 
 void tw_job_wallclock(tw_job *j, int64_t now_us)
 {
     if (j->wallclock == NULL || j->cfg.wall_now == NULL || j->finished)
         return;
+    /* Saved when what it shows changed (a finding, a status): a quiet
+     * call's bookkeeping rides with the next scan's checkpoint, so a
+     * thousand idle jobs do not rewrite their rules every second. */
     if (!run_wallclock_rules(j, now_us, 0))
         return;
     j->rules_changes++;

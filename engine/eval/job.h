@@ -134,9 +134,11 @@ void tw_job_on_wallclock(tw_job *j, tw_job_wallclock_fn fn, void *ud);
 
 /* Online (cfg.wall_now set): runs every rule that judges on the wall
  * clock with the producers' last-seen record at now_us (the daemon calls
- * it about once a second per live job), then the on_wallclock callback.
- * A no-op for a finished job, offline, or without such rules. The rules
- * that ran count as changed for the next tw_job_save. */
+ * it about once a second per live job), then, when one of them changed
+ * its status or counters, the on_wallclock callback; those rules then
+ * count as changed for the next tw_job_save (a quiet call's state is
+ * saved with the next scan's). A no-op for a finished job, offline, or
+ * without such rules. */
 void tw_job_wallclock(tw_job *j, int64_t now_us);
 
 /* Fix F (offline evaluation knows it from the file names). Must be called

@@ -10,9 +10,10 @@
 #      it -> a Progress finding on the alert topic within 60 s naming
 #      1-localhost as behind and the two others as waiting (in the
 #      allreduce section); the time from the hang to the alert is printed;
-#  (b) every rank spends 6 s in hook.section("checkpoint") (longer than
+#  (b) every rank (2) spends 6 s in hook.section("checkpoint") (longer than
 #      the 3 s floor, within the checkpoint budget) -> no finding;
-#  (d) a healthy run with an evaluation pass every 60 steps -> no finding;
+#  (d) a healthy run (2 ranks) with an evaluation pass every 60 steps ->
+#      no finding;
 #  (f) every rank sleeps 8 s inside step 30 of 150 -> StalledTrainingRule fires
 #      (and Progress: all ranks stopped together); the step at which the
 #      fault began and the time from it to the alert are printed.
@@ -114,9 +115,9 @@ print("hang: rank 1 hung at step 60; Progress alert after %.1f s: %s"
 PYEOF
 
 # ---- (b), (d), (f) side by side ---------------------------------------------
-train ckpt --world 3 --steps 80 --ckpt-step 40 --ckpt-sleep 6 &
+train ckpt --world 2 --steps 80 --ckpt-step 40 --ckpt-sleep 6 &
 P1=$!
-train healthy --world 3 --steps 200 --eval-every 60 --eval-steps 10 &
+train healthy --world 2 --steps 200 --eval-every 60 --eval-steps 10 &
 P2=$!
 train stall --world 2 --steps 150 --stall-step 30 --stall-sleep 8 &
 P3=$!

@@ -583,8 +583,9 @@ typedef uint32_t (*tw_rule_inputs_fn)(void);
  * the rule's counters after its last call, condition_met 0; the host
  * treats what it returns as it treats scan()'s (status, a finding alert
  * when condition_met and violations grew, actions, results), so the rule
- * keeps in the state it saves whatever it needs to fire exactly once
- * (checkpoints take the state after a wall-clock call too). Called from
+ * keeps in the state it saves whatever it needs to fire exactly once:
+ * checkpoints take the state after a call that changed the status or a
+ * counter; a quiet call's changes are saved with the next scan's. Called from
  * the same thread as the other callbacks, never during one. Not part of
  * the descriptor: the ABI version and older plugins are unaffected. */
 

@@ -180,6 +180,17 @@ static rank *rank_get(pg_state *s, const char *node)
     return k;
 }
 
+static void rank_drop(pg_state *s, const char *node)
+{
+    for (size_t i = 0; i < s->nranks; i++)
+        if (strncmp(s->ranks[i].node, node, NAME_LEN - 1) == 0) {
+            memmove(&s->ranks[i], &s->ranks[i + 1],
+                    (s->nranks - i - 1) * sizeof(rank));
+            s->nranks--;
+            return;
+        }
+}
+
 static void ring_add(ring *r, double v)
 {
     r->v[r->next] = v;
@@ -374,8 +385,12 @@ static int pg_wallclock(void *state, const tw_wallclock *wc,
     pg_state *s = state;
     for (size_t i = 0; i < wc->nnodes; i++) {
         const tw_wallclock_node *n = &wc->nodes[i];
-        if (n->is_system && !n->is_framework)
-            continue; /* an agent: it proves the machine alive, no more */
+        if (n->is_system && !n->is_framework) {
+            /* an agent: it proves the machine alive, no more (its JOB_START
+             * may have come alone and looked like a rank starting up) */
+            rank_drop(s, n->node);
+            continue;
+        }
         rank *k = rank_get(s, n->node);
         if (k == NULL) {
             snprintf(err, errlen,

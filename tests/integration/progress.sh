@@ -9,7 +9,9 @@
 #  (a) rank 1 sleeps before the all_reduce of step 60 until the test ends
 #      it -> a Progress finding on the alert topic within 60 s naming
 #      1-localhost as behind and the two others as waiting (in the
-#      allreduce section); the time from the hang to the alert is printed;
+#      allreduce section), while `trainwatch agent` beside it keeps
+#      reporting (the finding says the machines are up); the time from
+#      the hang to the alert is printed;
 #  (b) every rank (2) spends 6 s in hook.section("checkpoint") (longer than
 #      the 3 s floor, within the checkpoint budget) -> no finding;
 #  (d) a healthy run (2 ranks) with an evaluation pass every 60 steps ->
@@ -32,10 +34,12 @@ command -v kcat >/dev/null || { echo "SKIP: kcat not installed"; exit 77; }
 WORK=$(mktemp -d /tmp/tw-progress.XXXXXX)
 BROKER_PID=
 HANG_PID=
+AGENT_PID=
 . "$HERE/lib/broker.sh"
 . "$HERE/lib/run.sh"
 cleanup() {
     [ -n "$HANG_PID" ] && kill -KILL -- "-$HANG_PID" 2>/dev/null
+    [ -n "$AGENT_PID" ] && kill -KILL "$AGENT_PID" 2>/dev/null
     [ -n "${RUN_PID_A:-}" ] && kill -KILL "$RUN_PID_A" 2>/dev/null
     [ -n "${BROKER_PID:-}" ] && kill -KILL "$BROKER_PID" 2>/dev/null
     [ -n "${KEEP:-}" ] || rm -rf "$WORK"
@@ -86,6 +90,10 @@ finding() { # JOB RULE: its first finding alert line
 }
 
 # ---- (a) one rank hangs before an all_reduce --------------------------------
+# the agent beside it keeps reporting: the machine is up, the ranks hang
+"$TW" agent --brokers "$BOOTSTRAP" --job hang --interval-ms 500 \
+    >"$WORK/agent.out" 2>"$WORK/agent.err" &
+AGENT_PID=$!
 setsid "$PY" "$HERE/progress/ddp_train.py" --job hang --brokers "$BOOTSTRAP" \
     --world 3 --steps 1000 --hang-rank 1 --hang-step 60 \
     >"$WORK/hang.out" 2>"$WORK/hang.err" &
@@ -98,6 +106,9 @@ LINE=$(finding hang Progress)
 kill -KILL -- "-$HANG_PID" 2>/dev/null
 wait "$HANG_PID" 2>/dev/null
 HANG_PID=
+kill -TERM "$AGENT_PID" 2>/dev/null
+wait "$AGENT_PID" 2>/dev/null
+AGENT_PID=
 AT_MS=${LINE%% *}
 "$PY" - "${LINE#* hang }" "$HANG_US" "$AT_MS" <<'PYEOF' || fail "hang: finding"
 import json, sys
@@ -108,6 +119,7 @@ roles = {r["node"]: r["role"] for r in a["details"]["report"]["Details"]["ranks"
 assert roles == {"1-localhost": "behind", "0-localhost": "waiting",
                  "2-localhost": "waiting"}, roles
 assert "wait" in f["summary"] and "1-localhost" in f["summary"], f["summary"]
+assert "machines are up" in f["magnitude"]["text"], f["magnitude"]
 delay = int(sys.argv[3]) / 1e3 - int(sys.argv[2]) / 1e6
 assert 0 < delay <= 60, delay
 print("hang: rank 1 hung at step 60; Progress alert after %.1f s: %s"

@@ -1,4 +1,4 @@
-"""Tiny data-parallel training on CPU (torch.distributed, gloo, spawned
+"""Tiny data-parallel training on CPU (torch.distributed, gloo, forked
 ranks) with the trainwatch hook, for the Progress and StalledTrainingRule
 tests (tests/integration/progress.sh). Each rank: explicit hook.step(),
 forward, backward, a short sleep standing in for compute, the gradient
@@ -91,12 +91,16 @@ def main():
     p.add_argument("--stall-step", type=int, default=-1)
     p.add_argument("--stall-sleep", type=float, default=0)
     a = p.parse_args()
+    import torch  # noqa: F401 (imported once, before the ranks fork)
     import torch.multiprocessing as mp
     fd, path = tempfile.mkstemp(prefix="tw-ddp-")
     os.close(fd)
     os.unlink(path)  # the file store creates it
     try:
-        mp.spawn(rank_main, args=(a, "file://" + path), nprocs=a.world)
+        # fork: the ranks share the parent's imported torch (a spawned rank
+        # imports it again, seconds each on a loaded machine)
+        mp.start_processes(rank_main, args=(a, "file://" + path),
+                           nprocs=a.world, start_method="fork")
     finally:
         if os.path.exists(path):
             os.unlink(path)

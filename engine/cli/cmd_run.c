@@ -61,6 +61,8 @@
 #define TW_RUN_MAX_PROPS 128
 #define TW_RUN_FLUSH_MS 30000
 #define TW_RUN_POLL_MS 100
+/* How often the wall-clock rules (hangs, stalls) look at the live jobs. */
+#define TW_RUN_WALLCLOCK_US 1000000
 #define TW_RUN_ACTIONS_DRAIN_MS 10000
 /* Most scans one message may run (tw_job_config.max_scans_per_advance):
  * with the clock-skew bound a batch moves the watermark by minutes, so
@@ -101,11 +103,12 @@ typedef struct tw_run {
     tw_quarantine *quarantine;
     tw_config *cfg;
     tw_registry *reg;
-    sigset_t sigs;           /* SIGINT/SIGTERM, blocked and polled */
-    int64_t commit_every_us; /* checkpoint and commit pace */
-    tw_run_http *http;       /* NULL: http.enabled is false */
-    int64_t msg_polled_us;   /* when the message in hand was polled */
-    char pause_reason[512];  /* why consumption stopped (readiness) */
+    sigset_t sigs;             /* SIGINT/SIGTERM, blocked and polled */
+    int64_t commit_every_us;   /* checkpoint and commit pace */
+    tw_run_http *http;         /* NULL: http.enabled is false */
+    int64_t msg_polled_us;     /* when the message in hand was polled */
+    int64_t next_wallclock_us; /* next wall-clock rules call (monotonic) */
+    char pause_reason[512];    /* why consumption stopped (readiness) */
 } tw_run;
 
 /* What the options ask for. */
@@ -864,6 +867,7 @@ static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
     jc.max_scans_per_advance = TW_RUN_MAX_SCANS_PER_MESSAGE;
     jc.stop_requested = tw_run_stop_requested; /* SIGTERM within a scan */
     jc.stop_ud = &r->sigs;
+    jc.wall_now = tw_wall_us; /* hangs and stalls judged on it */
     tw_router_config rc_cfg = {.job = jc,
                                .reg = r->reg,
                                .rules = r->cfg->rules,
@@ -979,6 +983,37 @@ static void tw_run_publish(tw_run *r, int force)
     tw_run_http_update(r->http, &in, tw_mono_us(), force);
 }
 
+/* About once a second: the wall-clock rules of every live job, and their
+ * alerts sent as a message's are (claimed, then delivered). */
+static int tw_run_wallclock(tw_run *r, int64_t now)
+{
+    if (r->paused || now < r->next_wallclock_us)
+        return TW_OK;
+    r->next_wallclock_us = now + TW_RUN_WALLCLOCK_US;
+    tw_router_stats before, after;
+    tw_router_get_stats(r->router, &before);
+    tw_router_wallclock(r->router, tw_wall_us());
+    char why[512];
+    why[0] = '\0';
+    int rc = tw_router_flush_alerts(r->router, why, sizeof(why));
+    tw_router_get_stats(r->router, &after);
+    if (rc == TW_UNAVAILABLE) {
+        tw_run_pause(r, why[0] ? why : "state store unavailable");
+        return TW_OK;
+    }
+    if (rc != TW_OK) {
+        tw_log(TW_LOG_ERROR, "run: wall-clock alerts: %s", why);
+        return TW_ERR;
+    }
+    if (after.alerts_sent != before.alerts_sent && tw_store_durable(r->store) &&
+        tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, why, sizeof(why)) !=
+            0) {
+        tw_log(TW_LOG_ERROR, "run: %s", why);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
 /* Between messages: a signal, the periodic expiry and commit, the progress
  * line, the HTTP snapshot. Sets *stop on a signal; TW_ERR = cannot go on. */
 static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
@@ -1003,6 +1038,8 @@ static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
             *next_commit = now + r->commit_every_us;
         }
     }
+    if (!*stop && tw_run_wallclock(r, now) != TW_OK)
+        return TW_ERR;
     if (r->s.progress_interval_us > 0 && now >= *next_progress) {
         tw_run_stats_line(r->router, r->actions, "progress:", stderr);
         *next_progress = now + r->s.progress_interval_us;

@@ -148,6 +148,13 @@ int tw_job_new(const char *job_id, const tw_job_config *cfg, tw_registry *reg,
         tw_job_free(j);
         return TW_ERR;
     }
+    for (size_t i = 0; i < j->nrules && j->wallclock == NULL; i++)
+        if (tw_rule_has_wallclock(j->rules[i]) &&
+            (j->wallclock = tw_wallclock_tracker_new()) == NULL) {
+            snprintf(err, errlen, "out of memory");
+            tw_job_free(j);
+            return TW_ERR;
+        }
     *out = j;
     return TW_OK;
 }
@@ -179,6 +186,7 @@ void tw_job_free(tw_job *j)
     tw_windows_free(j->windows);
     tw_buf_free(j->ckpt);
     tw_job_loss_free(&j->loss);
+    tw_wallclock_tracker_free(j->wallclock);
     free(j->id);
     free(j);
 }
@@ -187,6 +195,50 @@ void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud)
 {
     j->on_scan = fn;
     j->on_scan_ud = ud;
+}
+
+void tw_job_on_wallclock(tw_job *j, tw_job_wallclock_fn fn, void *ud)
+{
+    j->on_wallclock = fn;
+    j->on_wallclock_ud = ud;
+}
+
+/* Every rule with a wall-clock callback, at now_us; 1 when one of them
+ * changed its status or counters (what alerts and results show). */
+static int run_wallclock_rules(tw_job *j, int64_t now_us, int offline)
+{
+    const tw_wallclock *wc = tw_wallclock_view(j->wallclock, now_us, offline);
+    int changed = 0;
+    for (size_t r = 0; r < j->nrules; r++) {
+        tw_rule *rule = j->rules[r];
+        if (!tw_rule_has_wallclock(rule) ||
+            tw_rule_get_status(rule) == TW_STATUS_ERROR)
+            continue;
+        tw_rule_status before = tw_rule_get_status(rule);
+        tw_scan_result was = *tw_rule_last_result(rule);
+        tw_rule_wallclock(rule, wc); /* a failure goes Error alone */
+        const tw_scan_result *now = tw_rule_last_result(rule);
+        changed |= before != tw_rule_get_status(rule) ||
+                   was.condition_met != now->condition_met ||
+                   was.violations != now->violations ||
+                   was.rule_triggered != now->rule_triggered ||
+                   was.datapoints != now->datapoints;
+    }
+    return changed;
+}
+
+void tw_job_wallclock(tw_job *j, int64_t now_us)
+{
+    if (j->wallclock == NULL || j->cfg.wall_now == NULL || j->finished)
+        return;
+    /* Saved when what it shows changed (a finding, a status): a quiet
+     * call's bookkeeping rides with the next scan's checkpoint, so a
+     * thousand idle jobs do not rewrite their rules every second. */
+    if (!run_wallclock_rules(j, now_us, 0))
+        return;
+    j->rules_changes++;
+    if (j->on_wallclock != NULL)
+        j->on_wallclock(j->on_wallclock_ud, j, now_us);
 }
 
 void tw_job_set_first_timestamp(tw_job *j, int64_t first_us)
@@ -646,6 +698,10 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
             return TW_OK;
         }
     }
+    /* stamped on arrival, even when empty or late: it arrived */
+    if (j->wallclock != NULL && j->cfg.wall_now != NULL &&
+        tw_wallclock_note_batch(j->wallclock, b, j->cfg.wall_now()) != TW_OK)
+        goto oom;
     if (!has_samples && !has_events) {
         tw_batch_free(b);
         return TW_OK;
@@ -928,6 +984,12 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
         return TW_ERR;
     for (size_t r = 0; r < j->nrules; r++)
         tw_rule_scan(j->rules[r], &scan); /* a failing rule goes Error alone */
+    /* offline, event time is the wall clock: the scan's end is "now" */
+    if (j->wallclock != NULL && j->cfg.wall_now == NULL) {
+        if (tw_wallclock_note_scan(j->wallclock, &scan) != TW_OK)
+            return TW_ERR;
+        run_wallclock_rules(j, end_us, 1);
+    }
     j->stats.scans++;
     if (j->on_scan != NULL)
         j->on_scan(j->on_scan_ud, j, &scan);

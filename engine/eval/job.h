@@ -62,6 +62,12 @@ typedef struct tw_job_config {
      * Lets a daemon honour SIGTERM whatever one message costs. */
     int (*stop_requested)(void *ud);
     void *stop_ud;
+    /* The engine's wall clock (µs since the epoch) for rules that judge
+     * on it (plugin.h, `<entry>_wallclock`): set (`run`), batches are
+     * stamped with it as they arrive and the daemon calls
+     * tw_job_wallclock(); NULL (`eval`, the default), event time stands
+     * in: those rules are called after each scan with now = its end. */
+    int64_t (*wall_now)(void);
 } tw_job_config;
 
 #define TW_JOB_SKEW_DEFAULT (-1)
@@ -121,6 +127,19 @@ int tw_job_new(const char *job_id, const tw_job_config *cfg, tw_registry *reg,
 void tw_job_free(tw_job *j);
 
 void tw_job_on_scan(tw_job *j, tw_job_scan_fn fn, void *ud);
+
+/* Called after a tw_job_wallclock() call that ran a rule, with its now. */
+typedef void (*tw_job_wallclock_fn)(void *ud, tw_job *job, int64_t now_us);
+void tw_job_on_wallclock(tw_job *j, tw_job_wallclock_fn fn, void *ud);
+
+/* Online (cfg.wall_now set): runs every rule that judges on the wall
+ * clock with the producers' last-seen record at now_us (the daemon calls
+ * it about once a second per live job), then, when one of them changed
+ * its status or counters, the on_wallclock callback; those rules then
+ * count as changed for the next tw_job_save (a quiet call's state is
+ * saved with the next scan's). A no-op for a finished job, offline, or
+ * without such rules. */
+void tw_job_wallclock(tw_job *j, int64_t now_us);
 
 /* Fix F (offline evaluation knows it from the file names). Must be called
  * before the first scan closes; otherwise F is derived from the data. A

@@ -12,6 +12,7 @@
 #include "job.h"
 #include "job_loss.h"
 #include "strmap.h"
+#include "wallclock.h"
 #include "watermark.h"
 
 /* A buffered batch and what scan assembly needs to order and select it. */
@@ -58,6 +59,11 @@ struct tw_job {
     size_t nrules;
     tw_job_scan_fn on_scan;
     void *on_scan_ud;
+    tw_job_wallclock_fn on_wallclock;
+    void *on_wallclock_ud;
+    /* producers' last-seen record; NULL when no rule judges on the wall
+     * clock (wallclock.h) */
+    tw_wallclock_tracker *wallclock;
 
     /* dictionary */
     tw_arena dict;        /* series strings, node names */

@@ -34,9 +34,10 @@ struct tw_plugin {
     char *entry;
     void *handle;
     const tw_rule_descriptor *desc;
-    uint32_t inputs;            /* TW_INPUT_* bits the rule reads (plugin.h) */
-    int builtin;                /* found on the built-in search path */
-    uintptr_t text_lo, text_hi; /* its code, for the guard's timeouts */
+    uint32_t inputs; /* TW_INPUT_* bits the rule reads (plugin.h) */
+    tw_rule_wallclock_fn wallclock; /* optional `<entry>_wallclock` */
+    int builtin;                    /* found on the built-in search path */
+    uintptr_t text_lo, text_hi;     /* its code, for the guard's timeouts */
     tw_plugin *next;
 };
 
@@ -160,6 +161,22 @@ static uint32_t plugin_inputs(void *h, const char *entry)
     return bits != 0 ? bits : all;
 }
 
+/* The optional `<entry>_wallclock` export (plugin.h); NULL without it. */
+static tw_rule_wallclock_fn plugin_wallclock(void *h, const char *entry)
+{
+    char name[256];
+    int n =
+        snprintf(name, sizeof(name), "%s%s", entry, TW_PLUGIN_WALLCLOCK_SUFFIX);
+    if (n < 0 || (size_t)n >= sizeof(name))
+        return NULL;
+    void *sym = dlsym(h, name);
+    if (sym == NULL)
+        return NULL;
+    tw_rule_wallclock_fn fn;
+    memcpy(&fn, &sym, sizeof(fn)); /* object -> function pointer, per POSIX */
+    return fn;
+}
+
 /* dlopen + entry + checks. On success the plugin joins the registry. */
 static int load_object(tw_registry *r, const char *path, const char *entry,
                        const tw_plugin **out, char *err, size_t errlen)
@@ -226,6 +243,7 @@ static int load_object(tw_registry *r, const char *path, const char *entry,
     p->handle = h;
     p->desc = d;
     p->inputs = plugin_inputs(h, entry);
+    p->wallclock = plugin_wallclock(h, entry);
     void *code;
     memcpy(&code, &d->scan, sizeof(code));
     tw_guard_text_range(code, &p->text_lo, &p->text_hi);
@@ -977,6 +995,66 @@ static int guarded_scan(tw_rule *r, const tw_scan *scan, tw_scan_result *res,
 #endif
     tw_guard_reason(&f, err, errlen);
     return TW_ERR;
+}
+
+/* The plugin's `<entry>_wallclock`, guarded like scan(). */
+static int guarded_wallclock(tw_rule *r, const tw_wallclock *wc,
+                             tw_scan_result *res, char *err, size_t errlen)
+{
+    tw_rule_wallclock_fn fn = r->plugin->wallclock;
+    if (!r->isolated)
+        return fn(r->state, wc, res, err, errlen);
+    tw_guard_frame f;
+    if (TW_GUARD_TRY(&f)) {
+        tw_guard_enter(&f, &r->limits);
+        int rc = fn(r->state, wc, res, err, errlen);
+        tw_guard_leave(&f);
+        return rc;
+    }
+    tw_guard_leave(&f);
+    r->abandoned = 1;
+#if defined(__SANITIZE_ADDRESS__)
+    if (r->state != NULL)
+        __lsan_ignore_object(r->state);
+#endif
+    tw_guard_reason(&f, err, errlen);
+    return TW_ERR;
+}
+
+int tw_rule_has_wallclock(const tw_rule *r)
+{
+    return r->plugin->wallclock != NULL;
+}
+
+int tw_rule_wallclock(tw_rule *r, const tw_wallclock *wc)
+{
+    if (r->status == TW_STATUS_ERROR || r->plugin->wallclock == NULL)
+        return TW_ERR;
+    char err[sizeof(r->error) - 64];
+    err[0] = '\0';
+    tw_scan_result res = r->last;
+    /* offline it runs right after a scan: that scan's verdict stands */
+    int scan_met = wc->offline && r->last.condition_met;
+    res.condition_met = 0;
+    if (guarded_wallclock(r, wc, &res, err, sizeof(err)) != TW_OK) {
+        r->status = TW_STATUS_ERROR;
+        snprintf(r->error, sizeof(r->error), "wall clock %lld: %s",
+                 (long long)wc->now_us,
+                 err[0] ? err : "the rule failed without a reason");
+        tw_log(TW_LOG_ERROR, "rule %s: %s", r->name, r->error);
+        return TW_ERR;
+    }
+    r->last = res;
+    if (scan_met) {
+        r->last.condition_met = 1;
+    } else if (res.condition_met) {
+        r->conditions++;
+        r->status = TW_STATUS_ISSUES_FOUND;
+        if (r->met_first_us == 0)
+            r->met_first_us = wc->now_us;
+        r->met_last_us = wc->now_us;
+    }
+    return TW_OK;
 }
 
 int tw_rule_isolated(const tw_rule *r)

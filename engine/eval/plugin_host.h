@@ -131,6 +131,15 @@ void tw_rule_destroy(tw_rule *r);
  * other rules. */
 int tw_rule_scan(tw_rule *r, const tw_scan *scan);
 
+/* 1 when the rule's plugin exports `<entry>_wallclock` (plugin.h). */
+int tw_rule_has_wallclock(const tw_rule *r);
+
+/* Runs the plugin's wall-clock callback: its result is taken as a scan's
+ * (counters, status IssuesFound when condition_met; met window = now),
+ * a failure puts the rule in Error as for scan(). TW_ERR also for a rule
+ * without the callback or already in Error (nothing ran). */
+int tw_rule_wallclock(tw_rule *r, const tw_wallclock *wc);
+
 /* The job has ended: InProgress becomes NoIssuesFound, or NoData in fixed
  * semantics for a rule whose input never arrived. */
 void tw_rule_finish(tw_rule *r);

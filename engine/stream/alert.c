@@ -157,6 +157,7 @@ typedef struct tw_alert_event {
     uint64_t scan;
     int64_t start_us, end_us;
     int final;
+    int wall; /* from a wall-clock call, not a scan (alert.h, "Its id") */
 } tw_alert_event;
 
 int tw_alert_facts_copy(tw_alert_facts *dst, const tw_alert_facts *src)
@@ -424,6 +425,12 @@ static int tw_alert_publish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
 {
     const char *status = tw_rule_status_name(tw_rule_get_status(rule));
     char id[TW_ALERT_ID_LEN + 1];
+    char wall_status[64];
+    if (ev->wall) { /* several may come while one scan stays open */
+        snprintf(wall_status, sizeof(wall_status), "%s/wall/%lld", status,
+                 (long long)tw_rule_last_result(rule)->violations);
+        status = wall_status;
+    }
     tw_alert_id(tw_job_id(job), parent, tw_rule_name(rule), ev->kind, ev->scan,
                 status, id);
     /* The rule's own report; a composite's would repeat its sub-rules'. */
@@ -564,6 +571,47 @@ int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job, const tw_scan *scan)
     if (tw_alert_visit_all(t, job, tw_alert_on_issues, scan) != TW_OK)
         return TW_ERR;
     return tw_alert_visit_all(t, job, tw_alert_on_scan, scan);
+}
+
+/* A wall-clock call (tw_job_wallclock): status changes and new findings
+ * of the configured rules that judge on the wall clock. */
+static int tw_alert_on_wallclock(tw_alert_tracker *t, tw_job *job,
+                                 tw_rule *rule, const char *parent,
+                                 size_t index, const void *arg)
+{
+    if (parent != NULL || !tw_rule_has_wallclock(rule))
+        return TW_OK;
+    const tw_alert_event *proto = arg;
+    tw_alert_rule_state *st = &t->rules[index];
+    tw_rule_status now = tw_rule_get_status(rule);
+    const tw_scan_result *res = tw_rule_last_result(rule);
+    tw_alert_event ev = *proto;
+    ev.previous = st->status;
+    if (now != st->status) {
+        ev.kind = TW_ALERT_STATUS;
+        if (tw_alert_publish(t, job, rule, parent, &ev) != TW_OK)
+            return TW_ERR;
+    }
+    if (res->condition_met && res->violations > st->violations) {
+        ev.kind = TW_ALERT_FINDING;
+        ev.previous = now;
+        if (tw_alert_publish(t, job, rule, parent, &ev) != TW_OK)
+            return TW_ERR;
+    }
+    st->status = now;
+    st->violations = res->violations;
+    return TW_OK;
+}
+
+int tw_alert_tracker_wallclock(tw_alert_tracker *t, tw_job *job, int64_t now_us)
+{
+    tw_job_stats s;
+    tw_job_get_stats(job, &s);
+    tw_alert_event ev = {.scan = s.scans, /* the scan still open */
+                         .start_us = now_us,
+                         .end_us = now_us,
+                         .wall = 1};
+    return tw_alert_visit_all(t, job, tw_alert_on_wallclock, &ev);
 }
 
 static int tw_alert_on_finish(tw_alert_tracker *t, tw_job *job, tw_rule *rule,

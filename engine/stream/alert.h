@@ -19,7 +19,13 @@
  *   "tw-alert-2" NUL job NUL parent NUL rule NUL kind NUL scan NUL status
  * (parent: the composite rule of a sub-rule, empty for a configured rule;
  * scan in decimal; the final alerts use the job's scan count, one past the
- * last scan's index), so a consumer can de-duplicate by id. The parent
+ * last scan's index), so a consumer can de-duplicate by id. An alert of a
+ * rule's wall-clock call (plugin.h, `<entry>_wallclock`; not
+ * deterministic: it depends on when messages arrived) carries the scan
+ * still open, a window of start = end = the engine's wall clock, and
+ * hashes status as "<status>/wall/<violations>", so each new finding
+ * gets its own id and a restored job that fires the same one again is
+ * de-duplicated. The parent
  * keeps ProfilerReport's LowGPUUtilization apart from a LowGPUUtilization
  * configured beside it; configured rule names are unique (config.c).
  *
@@ -94,6 +100,12 @@ void tw_alert_tracker_free(tw_alert_tracker *t);
  * and findings. TW_ERR when out of memory or the emit callback failed. */
 int tw_alert_tracker_scan(tw_alert_tracker *t, tw_job *job,
                           const tw_scan *scan);
+
+/* After a tw_job_wallclock() call (tw_job_on_wallclock): status changes
+ * and new findings of the configured rules that judge on the wall clock.
+ * TW_ERR as tw_alert_tracker_scan. */
+int tw_alert_tracker_wallclock(tw_alert_tracker *t, tw_job *job,
+                               int64_t now_us);
 
 /* After tw_job_finish(): one final status alert per rule. */
 int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job);

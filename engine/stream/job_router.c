@@ -451,6 +451,13 @@ static void tw_router_on_scan(void *ud, tw_job *job, const tw_scan *scan)
         j->failed = 1;
 }
 
+static void tw_router_on_wallclock(void *ud, tw_job *job, int64_t now_us)
+{
+    tw_rjob *j = ud;
+    if (tw_alert_tracker_wallclock(j->alerts, job, now_us) != TW_OK)
+        j->failed = 1;
+}
+
 /* Adds what the job counted since the last call to the router's totals. */
 static void tw_router_account(tw_router *r, tw_rjob *j)
 {
@@ -596,6 +603,7 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
         return TW_ERR;
     }
     tw_job_on_scan(j->job, tw_router_on_scan, j);
+    tw_job_on_wallclock(j->job, tw_router_on_wallclock, j);
     if (tw_grow((void **)&p->jobs, &p->jobs_cap, p->njobs + 1, sizeof(*p->jobs),
                 4) != TW_OK) {
         tw_rjob_free(j);
@@ -937,6 +945,17 @@ int tw_router_expire(tw_router *r, int64_t now_us)
         }
     }
     return TW_OK;
+}
+
+void tw_router_wallclock(tw_router *r, int64_t now_us)
+{
+    r->cur_partition = -1;
+    r->cur_offset = -1; /* its alerts belong to no message */
+    for (size_t pi = 0; pi < r->nparts; pi++) {
+        tw_rpart *p = r->parts[pi];
+        for (size_t i = 0; i < p->njobs; i++)
+            tw_job_wallclock(p->jobs[i]->job, now_us);
+    }
 }
 
 int tw_router_commit_point(tw_router *r, int32_t partition,

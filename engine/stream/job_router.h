@@ -229,6 +229,11 @@ int tw_router_quarantine(tw_router *r, int32_t partition, int64_t offset,
                          const char *job, const char *reason,
                          unsigned attempts);
 
+/* Runs the wall-clock rules of every live job at now_us (engine wall
+ * clock, µs since the epoch; tw_job_wallclock); their alerts join the
+ * outbox, belonging to no message, for tw_router_flush_alerts. */
+void tw_router_wallclock(tw_router *r, int64_t now_us);
+
 /* Finalizes the jobs without a message for job_idle; one whose
  * finalization fails is quarantined (see tw_router_quarantine). TW_ERR
  * (out of memory quarantining it), and TW_JOB_STOPPED (that job stays

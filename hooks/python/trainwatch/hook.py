@@ -326,6 +326,12 @@ class Hook:
         self._end_step(now)
         self._mode = m
 
+    def section(self, name):
+        """`with hook.section("checkpoint"):` marks a section of this rank
+        for the Progress rule (sections.py has the naming convention)."""
+        from .sections import section
+        return section(self, name)
+
     # ---- torch -----------------------------------------------------------
     @_guarded
     def watch(self, model=None, optimizer=None, dataloader=None, loss=None):

@@ -566,6 +566,64 @@ typedef const tw_rule_descriptor *(*tw_rule_entry_fn)(void);
 #define TW_PLUGIN_INPUTS_SUFFIX "_inputs"
 typedef uint32_t (*tw_rule_inputs_fn)(void);
 
+/* ------------------------------------------------------------------------
+ * Optional: judging on the wall clock (hangs and stalls)
+ * --------------------------------------------------------------------- */
+
+/* Scans come only when event time advances, and a hung job sends nothing,
+ * so a rule that must notice silence may also export
+ *
+ *   int <entry>_wallclock(void *state, const tw_wallclock *wc,
+ *                         tw_scan_result *out, char *err, size_t errlen);
+ *
+ * (for the default entry: `trainwatch_rule_wallclock`). `trainwatch run`
+ * calls it about once a second for every live job, between messages;
+ * `trainwatch eval` calls it after each scan with now_us = the scan's end
+ * (event time stands in for the wall clock offline). `out` arrives holding
+ * the rule's counters after its last call, condition_met 0; the host
+ * treats what it returns as it treats scan()'s (status, a finding alert
+ * when condition_met and violations grew, actions, results), so the rule
+ * keeps in the state it saves whatever it needs to fire exactly once:
+ * checkpoints take the state after a call that changed the status or a
+ * counter; a quiet call's changes are saved with the next scan's. Called from
+ * the same thread as the other callbacks, never during one. Not part of
+ * the descriptor: the ABI version and older plugins are unaffected. */
+
+/* What the host last saw of one producer of the job (a framework node:
+ * a training process, "<rank>-<host>"; or an agent's system node). */
+typedef struct tw_wallclock_node {
+    const char *node;         /* id as in tw_fw_event.node / tw_scan.nodes */
+    int is_framework;         /* 1: sent framework events                   */
+    int is_system;            /* 1: sent system samples (an agent)          */
+    int64_t first_arrival_us; /* when its first batch arrived (wall)        */
+    int64_t last_arrival_us;  /* when its newest batch arrived (wall)       */
+    /* The framework event with the newest end time (NULL name: none yet):
+     * its name, times (event time), args' step_num (-1 when none), mode,
+     * and when the batch that carried it arrived (wall). */
+    const char *last_event;
+    int64_t last_event_start_us;
+    int64_t last_event_end_us;
+    int64_t last_event_step;
+    tw_mode last_event_mode;
+    int64_t last_event_arrival_us;
+} tw_wallclock_node;
+
+typedef struct tw_wallclock {
+    int64_t now_us; /* the engine's wall clock (run) or the scan end (eval) */
+    int offline;    /* 1 in eval: arrival times are event times              */
+    /* When system samples last arrived from any agent of the job (0 =
+     * never): nodes whose agents still report are alive, so silence from
+     * their training processes is a hang, not a lost machine. */
+    int64_t last_system_arrival_us;
+    const tw_wallclock_node *nodes; /* every producer seen, first-seen order */
+    size_t nnodes;
+} tw_wallclock;
+
+#define TW_PLUGIN_WALLCLOCK_SUFFIX "_wallclock"
+typedef int (*tw_rule_wallclock_fn)(void *state, const tw_wallclock *wc,
+                                    tw_scan_result *out, char *err,
+                                    size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -82,7 +82,7 @@ static const tw_param_spec fs_params[P_COUNT] = {
      "TRAIN steps not tested after an evaluation pass or a pause"},
     {"threshold", TW_PARAM_DOUBLE, "5", 0.5, 1000.0,
      "CUSUM alarm level, in robust standard deviations"},
-    {"z", TW_PARAM_DOUBLE, "4", 0.0, 100.0,
+    {"z", TW_PARAM_DOUBLE, "5", 0.0, 100.0,
      "standard errors by which the shift's median must exceed the "
      "baseline's"},
     {"confirm", TW_PARAM_INT, "6", 1.0, 100000.0,
@@ -100,10 +100,10 @@ static const tw_param_spec fs_params[P_COUNT] = {
 #define FS_FORWARD "Forward-SubModuleInternal"
 
 typedef enum fs_verdict {
-    FS_NONE = 0,    /* no confirmed shift of its step time          */
-    FS_FAIL_SLOW,   /* slower than itself: the finding              */
-    FS_WAITING,     /* its step time shifted, its own work did not  */
-    FS_JOB_WIDE     /* shifted with most of the job's ranks         */
+    FS_NONE = 0,  /* no confirmed shift of its step time          */
+    FS_FAIL_SLOW, /* slower than itself: the finding              */
+    FS_WAITING,   /* its step time shifted, its own work did not  */
+    FS_JOB_WIDE   /* shifted with most of the job's ranks         */
 } fs_verdict;
 
 static const char *const fs_verdict_text[] = {"none", "fail-slow", "waiting",
@@ -148,9 +148,9 @@ typedef struct fs_state {
     size_t ecap;
 
     int64_t triggered, violations, datapoints;
-    int64_t job_wide;           /* ranks judged job-wide                */
-    int64_t first_us, last_us;  /* scans with a fail-slow rank          */
-    int64_t newest_us;          /* newest step end of the job           */
+    int64_t job_wide;          /* ranks judged job-wide                */
+    int64_t first_us, last_us; /* scans with a fail-slow rank          */
+    int64_t newest_us;         /* newest step end of the job           */
 } fs_state;
 
 static void fs_destroy(void *state)
@@ -401,8 +401,8 @@ static int own_shift(fs_state *s, uint32_t i)
         return -1;
     int64_t since = r->step.n - r->step.onset.n;
     uint32_t k = since > (int64_t)TW_CD_LAST ? TW_CD_LAST
-                 : since < 1                  ? 1
-                                              : (uint32_t)since;
+                 : since < 1                 ? 1
+                                             : (uint32_t)since;
     uint32_t peers = 0, slowed = 0;
     for (uint32_t j = 0; j < s->names.count; j++)
         if (j != i && s->ranks[j].step.state != TW_CD_LEARNING) {
@@ -420,8 +420,8 @@ static double fs_after(fs_rank *r)
     const tw_cd *d = r->has_fwd ? &r->fwd : &r->step;
     int64_t since = d->n - d->onset.n;
     return tw_cd_recent(&r->step, since > (int64_t)TW_CD_LAST ? TW_CD_LAST
-                                  : since < 1                  ? 1
-                                                               : (uint32_t)since);
+                                  : since < 1                 ? 1
+                                              : (uint32_t)since);
 }
 
 static void fs_verdict_set(fs_rank *r, fs_verdict v)
@@ -502,8 +502,7 @@ static const char *fs_parameters_text(void *state)
     return ((const fs_state *)state)->params_text;
 }
 
-static const char *const fs_state_text[] = {"learning", "watching",
-                                            "shifted"};
+static const char *const fs_state_text[] = {"learning", "watching", "shifted"};
 
 /* Hours from the onset to the job's newest step. */
 static double fs_hours_since(const fs_state *s, const fs_rank *r)
@@ -732,8 +731,8 @@ static int fs_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
         "time to it, %.3g rank-hours of %u ranks so far%s",
         worst_id, worst->before, fs_after(worst), (long long)worst->onset.step,
         (long long)worst->detect.step,
-        (double)(worst->detect.t_us - worst->onset.t_us) / 1e6,
-        100.0 * wasted, wasted * hours * s->names.count, s->names.count,
+        (double)(worst->detect.t_us - worst->onset.t_us) / 1e6, 100.0 * wasted,
+        wasted * hours * s->names.count, s->names.count,
         worst->has_fwd ? "; its own forward pass slowed, the other ranks wait"
                        : "");
     tw_finding_text(f->recommendation,

@@ -18,14 +18,19 @@
 #define CD_REFRESH 4u
 /* Sign test: (above - below) / sqrt(n) must reach this (one-sided p about
  * 0.01; all of 6, 9 of 10, 16 of 20). */
+#ifndef CD_SIGN_Z
 #define CD_SIGN_Z 2.4
+#endif
+#ifndef CD_MAGNITUDE
+#define CD_MAGNITUDE 0.5
+#endif
 
 void tw_cd_params_default(tw_cd_params *p)
 {
     *p = (tw_cd_params){.min_shift = 0.1,
                         .h = 5.0,
                         .clip = 4.0,
-                        .z = 4.0,
+                        .z = 5.0,
                         .scale_floor = 0.02,
                         .baseline = 256,
                         .min_baseline = 50,
@@ -37,6 +42,7 @@ int tw_cd_init(tw_cd *d, const tw_cd_params *p)
 {
     *d = (tw_cd){.p = *p};
     d->onset.step = d->detect.step = -1;
+    d->alarm.n = -1;
     d->scratch = malloc((p->baseline > TW_CD_LAST ? p->baseline : TW_CD_LAST) *
                         sizeof(double));
     if (!d->scratch || tw_dring_init(&d->base, p->baseline) != TW_OK ||
@@ -76,25 +82,32 @@ static void refresh(tw_cd *d)
     d->scale = fmax(CD_MAD_TO_SD * mad, d->p.scale_floor);
 }
 
-/* Whether the held values show a persistent shift of interest: their
- * median is above the baseline's by enough (magnitude, and z standard
- * errors), and most of them lie above it (a sign test: a few huge steps
- * move a small sample's median, never the count above). */
+/* Whether the values since the CUSUM's alarm show a persistent shift of
+ * interest. Only values after the alarm are tested: those that raised it
+ * were selected for being high. They must span `confirm` values and
+ * `persist_s`; their median must lie above the baseline's by enough
+ * (magnitude, and z standard errors), and most of them above it (a sign
+ * test: a few huge steps move a small sample's median, never the count
+ * above). */
 static int confirmed(tw_cd *d, int64_t t_us)
 {
-    if (d->g <= d->p.h || d->held.len < d->p.confirm ||
-        (double)(t_us - d->onset.t_us) < d->p.persist_s * 1e6)
+    if (d->alarm.n < 0 || d->n - d->alarm.n < (int64_t)d->p.confirm ||
+        (double)(t_us - d->alarm.t_us) < d->p.persist_s * 1e6)
         return 0;
-    size_t n = tw_dring_copy(&d->held, 0, d->held.len, d->scratch);
+    int64_t fresh = d->n - d->alarm.n;
+    size_t n = tw_dring_copy(
+        &d->held, 0, fresh < (int64_t)d->held.len ? (size_t)fresh : d->held.len,
+        d->scratch);
     size_t above = 0;
     for (size_t i = 0; i < n; i++)
         above += d->scratch[i] > d->med;
     if (2.0 * (double)above - (double)n < CD_SIGN_Z * sqrt((double)n))
         return 0;
     double shift = tw_select_quantile(d->scratch, n, 0.5) - d->med;
-    double se = CD_MEDIAN_SE * d->scale *
-                sqrt(1.0 / (double)n + 1.0 / d->base.len);
-    return shift >= log1p(d->p.min_shift / 2.0) && shift >= d->p.z * se;
+    double se =
+        CD_MEDIAN_SE * d->scale * sqrt(1.0 / (double)n + 1.0 / d->base.len);
+    return shift >= log1p(d->p.min_shift * CD_MAGNITUDE) &&
+           shift >= d->p.z * se;
 }
 
 /* The candidate was noise: its values join the baseline. */
@@ -133,10 +146,14 @@ tw_cd_state tw_cd_feed(tw_cd *d, double seconds, int64_t t_us, int64_t step)
     double k = log1p(d->p.min_shift) / 2.0 / d->scale;
     double g = fmin(fmax(d->g + z - k, 0.0), d->p.h + d->p.clip);
     if (g > 0.0) {
-        if (d->g == 0.0)
+        if (d->g == 0.0) {
             d->onset = here;
+            d->alarm.n = -1;
+        }
         tw_dring_push(&d->held, x);
         d->g = g;
+        if (g > d->p.h && d->alarm.n < 0)
+            d->alarm = here;
         if (confirmed(d, t_us)) {
             d->state = TW_CD_SHIFTED;
             d->detect = here;
@@ -192,6 +209,7 @@ void tw_cd_save(const tw_cd *d, tw_ser *s)
     tw_ser_u8(s, (uint8_t)d->state);
     mark_save(&d->onset, s);
     mark_save(&d->detect, s);
+    mark_save(&d->alarm, s);
     tw_ser_f64(s, d->med);
     tw_ser_f64(s, d->scale);
     tw_ser_f64(s, d->before);
@@ -209,6 +227,7 @@ int tw_cd_load(tw_cd *d, tw_deser *r)
     uint8_t st = tw_deser_u8(r);
     mark_load(&d->onset, r);
     mark_load(&d->detect, r);
+    mark_load(&d->alarm, r);
     d->med = tw_deser_f64(r);
     d->scale = tw_deser_f64(r);
     d->before = tw_deser_f64(r);

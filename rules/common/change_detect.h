@@ -14,13 +14,15 @@
  *     candidate onset; while the sum is above 0 the values are held apart
  *     (the baseline does not learn the shift), and given to the baseline
  *     when the sum falls back to 0 (it was noise).
- *  2. once the sum passes `h` with at least `confirm` values held over
- *     at least `persist_s` (an excursion of a few seconds is noise), the
- *     shift is confirmed only if it is persistent and large enough: the
- *     median of the held values exceeds the baseline's median by
+ *  2. once the sum has passed `h` (the alarm), the values after the alarm
+ *     (not those that raised it: they were selected for being high) are
+ *     collected, at least `confirm` of them over at least `persist_s`
+ *     (an excursion of a few seconds is noise); the shift is confirmed
+ *     only if it is persistent and large enough: their median exceeds
+ *     the baseline's median by
  *     log(1 + min_shift / 2) and by `z` standard errors of a difference
- *     of medians (1.2533 x scale x sqrt(1/held + 1/baseline)), and a
- *     sign test holds (most held values above the baseline's median), so
+ *     of medians (1.2533 x scale x sqrt(1/n + 1/baseline)), and a
+ *     sign test holds (most of them above the baseline's median), so
  *     noisier series need more evidence and a burst of outliers, which
  *     moves a small sample's median, never qualifies.
  *
@@ -43,15 +45,15 @@
 #define TW_CD_LAST 64u
 
 typedef struct tw_cd_params {
-    double min_shift;     /* smallest slowdown of interest, 0.1 = 1.1x  */
-    double h;             /* CUSUM alarm level (standardized units)     */
-    double clip;          /* per-value cap of the standardized value    */
-    double z;             /* confirmation: standard errors of the shift */
-    double scale_floor;   /* smallest scale of log values (0.02 = 2 %)  */
-    uint32_t baseline;    /* values in the baseline ring                */
+    double min_shift;      /* smallest slowdown of interest, 0.1 = 1.1x  */
+    double h;              /* CUSUM alarm level (standardized units)     */
+    double clip;           /* per-value cap of the standardized value    */
+    double z;              /* confirmation: standard errors of the shift */
+    double scale_floor;    /* smallest scale of log values (0.02 = 2 %)  */
+    uint32_t baseline;     /* values in the baseline ring                */
     uint32_t min_baseline; /* values needed before testing              */
-    uint32_t confirm;     /* values after the onset needed to confirm   */
-    double persist_s;     /* and time (t_us) the shift must have lasted */
+    uint32_t confirm;      /* values after the onset needed to confirm   */
+    double persist_s;      /* and time (t_us) the shift must have lasted */
 } tw_cd_params;
 
 /* Defaults: min_shift 0.1, h 5, clip 4, z 4, scale_floor 0.02, baseline
@@ -77,11 +79,12 @@ typedef struct tw_cd {
     tw_dring held; /* log values since the candidate onset (newest)  */
     tw_dring last; /* the newest TW_CD_LAST log values, always        */
     double *scratch;
-    double g;      /* CUSUM sum                                       */
-    int64_t n;     /* values fed                                      */
+    double g;  /* CUSUM sum                                       */
+    int64_t n; /* values fed                                      */
     tw_cd_state state;
     tw_cd_mark onset;  /* candidate, then confirmed onset             */
     tw_cd_mark detect; /* the value that confirmed it                 */
+    tw_cd_mark alarm;  /* the CUSUM passed h (n = -1: not yet)        */
     double med, scale; /* baseline median and scale (log) at last use */
     double before;     /* exp(baseline median) at confirmation        */
     double after;      /* exp(median of the newest held values)       */

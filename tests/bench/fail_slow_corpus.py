@@ -6,6 +6,8 @@ injected faults, precision, recall, median and p95 detection delay, the
 onset error, and per run one line. A benchmark, not a timed test.
 
     tests/bench/fail_slow_corpus.py [BUILD_DIR] [--only SUBSTR] [--json]
+        [--corpus FILE]   (another corpus.json, e.g. make_corpus.py --seed
+                           S --out FILE: a held-out one)
 
 A fault counts as detected when the faulty rank is named fail-slow; every
 other rank named fail-slow (in a healthy run, or besides the faulty rank)
@@ -59,16 +61,20 @@ def evaluate(tw, run, work):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    opts = {}
+    args = []
+    it = iter(sys.argv[1:])
+    for a in it:
+        if a in ("--only", "--corpus"):
+            opts[a] = next(it)
+        elif not a.startswith("--"):
+            args.append(a)
     build = args[0] if args else os.path.join(ROOT, "build")
-    only = None
-    if "--only" in sys.argv:
-        only = sys.argv[sys.argv.index("--only") + 1]
-        args = [a for a in args if a != only]
-        build = args[0] if args else os.path.join(ROOT, "build")
+    only = opts.get("--only")
     tw = os.path.join(build, "trainwatch")
     os.environ.setdefault("TRAINWATCH_RULES_DIR", os.path.join(build, "rules"))
-    runs = [r for r in corpus.load() if not only or only in r["name"]]
+    runs = [r for r in corpus.load(opts.get("--corpus"))
+            if not only or only in r["name"]]
     tp = fp = faults = in_goal = 0
     delays_s, delays_steps, onset_err, lines = [], [], [], []
     by_factor = {}

@@ -170,10 +170,12 @@ def write_folder(events, out):
 
 def write_system(out, span_us):
     """The job's span for eval (it ends with its newest system file, named
-    by its first sample): one CPU sample of node algo-1 every 5 s, a file
-    per minute, and the end marker."""
+    by its first sample, and its last, partial scan is not evaluated): one
+    CPU sample of node algo-1 every 5 s, a file per minute, up to 2 min
+    after the last event (a 60 s scan holding it is complete), and the end
+    marker."""
     start = EPOCH_US // 10**6
-    end = start + span_us // 10**6 + 2
+    end = start + span_us // 10**6 + 120
     for first in range(start, end + 1, 60):
         d = os.path.join(out, "system", "incremental",
                          time.strftime("%Y%m%d%H", time.gmtime(first)))

@@ -37,19 +37,26 @@ def spec(rnd, name, fault_factor=None, wide=None, noisy=False):
 
 
 def main():
-    rnd = random.Random(2026)
+    """make_corpus.py [--seed S --out PATH]: the committed corpus is seed
+    2026 into corpus.json; another seed gives a fresh (held-out) corpus."""
+    import sys
+    seed = int(sys.argv[sys.argv.index("--seed") + 1]) \
+        if "--seed" in sys.argv else 2026
+    out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv \
+        else os.path.join(HERE, "corpus.json")
+    rnd = random.Random(seed)
     runs = []
     for f in (1.1, 1.2, 1.5, 2.0):
         for i in range(10):
             runs.append(spec(rnd, f"gen-slow{f}-{i}", fault_factor=f))
-    for i in range(16):
+    for i in range(24):
         runs.append(spec(rnd, f"gen-healthy-{i}"))
-    for i in range(4):
+    for i in range(8):
         runs.append(spec(rnd, f"gen-healthy-noisy-{i}", noisy=True))
-    for i in range(4):
+    for i in range(6):
         runs.append(spec(rnd, f"gen-jobwide-{i}",
                          wide=round(rnd.uniform(1.3, 1.6), 2)))
-    path = os.path.join(HERE, "corpus.json")
+    path = out
     real = []
     if os.path.exists(path):
         real = [r for r in json.load(open(path))["runs"]

@@ -99,8 +99,8 @@ static void test_every_builtin_rule(void **st)
         free(text);
     }
     /* CPU/IO bottleneck, LowGPU, StepOutlier, MaxInit, Dataloader, GMI,
-     * BatchSize, LoadBalancing, Straggler */
-    assert_int_equal(with_findings, 10);
+     * BatchSize, LoadBalancing, Straggler, FailSlow */
+    assert_int_equal(with_findings, 11);
     tw_host_ctx_free(h);
     tw_windows_free(w);
     tw_registry_free(reg);

@@ -43,8 +43,7 @@ static double gauss(rng *r)
  * `from` on (factor applies in [from, until)); returns the first step at
  * which the detector is TW_CD_SHIFTED, or -1. Times: 1 s apart / step. */
 static int64_t feed(tw_cd *d, rng *r, int64_t n, double base, double sigma,
-                    int64_t from, int64_t until, double factor,
-                    double spike_p)
+                    int64_t from, int64_t until, double factor, double spike_p)
 {
     int64_t first = -1;
     for (int64_t k = 0; k < n; k++) {

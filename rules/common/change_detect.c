@@ -21,6 +21,9 @@
 #ifndef CD_SIGN_Z
 #define CD_SIGN_Z 2.4
 #endif
+#ifndef CD_SMALL_N
+#define CD_SMALL_N 1.5
+#endif
 #ifndef CD_MAGNITUDE
 #define CD_MAGNITUDE 0.5
 #endif
@@ -104,10 +107,20 @@ static int confirmed(tw_cd *d, int64_t t_us)
     if (2.0 * (double)above - (double)n < CD_SIGN_Z * sqrt((double)n))
         return 0;
     double shift = tw_select_quantile(d->scratch, n, 0.5) - d->med;
+    if (shift < log1p(d->p.min_shift * CD_MAGNITUDE))
+        return 0;
+    /* the evidence: each value counts at most `clip` scales above the
+     * baseline (three checkpoint-long steps among six must not make a
+     * median), and a small sample's median against an estimated scale
+     * has heavier tails than the normal bound (as Student's t has) */
+    double cap = d->med + d->p.clip * d->scale;
+    for (size_t i = 0; i < n; i++)
+        d->scratch[i] = fmin(d->scratch[i], cap);
+    double capped = tw_select_quantile(d->scratch, n, 0.5) - d->med;
     double se =
         CD_MEDIAN_SE * d->scale * sqrt(1.0 / (double)n + 1.0 / d->base.len);
-    return shift >= log1p(d->p.min_shift * CD_MAGNITUDE) &&
-           shift >= d->p.z * se;
+    double z = d->p.z * (1.0 + CD_SMALL_N / (double)n);
+    return capped >= z * se;
 }
 
 /* The candidate was noise: its values join the baseline. */

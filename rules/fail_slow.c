@@ -9,18 +9,21 @@
  * Detector (rules/common/change_detect.h): per rank, an online one-sided
  * CUSUM on log step time against a robust running baseline (median and
  * MAD of the newest `baseline` accepted steps), each step's contribution
- * clipped, then a confirmation that the median of the steps since the
- * CUSUM's onset lies above the baseline by half of `min_shift` and by `z`
- * standard errors. Why this one: log time makes a slowdown factor the same
- * shift at every step length; median/MAD are not moved by the long steps
- * every job has (checkpoint saves, garbage collections, the first step of
- * an epoch); the clipped CUSUM accumulates small persistent shifts (1.1x)
- * quickly and forgets isolated outliers, and its last zero is a good onset
- * estimate; the median test makes the evidence needed grow with the
- * series' noise, so a noisy rank is not flagged by a burst. Page-Hinkley
- * is the same statistic with a running mean baseline, which long steps
- * drag; fixed windows (before/after t-tests) cost a window of delay.
- *
+ * clipped; when it alarms, the steps after the alarm must show, over
+ * `persist` seconds and `confirm` steps, a median above the baseline by
+ * half of `min_shift` and by `z` standard errors, most of them above it.
+ * Why this one: log time makes a slowdown factor the same shift at every
+ * step length; median/MAD are not moved by the long steps every job has
+ * (checkpoint saves, garbage collections, the first step of an epoch);
+ * the clipped CUSUM accumulates small persistent shifts (1.1x) quickly
+ * and forgets isolated outliers, and its last zero is a good onset
+ * estimate (median error 0 steps on the corpus); testing only the steps
+ * after the alarm removes the selection bias that makes a plain CUSUM
+ * alarm on noise, and the median test makes the evidence needed grow
+ * with the series' noise. Page-Hinkley is the same statistic with a
+ * running mean baseline, which long steps drag; fixed windows (before/
+ * after t-tests) cost a window of delay and assume no outliers.
+
  * Phases: a rank's first `warmup` TRAIN steps are skipped, and the first
  * `resume_skip` after any EVAL/PREDICT step or after a pause between two
  * TRAIN steps longer than 2x the rank's recent step (an evaluation pass,

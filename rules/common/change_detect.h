@@ -19,13 +19,15 @@
  *     collected, at least `confirm` of them over at least `persist_s`
  *     (an excursion of a few seconds is noise); the shift is confirmed
  *     only if it is persistent and large enough: their median exceeds
- *     the baseline's median by
- *     log(1 + min_shift / 2) and by `z` standard errors of a difference
- *     of medians (1.2533 x scale x sqrt(1/n + 1/baseline)), and a
- *     sign test holds (most of them above the baseline's median), so
- *     noisier series need more evidence and a burst of outliers, which
- *     moves a small sample's median, never qualifies.
- *
+ *     the baseline's median by log(1 + min_shift / 2); with each value
+ *     capped at `clip` scales above the baseline, their median exceeds it
+ *     by z x (1 + 1.5 / n) standard errors of a difference of medians
+ *     (1.2533 x scale x sqrt(1/n + 1/baseline); the factor for a small
+ *     sample against an estimated scale, as Student's t); and a sign test
+ *     holds (most of them above the baseline's median). So noisier
+ *     series need more evidence, and a cluster of checkpoint-long steps,
+ *     which moves a small sample's median, never qualifies.
+
  * After confirmation the detector keeps the newest values after the onset
  * (`after` follows them) and stops testing: one shift per series.
  *

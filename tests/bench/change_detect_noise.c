@@ -68,8 +68,8 @@ int main(int argc, char **argv)
             if (tw_cd_feed(&d, x, k * (int64_t)(step_s * 1e6), k) ==
                 TW_CD_SHIFTED) {
                 alarms++;
-                printf("series %d: confirmed at step %lld (onset %lld)\n",
-                       seed, (long long)k, (long long)d.onset.step);
+                printf("series %d: confirmed at step %lld (onset %lld)\n", seed,
+                       (long long)k, (long long)d.onset.step);
                 break;
             }
         }

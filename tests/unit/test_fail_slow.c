@@ -34,14 +34,14 @@ typedef struct fs_job {
 } fs_job;
 
 typedef struct fs_shape {
-    int slow_rank;      /* -1: none                                   */
-    double factor;      /* its compute's slowdown from `onset`        */
+    int slow_rank; /* -1: none                                   */
+    double factor; /* its compute's slowdown from `onset`        */
     int onset;
-    int sync;           /* every rank's step lasts the slowest's       */
-    int forward;        /* forward events                              */
-    int all_slow;       /* every rank slows by `factor` (job-wide)    */
-    int eval_every;     /* EVAL steps (5) every this many; 0: none     */
-    int ckpt_every;     /* a 20x step every this many; 0: none         */
+    int sync;       /* every rank's step lasts the slowest's       */
+    int forward;    /* forward events                              */
+    int all_slow;   /* every rank slows by `factor` (job-wide)    */
+    int eval_every; /* EVAL steps (5) every this many; 0: none     */
+    int ckpt_every; /* a 20x step every this many; 0: none         */
 } fs_shape;
 
 /* A fixed small jitter (+-2 %), different per rank and step. */
@@ -87,8 +87,8 @@ static void fs_job_fill(fs_job *j, const fs_shape *sh)
             e->nargs = 1;
             if (sh->forward)
                 j->ev[j->n++] =
-                    rt_event("Net", "Forward-SubModuleInternal", NODES[r],
-                             t[r], t[r] + (int64_t)(0.4 * comp[r] * 1e6),
+                    rt_event("Net", "Forward-SubModuleInternal", NODES[r], t[r],
+                             t[r] + (int64_t)(0.4 * comp[r] * 1e6),
                              TW_SOURCE_PYTHONTIMELINE);
             t[r] = end;
         }
@@ -211,11 +211,8 @@ static void test_sync_job_names_the_cause(void **st)
     (void)st;
     fs_job *j = malloc(sizeof(*j));
     assert_non_null(j);
-    fs_shape sh = {.slow_rank = 1,
-                   .factor = 1.2,
-                   .onset = 220,
-                   .sync = 1,
-                   .forward = 1};
+    fs_shape sh = {
+        .slow_rank = 1, .factor = 1.2, .onset = 220, .sync = 1, .forward = 1};
     fs_job_fill(j, &sh);
     rt_env *e = rt_env_new();
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, KV), TW_OK);
@@ -224,7 +221,8 @@ static void test_sync_job_names_the_cause(void **st)
     assert_string_equal(verdict(rep, "algo-1-1"), "fail-slow");
     assert_string_equal(verdict(rep, "algo-1-0"), "waiting");
     assert_string_equal(verdict(rep, "algo-1-2"), "waiting");
-    double fs = rt_jnum(rep, "Details", "ranks", "algo-1-1", "forward_slowdown");
+    double fs =
+        rt_jnum(rep, "Details", "ranks", "algo-1-1", "forward_slowdown");
     assert_true(fabs(fs - 1.2) < 0.03);
     json_decref(rep);
     rt_env_free(e);

@@ -721,12 +721,23 @@ static int fs_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     f->value = sd;
     f->limit = 1.0 + s->cd.min_shift;
     snprintf(f->unit, sizeof(f->unit), "x its own");
-    tw_finding_text(f->summary,
-                    "%s became %.2fx slower than it was itself from TRAIN "
-                    "step %lld on, and stayed slow: %zu of %u ranks "
-                    "fail-slow.",
-                    worst_id, sd, (long long)worst->onset.step, flagged,
-                    s->names.count);
+    if (worst->has_fwd && worst->fwd.state == TW_CD_SHIFTED &&
+        worst->fwd.before > 0)
+        tw_finding_text(f->summary,
+                        "%s became slower than it was itself from TRAIN "
+                        "step %lld on, and stayed slow: its forward pass "
+                        "%.2fx, the job's steps %.2fx; %zu of %u ranks "
+                        "fail-slow.",
+                        worst_id, (long long)worst->onset.step,
+                        worst->fwd.after / worst->fwd.before, sd, flagged,
+                        s->names.count);
+    else
+        tw_finding_text(f->summary,
+                        "%s became %.2fx slower than it was itself from "
+                        "TRAIN step %lld on, and stayed slow: %zu of %u "
+                        "ranks fail-slow.",
+                        worst_id, sd, (long long)worst->onset.step, flagged,
+                        s->names.count);
     tw_finding_text(
         f->magnitude,
         "%s: median step %.4g s before, %.4g s after (onset at step %lld, "

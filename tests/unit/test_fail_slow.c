@@ -225,6 +225,13 @@ static void test_sync_job_names_the_cause(void **st)
         rt_jnum(rep, "Details", "ranks", "algo-1-1", "forward_slowdown");
     assert_true(fabs(fs - 1.2) < 0.03);
     json_decref(rep);
+    tw_finding f;
+    memset(&f, 0, sizeof(f));
+    assert_int_equal(tw_rule_finding(e->rule, &f), TW_OK);
+    assert_int_equal(f.nnames, 1);
+    assert_string_equal(f.names[0], "algo-1-1");
+    assert_non_null(strstr(f.summary, "its forward pass 1.2"));
+    assert_non_null(strstr(f.magnitude, "the other ranks wait"));
     rt_env_free(e);
 
     /* without forward events every rank slowed with the others: nobody */

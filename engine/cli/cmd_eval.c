@@ -87,7 +87,8 @@ static const tw_cli_command eval_command = {
         "job's start and UTC), how much, what to try and which\nparameters "
         "decided. In fixed semantics a finding that another explains (a\n"
         "GPU idle for a CPU or I/O bottleneck, a data loader or a "
-        "straggler) is\nprinted under its cause (\"caused by it:\").\n",
+        "straggler;\na straggler that FailSlow finds slower than itself) "
+        "is printed under its\ncause (\"caused by it:\").\n",
     .options = eval_options,
     .epilogue =
         "PyTorch traces: ProfilerStep#N is step N (Step:ModeKeys.TRAIN), "

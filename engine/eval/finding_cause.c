@@ -22,9 +22,10 @@ static int kind_in(const char *kind, const char *const *list)
     return 0;
 }
 
-/* What a starved or waiting GPU shows. */
+/* What a starved or waiting GPU shows; and a straggler, which a rank that
+ * became slower than itself (FailSlow) explains. */
 static const char *const consequence_kinds[] = {"LowGPUUtilization",
-                                                "BatchSize", NULL};
+                                                "BatchSize", "Straggler", NULL};
 /* What starves a GPU on its node. */
 static const char *const node_cause_kinds[] = {"CPUBottleneck", "IOBottleneck",
                                                "Dataloader", NULL};
@@ -70,9 +71,16 @@ static int fixed_finding(const tw_rule *r, tw_finding *f)
            tw_rule_finding(r, f) == TW_OK;
 }
 
-static int explains(const tw_rule *cause, const tw_finding *effect)
+static int explains(const tw_rule *cause, const char *effect_kind,
+                    const tw_finding *effect)
 {
     const char *kind = rule_kind(cause);
+    if (strcmp(effect_kind, "Straggler") == 0) {
+        /* the same rank, slower than the others because slower than itself */
+        tw_finding c;
+        return strcmp(kind, "FailSlow") == 0 && fixed_finding(cause, &c) &&
+               overlap(&c, effect) && share_node(&c, effect);
+    }
     int straggler = strcmp(kind, "Straggler") == 0;
     if (!straggler && !kind_in(kind, node_cause_kinds))
         return 0;
@@ -87,7 +95,8 @@ int tw_job_rule_cause(tw_job *job, const tw_rule *rule, tw_rule_cause *out)
 {
     TW_ASSERT(job != NULL && rule != NULL && out != NULL);
     tw_finding effect;
-    if (!kind_in(rule_kind(rule), consequence_kinds) ||
+    const char *effect_kind = rule_kind(rule);
+    if (!kind_in(effect_kind, consequence_kinds) ||
         !fixed_finding(rule, &effect))
         return 0;
     for (size_t i = 0; i < tw_job_nrules(job); i++) {
@@ -95,7 +104,7 @@ int tw_job_rule_cause(tw_job *job, const tw_rule *rule, tw_rule_cause *out)
         size_t n = tw_rule_nchildren(top);
         for (size_t k = 0; k < (n > 0 ? n : 1); k++) {
             tw_rule *r = n > 0 ? tw_rule_child(top, k) : top;
-            if (r != rule && explains(r, &effect)) {
+            if (r != rule && explains(r, effect_kind, &effect)) {
                 out->rule = r;
                 out->parent = n > 0 ? tw_rule_name(top) : NULL;
                 return 1;

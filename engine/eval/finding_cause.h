@@ -3,8 +3,10 @@
  * a job explains another. A CPUBottleneck, IOBottleneck, Dataloader or
  * Straggler finding explains the LowGPUUtilization and BatchSize findings
  * of the same node (a Straggler: of any node, the others wait for it)
- * whose time ranges overlap its own; such a finding is reported
- * `caused_by` that cause instead of as a problem of its own.
+ * whose time ranges overlap its own, and a FailSlow finding explains the
+ * Straggler finding of the same rank (slower than the others because it
+ * became slower than itself); such a finding is reported `caused_by` that
+ * cause instead of as a problem of its own.
  *
  * Computed on demand from the rules' current findings, in the eval layer:
  * `eval` (table, --json) and `run` (results files, alerts, actions) ask

@@ -99,8 +99,9 @@ static void test_every_builtin_rule(void **st)
         free(text);
     }
     /* CPU/IO bottleneck, LowGPU, StepOutlier, MaxInit, Dataloader, GMI,
-     * BatchSize, LoadBalancing, Straggler, Progress, StalledTrainingRule */
-    assert_int_equal(with_findings, 12);
+     * BatchSize, LoadBalancing, Straggler, Progress, StalledTrainingRule,
+     * FailSlow */
+    assert_int_equal(with_findings, 13);
     tw_host_ctx_free(h);
     tw_windows_free(w);
     tw_registry_free(reg);

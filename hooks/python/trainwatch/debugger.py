@@ -56,8 +56,11 @@ def _dtype_name(t):
 
 
 class Debugger:
-    def __init__(self, config, put, stats):
+    def __init__(self, config, put, stats, writer=None):
         self.config = config
+        self._writer = writer      # DebugWriter: the legacy folder, or None
+        self._writer_open = False
+        self._warned_writer = False
         self._put = put            # Sender.tensor
         self._stats = stats        # SenderStats: tensors, raw_cut
         self._colls = list(config.collections.values())
@@ -109,6 +112,11 @@ class Debugger:
         self._active_key = tuple(c.name for c in self._active)
         self._put((HEARTBEAT, (), self._step, mode, mode_step, wall_us, "",
                    (), 0, (), None, None, -1))
+        if self._writer is not None:
+            if self._writer_open:
+                self._writer.end_step()
+            self._writer.begin_step(self._step, mode, mode_step)
+            self._writer_open = True
         if self._active:
             for name, p in self._params:
                 colls = self._collections_for(name)
@@ -255,7 +263,32 @@ class Debugger:
                         "raw_tensor_max_elements %d: only its reductions "
                         "are sent (counted in raw_cut)", name, numel,
                         self.config.raw_tensor_max_elements)
+        if self._writer is not None and self._writer_open:
+            # the whole tensor, as the reference's hook saves it by default
+            # (only with container_local_output_path: a host copy)
+            full = t.detach()
+            if full.dtype == torch.bfloat16:
+                full = full.float()
+            try:
+                self._writer.write_tensor(name, full.cpu().numpy(),
+                                          tuple(c.name for c in colls),
+                                          wall_time=time.time())
+            except ValueError as e:  # a dtype the layout cannot hold
+                if not self._warned_writer:
+                    self._warned_writer = True
+                    import logging
+                    logging.getLogger("trainwatch").warning(
+                        "trainwatch: %s not written to the debug output "
+                        "folder: %s", name, e)
         self._put((name, tuple(c.name for c in colls), self._step,
                    self._mode, self._mode_step, _now_us(), _dtype_name(t),
                    tuple(t.shape), numel, tuple(ops), values, raw,
                    prev_step))
+
+    def close(self):
+        """Finishes the legacy folder (its last step, collections file and
+        end marker) when one is written."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            self._writer_open = False

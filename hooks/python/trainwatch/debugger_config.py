@@ -290,7 +290,9 @@ class DebuggerHookConfig:
     hook_parameters: save_all, include_regex (CSV: collection "default"),
     reductions (for collections without their own), the save keys (the
     base of every collection), include_workers, export_tensorboard,
-    tensorboard_dir (accepted; trainwatch streams, it writes no folder).
+    tensorboard_dir (accepted; trainwatch writes no TensorBoard files).
+    container_local_output_path: also write every saved tensor, whole,
+    there in the legacy debug-output layout (debug_writer.py).
     The collection "losses" is always saved. trainwatch's own settings:
     quantile_steps (gradients carry p5/p95 while their mode step is
     below it; PoorWeightInitialization's `steps`, default 10),

@@ -213,9 +213,19 @@ class Hook:
             self._sender.add_source(prof.drain_detailed, "dropped")
         if self.debugger_config is not None:
             from .debugger import Debugger
+            writer = None
+            out_dir = self.debugger_config.container_local_output_path
+            if out_dir:
+                # the managed service's local debug output: the legacy
+                # folder layout (debug_writer.py), so the same run can be
+                # evaluated offline (`trainwatch eval DIR`) too
+                from .debug_writer import DebugWriter
+                writer = DebugWriter(
+                    out_dir, worker=f"worker_{self.identity.rank}",
+                    num_workers=self.identity.world_size)
             self._debugger = Debugger(self.debugger_config,
                                       self._sender.tensor,
-                                      self._sender.stats)
+                                      self._sender.stats, writer)
 
     @property
     def enabled(self):
@@ -475,6 +485,12 @@ class Hook:
             except Exception:
                 log.exception("trainwatch: error ending the last step")
             self._active = False
+            if self._debugger is not None:
+                try:
+                    self._debugger.close()
+                except Exception:
+                    log.exception("trainwatch: error closing the debug "
+                                  "output folder")
             for h in self._handles:
                 try:
                     h.remove()

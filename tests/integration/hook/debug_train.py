@@ -71,6 +71,9 @@ def parse(argv):
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--eval-steps", type=int, default=2)
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--local-output",
+                    help="also write the legacy debug-output folder there "
+                         "(container_local_output_path)")
     return ap.parse_args(argv)
 
 
@@ -89,7 +92,8 @@ def run(argv):
     cfg = trainwatch.DebuggerHookConfig(
         hook_parameters={"save_interval": every, "eval.save_interval": "1"},
         collection_configs=[trainwatch.CollectionConfig(n) for n in (
-            "gradients", "weights", "biases", "relu_output")])
+            "gradients", "weights", "biases", "relu_output")],
+        container_local_output_path=a.local_output)
     hook = trainwatch.Hook(job=a.job, brokers=a.brokers, debugger_config=cfg,
                            stop_file=a.stop_file, flush_interval=0.2)
     hook.watch(model, optimizer=opt, loss=crit)

@@ -62,8 +62,7 @@ tw_tensor_reduction_find(const tw_tensor *t, const char *op)
 
 /* *out = the reduction `op`; also "value" from a one-element raw tensor.
  * Returns 1 when found, 0 otherwise (*out untouched). */
-static inline int tw_tensor_get(const tw_tensor *t, const char *op,
-                                double *out)
+static inline int tw_tensor_get(const tw_tensor *t, const char *op, double *out)
 {
     const tw_tensor_reduction *r = tw_tensor_reduction_find(t, op);
     if (r != NULL) {
@@ -78,8 +77,7 @@ static inline int tw_tensor_get(const tw_tensor *t, const char *op,
 }
 
 /* 1 when the hook saved t for collection `name`. */
-static inline int tw_tensor_in_collection(const tw_tensor *t,
-                                          const char *name)
+static inline int tw_tensor_in_collection(const tw_tensor *t, const char *name)
 {
     for (uint32_t i = 0; i < t->ncollections; i++)
         if (strcmp(t->collections[i], name) == 0)
@@ -96,9 +94,9 @@ static inline pcre2_code *tw_tensor_regex_compile(const char *pattern,
 {
     int code;
     PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-                                   PCRE2_UTF | PCRE2_ALT_BSUX, &code, &off,
-                                   NULL);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+                      PCRE2_UTF | PCRE2_ALT_BSUX, &code, &off, NULL);
     if (re == NULL) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof(msg));
@@ -115,11 +113,9 @@ static inline pcre2_code *tw_tensor_regex_compile(const char *pattern,
  * (pcre2_match_data_create_from_pattern). A name that is not valid UTF-8
  * does not match. */
 static inline int tw_tensor_regex_search(const pcre2_code *re,
-                                         pcre2_match_data *md,
-                                         const char *name)
+                                         pcre2_match_data *md, const char *name)
 {
-    return pcre2_match(re, (PCRE2_SPTR)name, strlen(name), 0, 0, md, NULL) >=
-           0;
+    return pcre2_match(re, (PCRE2_SPTR)name, strlen(name), 0, 0, md, NULL) >= 0;
 }
 
 /* ---- selection (DEBUG_RULES.md §2.4) ----------------------------------- */
@@ -147,11 +143,11 @@ static inline int tw_tensor_csv_each(const char *csv,
         const char *a = p, *b = p + n;
         while (a < b && (*a == ' ' || *a == '\t' || *a == '\n' || *a == '\r'))
             a++;
-        while (b > a &&
-               (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n' || b[-1] == '\r'))
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n' ||
+                         b[-1] == '\r'))
             b--;
         if (b > a) {
-            char *item = malloc((size_t)(b - a) + 1);
+            char *item = (char *)malloc((size_t)(b - a) + 1);
             if (item == NULL)
                 return TW_ERR;
             memcpy(item, a, (size_t)(b - a));
@@ -179,7 +175,10 @@ static inline int tw_tensor_select_add_coll_(void *ud, const char *item)
     tw_tensor_select *s = b->s;
     char **v = (char **)realloc(s->collections,
                                 (s->ncollections + 1) * sizeof(char *));
-    char *copy = strdup(item);
+    size_t len = strlen(item) + 1;
+    char *copy = (char *)malloc(len);
+    if (copy != NULL)
+        memcpy(copy, item, len);
     if (v != NULL)
         s->collections = v;
     if (v == NULL || copy == NULL) {

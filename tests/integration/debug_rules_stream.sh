@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# debug_rules_stream.sh BUILD_DIR - the debugging rules in `trainwatch run`:
+# TensorRecord batches (tests/integration/lib/tensor_producer.py, a
+# stand-in for the PyTorch hook's publisher) through `trainwatch broker`
+# into `trainwatch run` with ExplodingTensor, LossNotDecreasing,
+# VanishingGradient and UnchangedTensor configured by name:
+#  - nan: ExplodingTensor fires at the fault step (a NaN loss);
+#  - flat: LossNotDecreasing and UnchangedTensor fire (loss and weights
+#    stop changing);
+#  - vanishing: VanishingGradient fires at the fault step;
+#  - healthy: no debugging finding at all;
+# findings come out as alerts on the alert topic (schema-valid) and the
+# results files hold each rule's first fire (step, wall time); the engine
+# counts the tensors. Prints the fault step, the fired step and the wall
+# time between the faulty step's publication and the alert.
+set -u
+BUILD=${1:-${TW_BUILD_DIR:?}}
+TW=$BUILD/trainwatch
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+command -v kcat >/dev/null || { echo "SKIP: kcat not installed"; exit 77; }
+PY=${TW_PYTHON:-/usr/bin/python3}
+"$PY" -c 'import confluent_kafka, flatbuffers, jsonschema' 2>/dev/null ||
+    { echo "SKIP: python3 confluent_kafka/flatbuffers/jsonschema missing"; exit 77; }
+export TRAINWATCH_RULES_DIR=${TRAINWATCH_RULES_DIR:-$BUILD/rules}
+export PYTHONPATH=$BUILD/hooks/python/flatc${PYTHONPATH:+:$PYTHONPATH}
+WORK=$(mktemp -d /tmp/tw-dbgrules.XXXXXX)
+BROKER_PID=
+. "$HERE/lib/broker.sh"
+. "$HERE/lib/run.sh"
+cleanup() {
+    [ -n "${RUN_PID_A:-}" ] && kill -KILL "$RUN_PID_A" 2>/dev/null
+    [ -n "${BROKER_PID:-}" ] && kill -KILL "$BROKER_PID" 2>/dev/null
+    [ -n "${KEEP:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() {
+    echo "FAIL: $*" >&2
+    [ -f "$WORK/A.err" ] && tail -n 30 "$WORK/A.err" >&2
+    exit 1
+}
+
+tw_broker_start || fail "broker start"
+mkdir -p "$WORK/res"
+cat >"$WORK/run.yaml" <<YAML
+kafka:
+  group: dbg-test
+engine:
+  results_dir: $WORK/res
+  progress_interval: 1s
+  commit_interval: 200ms
+tick: continuous
+lateness: 0s
+rules:
+  - name: ExplodingTensor
+  - name: LossNotDecreasing
+    parameters: {num_steps: 5}
+  - name: VanishingGradient
+  - name: UnchangedTensor
+    parameters: {collection_names: "losses,weights"}
+YAML
+tw_run_start A "$WORK/run.yaml"
+wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no partition assigned"
+
+STEPS=40
+FAULT=20
+for s in healthy nan flat vanishing; do
+    timeout 60 "$PY" "$HERE/lib/tensor_producer.py" "$BOOTSTRAP" "$s" "$s" \
+        --steps $STEPS --fault-step $FAULT >"$WORK/prod.$s" 2>&1 ||
+        fail "producer $s: $(cat "$WORK/prod.$s")"
+    cat "$WORK/prod.$s"
+done
+all_results() { [ "$(ls "$WORK/res" | grep -c '\.json$')" -eq 4 ]; }
+wait_for 60 all_results || fail "results: $(ls "$WORK/res")"
+tw_run_stop A || fail "run exit status"
+OUT=$(cat "$WORK/A.out")
+TENSORS=$(field tensors "$OUT")
+# 4 jobs x 40 steps x (4 tensors + heartbeat)
+[ "${TENSORS:-0}" -eq $((4 * STEPS * 5)) ] || fail "tensors=${TENSORS:-none}"
+[ "$(field late_tensors "$OUT")" -eq 0 ] || fail "late tensors"
+[ "$(field dead_letters "$OUT")" -eq 0 ] || fail "dead letters"
+
+timeout 60 kcat -b "$BOOTSTRAP" -C -t trainwatch.alerts -o beginning -e -q \
+    -f '%s\n' >"$WORK/alerts.jsonl" || fail "kcat -C alerts"
+SUMMARY=$("$PY" "$HERE/lib/results.py" alerts "$SRC/schemas/alert.schema.json" \
+    "$WORK/alerts.jsonl") || fail "alerts do not validate: $SUMMARY"
+
+"$PY" - "$WORK/res" "$WORK/alerts.jsonl" $FAULT <<'PY' || fail "findings"
+import json, sys, os
+res, alerts_path, fault = sys.argv[1], sys.argv[2], int(sys.argv[3])
+want = {"healthy": set(), "nan": {"ExplodingTensor"},
+        "flat": {"LossNotDecreasing", "UnchangedTensor"},
+        "vanishing": {"VanishingGradient"}}
+alerts = [json.loads(l) for l in open(alerts_path) if l.strip()]
+ok = True
+for job, rules in want.items():
+    r = json.load(open(os.path.join(res, job + ".json")))
+    found = {x["name"] for x in r["rules"] if x["status"] == "IssuesFound"}
+    if found != rules:
+        print(f"{job}: IssuesFound {sorted(found)}, want {sorted(rules)}")
+        ok = False
+    for x in r["rules"]:
+        if x["status"] not in ("IssuesFound", "NoIssuesFound"):
+            print(f"{job}: {x['name']} status {x['status']}")
+            ok = False
+        if x["name"] not in rules:
+            continue
+        d = x["report"]["Details"]
+        first = d["first_fire"]
+        # the fault is visible at FAULT; LossNotDecreasing needs num_steps
+        # more, UnchangedTensor num_steps - 1 unchanged publications
+        latest = fault + (5 if x["name"] == "LossNotDecreasing" else 3)
+        if not (fault <= first["step"] <= latest):
+            print(f"{job}: {x['name']} fired at step {first['step']}")
+            ok = False
+        finding = [a for a in alerts if a.get("job") == job and
+                   a.get("rule") == x["name"] and a.get("kind") == "finding"]
+        if not finding:
+            print(f"{job}: no finding alert from {x['name']}")
+            ok = False
+        print(f"{job}: {x['name']} fault at step {fault}, fired at step "
+              f"{first['step']} ({first['tensor']}: {first['condition']})")
+extra = [a for a in alerts if a.get("job") == "healthy" and
+         a.get("kind") == "finding"]
+if extra:
+    print(f"healthy: {len(extra)} finding alert(s)")
+    ok = False
+sys.exit(0 if ok else 1)
+PY
+tw_broker_stop || fail "broker stop"
+echo "PASS debug_rules_stream"

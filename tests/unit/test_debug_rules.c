@@ -29,9 +29,9 @@ typedef struct tset {
 
 /* A tensor of node "w0" at global step `step` (mode step = step) with up
  * to two reductions (op2 NULL for one), in collection `coll` (or none). */
-static tw_tensor *add(tset *s, const char *name, const char *coll,
-                      tw_mode mode, int64_t step, const char *op1, double v1,
-                      const char *op2, double v2)
+static tw_tensor *add(tset *s, const char *name, const char *coll, tw_mode mode,
+                      int64_t step, const char *op1, double v1, const char *op2,
+                      double v2)
 {
     assert_true(s->n < MAXT);
     tw_tensor *t = &s->t[s->n];
@@ -61,8 +61,8 @@ static tw_tensor *add(tset *s, const char *name, const char *coll,
 
 static tw_tensor *loss(tset *s, tw_mode mode, int64_t step, double v)
 {
-    return add(s, "CrossEntropyLoss_output_0", "losses", mode, step, "value",
-               v, NULL, 0);
+    return add(s, "CrossEntropyLoss_output_0", "losses", mode, step, "value", v,
+               NULL, 0);
 }
 
 /* Runs the tensors of s (in the order added: node, step, name) as scan k. */
@@ -117,7 +117,8 @@ static void test_tensor_header(void **st)
     assert_true(search("relu_output", "features.relu_output_0"));
     assert_true(search("^(?!gradient).*weight", "Net_fc1.weight"));
     assert_false(search("^(?!gradient).*weight", "gradient/Net_fc1.weight"));
-    assert_true(search("[Ll]oss_(?!input).*output", "CrossEntropyLoss_output_0"));
+    assert_true(
+        search("[Ll]oss_(?!input).*output", "CrossEntropyLoss_output_0"));
     assert_false(search("[Ll]oss_(?!input).*output", "MSELoss_input_0"));
     assert_true(search("(?P<n>fc\\d)\\.weight$", "Net_fc1.weight"));
     assert_true(search("\\x41", "A")); /* \xhh as Python */
@@ -134,14 +135,14 @@ static void test_tensor_header(void **st)
     assert_string_equal(sel.collections[1], "weights");
     assert_int_equal(sel.nregexes, 2);
     tset s = {0};
-    tw_tensor *a = add(&s, "Net_fc2.bias", "weights", TW_MODE_TRAIN, 0, NULL,
-                       0, NULL, 0);
-    tw_tensor *b = add(&s, "conv1.weight", NULL, TW_MODE_TRAIN, 0, NULL, 0,
-                       NULL, 0);
-    tw_tensor *c = add(&s, "Net_fc3.bias", NULL, TW_MODE_TRAIN, 0, NULL, 0,
-                       NULL, 0);
-    tw_tensor *hb = add(&s, "heartbeat", "weights", TW_MODE_TRAIN, 0, NULL, 0,
-                        NULL, 0);
+    tw_tensor *a =
+        add(&s, "Net_fc2.bias", "weights", TW_MODE_TRAIN, 0, NULL, 0, NULL, 0);
+    tw_tensor *b =
+        add(&s, "conv1.weight", NULL, TW_MODE_TRAIN, 0, NULL, 0, NULL, 0);
+    tw_tensor *c =
+        add(&s, "Net_fc3.bias", NULL, TW_MODE_TRAIN, 0, NULL, 0, NULL, 0);
+    tw_tensor *hb =
+        add(&s, "heartbeat", "weights", TW_MODE_TRAIN, 0, NULL, 0, NULL, 0);
     assert_true(tw_tensor_select_match(&sel, a, 0));  /* collection */
     assert_true(tw_tensor_select_match(&sel, b, 0));  /* regex */
     assert_false(tw_tensor_select_match(&sel, c, 0)); /* neither */
@@ -202,7 +203,8 @@ static void test_exploding_tensor(void **st)
     r = run(e, &s, 2);
     assert_int_equal(r->condition_met, 0);
     assert_int_equal(r->violations, 1);
-    assert_non_null(strstr(rt_report_text(e), "\"stopped_at_first_fire\": true"));
+    assert_non_null(
+        strstr(rt_report_text(e), "\"stopped_at_first_fire\": true"));
     rt_env_free(e);
 
     /* keep evaluating: fires again; Inf fires unless only_nan; min/max
@@ -245,8 +247,9 @@ static void test_exploding_tensor(void **st)
 static void test_step_range_and_mode(void **st)
 {
     (void)st;
-    const char *kv[] = {"start_step", "2",     "end_step", "4", "mode",
-                        "TRAIN",      "stop_at_first_fire", "false", NULL};
+    const char *kv[] = {"start_step", "2",     "end_step",           "4",
+                        "mode",       "TRAIN", "stop_at_first_fire", "false",
+                        NULL};
     rt_env *e = make("ExplodingTensor", kv);
     tset s = {0};
     for (int64_t k = 0; k < 6; k++)
@@ -280,21 +283,21 @@ static void test_vanishing_gradient(void **st)
     (void)st;
     rt_env *e = make("VanishingGradient", NULL);
     tset s = {0};
-    add(&s, "gradient/Net_fc1.weight", NULL, TW_MODE_TRAIN, 0, "abs_mean",
-        1e-3, NULL, 0);
-    add(&s, "gradient/Net_fc2.weight", NULL, TW_MODE_TRAIN, 0, "abs_mean",
-        1e-7, NULL, 0); /* equal: not below (strict) */
-    add(&s, "gradient/Net_fc3.weight", NULL, TW_MODE_TRAIN, 0, "abs_mean",
-        NAN, NULL, 0); /* NaN: ExplodingTensor's */
-    add(&s, "Net_fc1.weight", "weights", TW_MODE_TRAIN, 0, "abs_mean", 0,
-        NULL, 0); /* not a gradient */
+    add(&s, "gradient/Net_fc1.weight", NULL, TW_MODE_TRAIN, 0, "abs_mean", 1e-3,
+        NULL, 0);
+    add(&s, "gradient/Net_fc2.weight", NULL, TW_MODE_TRAIN, 0, "abs_mean", 1e-7,
+        NULL, 0); /* equal: not below (strict) */
+    add(&s, "gradient/Net_fc3.weight", NULL, TW_MODE_TRAIN, 0, "abs_mean", NAN,
+        NULL, 0); /* NaN: ExplodingTensor's */
+    add(&s, "Net_fc1.weight", "weights", TW_MODE_TRAIN, 0, "abs_mean", 0, NULL,
+        0); /* not a gradient */
     const tw_scan_result *r = run(e, &s, 0);
     assert_int_equal(r->condition_met, 0);
     s.n = 0;
-    add(&s, "gradient/Net_fc1.weight", NULL, TW_MODE_TRAIN, 1, "abs_mean",
-        1e-3, NULL, 0);
-    add(&s, "gradient/Net_fc2.weight", NULL, TW_MODE_TRAIN, 1, "abs_mean",
-        5e-9, NULL, 0);
+    add(&s, "gradient/Net_fc1.weight", NULL, TW_MODE_TRAIN, 1, "abs_mean", 1e-3,
+        NULL, 0);
+    add(&s, "gradient/Net_fc2.weight", NULL, TW_MODE_TRAIN, 1, "abs_mean", 5e-9,
+        NULL, 0);
     add(&s, "in_collection", "gradients", TW_MODE_TRAIN, 1, "abs_mean", 2e-9,
         NULL, 0);
     r = run(e, &s, 1);
@@ -327,8 +330,9 @@ static void test_loss_not_decreasing(void **st)
     /* the 2019 tests (compat_2019): 0.3, 0.33, 0.31, 0.30, 0.28 every 4
      * steps fire at 12 (equal to the baseline at 0) */
     const double t1[] = {0.3, 0.33, 0.31, 0.30, 0.28};
-    const char *compat[] = {"compat_2019", "true", "diff_percent", "0",
-                            "stop_at_first_fire", "false", NULL};
+    const char *compat[] = {
+        "compat_2019", "true", "diff_percent", "0", "stop_at_first_fire",
+        "false",       NULL};
     rt_env *e = make("LossNotDecreasing", compat);
     int fired[8] = {0};
     lnd_feed(e, t1, 5, 4, 0, fired);
@@ -338,8 +342,9 @@ static void test_loss_not_decreasing(void **st)
     /* ... and with diff_percent 20 plus 0.2, 0.42 at 20, 24: not at 12,
      * at 24 (+40 % over the baseline 0.30 at 12) */
     const double t2[] = {0.3, 0.33, 0.31, 0.30, 0.28, 0.2, 0.42};
-    const char *compat20[] = {"compat_2019", "true", "diff_percent", "20",
-                              "stop_at_first_fire", "false", NULL};
+    const char *compat20[] = {
+        "compat_2019", "true", "diff_percent", "20", "stop_at_first_fire",
+        "false",       NULL};
     e = make("LossNotDecreasing", compat20);
     memset(fired, 0, sizeof(fired));
     lnd_feed(e, t2, 7, 4, 0, fired);
@@ -379,8 +384,7 @@ static void test_loss_not_decreasing(void **st)
 static void test_loss_not_decreasing_modes_and_checkpoint(void **st)
 {
     (void)st;
-    const char *kv[] = {"num_steps", "2", "stop_at_first_fire", "false",
-                        NULL};
+    const char *kv[] = {"num_steps", "2", "stop_at_first_fire", "false", NULL};
     rt_env *e = make("LossNotDecreasing", kv);
     tset s = {0};
     /* TRAIN falls, EVAL is flat: only EVAL is watched once seen */
@@ -390,8 +394,8 @@ static void test_loss_not_decreasing_modes_and_checkpoint(void **st)
         run(e, &s, (uint64_t)(2 * k));
     }
     assert_int_equal(tw_rule_last_result(e->rule)->violations, 0);
-    rt_env *c = rt_clone_via_checkpoint(e, "LossNotDecreasing",
-                                        TW_SEMANTICS_FIXED, kv);
+    rt_env *c =
+        rt_clone_via_checkpoint(e, "LossNotDecreasing", TW_SEMANTICS_FIXED, kv);
     for (int64_t k = 0; k < 3; k++) {
         s.n = 0;
         tw_tensor *t = loss(&s, TW_MODE_EVAL, 10 + k, 0.7);
@@ -468,9 +472,8 @@ static void test_weight_update_ratio(void **st)
         "update_l2", 0); /* gradients are not weights */
     assert_int_equal(run(e, &s, 0)->datapoints, 1);
     s.n = 0;
-    tw_tensor *w =
-        add(&s, "Net_fc.weight", NULL, TW_MODE_TRAIN, 1, "l2", 10.0,
-            "update_l2", 0.01); /* ratio 1e-3: healthy */
+    tw_tensor *w = add(&s, "Net_fc.weight", NULL, TW_MODE_TRAIN, 1, "l2", 10.0,
+                       "update_l2", 0.01); /* ratio 1e-3: healthy */
     w->prev_step = 0;
     assert_int_equal(run(e, &s, 1)->condition_met, 0);
     s.n = 0;
@@ -496,23 +499,23 @@ static void test_weight_update_ratio(void **st)
 static void test_all_zero(void **st)
 {
     (void)st;
-    const char *kv[] = {"tensor_regex", "relu", "stop_at_first_fire",
-                        "false", NULL};
+    const char *kv[] = {"tensor_regex", "relu", "stop_at_first_fire", "false",
+                        NULL};
     rt_env *e = make("AllZero", kv);
     tset s = {0};
-    add(&s, "relu_output_0", NULL, TW_MODE_TRAIN, 0, "zero_fraction", 0.5,
-        NULL, 0);
+    add(&s, "relu_output_0", NULL, TW_MODE_TRAIN, 0, "zero_fraction", 0.5, NULL,
+        0);
     assert_int_equal(run(e, &s, 0)->condition_met, 0);
     s.n = 0;
-    add(&s, "relu_output_0", NULL, TW_MODE_TRAIN, 1, "zero_fraction", 1.0,
-        NULL, 0);
+    add(&s, "relu_output_0", NULL, TW_MODE_TRAIN, 1, "zero_fraction", 1.0, NULL,
+        0);
     assert_int_equal(run(e, &s, 1)->condition_met, 1);
     rt_env_free(e);
     const char *half[] = {"tensor_regex", "relu", "threshold", "50", NULL};
     e = make("AllZero", half);
     s.n = 0;
-    add(&s, "relu_output_0", NULL, TW_MODE_TRAIN, 0, "zero_fraction", 0.5,
-        NULL, 0);
+    add(&s, "relu_output_0", NULL, TW_MODE_TRAIN, 0, "zero_fraction", 0.5, NULL,
+        0);
     assert_int_equal(run(e, &s, 0)->condition_met, 1); /* >= threshold */
     rt_env_free(e);
 }
@@ -520,8 +523,13 @@ static void test_all_zero(void **st)
 static void test_tensor_variance(void **st)
 {
     (void)st;
-    const char *kv[] = {"collection_names", "weights", "max_threshold", "4",
-                        "stop_at_first_fire", "false", NULL};
+    const char *kv[] = {"collection_names",
+                        "weights",
+                        "max_threshold",
+                        "4",
+                        "stop_at_first_fire",
+                        "false",
+                        NULL};
     rt_env *e = make("TensorVariance", kv);
     tset s = {0};
     add(&s, "w", "weights", TW_MODE_TRAIN, 0, "variance", 3.9, NULL, 0);
@@ -537,8 +545,8 @@ static void test_tensor_variance(void **st)
     t->nraw = 2;
     assert_int_equal(run(e, &s, 2)->condition_met, 0);
     rt_env_free(e);
-    const char *minv[] = {"collection_names", "weights", "min_threshold",
-                          "1.5", NULL};
+    const char *minv[] = {"collection_names", "weights", "min_threshold", "1.5",
+                          NULL};
     e = make("TensorVariance", minv);
     assert_int_equal(run(e, &s, 0)->condition_met, 1); /* 1 < 1.5 (ddof 0) */
     rt_env_free(e);
@@ -559,8 +567,8 @@ static void test_dead_relu(void **st)
         0.3, NULL, 0);
     assert_int_equal(run(e, &s, 0)->condition_met, 0);
     s.n = 0;
-    add(&s, "block.act", "relu_output", TW_MODE_TRAIN, 1, "dead_fraction",
-        0.9, NULL, 0);
+    add(&s, "block.act", "relu_output", TW_MODE_TRAIN, 1, "dead_fraction", 0.9,
+        NULL, 0);
     assert_int_equal(run(e, &s, 1)->condition_met, 1);
     rt_env_free(e);
     /* raw fall-back: batch 4 x 2 nodes, node 0 never active, node 1 once */
@@ -583,7 +591,8 @@ static void test_dead_relu(void **st)
     rt_env_free(e);
 }
 
-/* ---- Overfit, Overtraining ------------------------------------------------ */
+/* ---- Overfit, Overtraining ------------------------------------------------
+ */
 
 static void test_overfit(void **st)
 {
@@ -631,6 +640,87 @@ static void test_overtraining(void **st)
     rt_env_free(e);
 }
 
+/* ---- every rule: a checkpoint after each scan changes nothing ---------- */
+
+/* A 30-step stream with something for every rule: falling then flat
+ * losses in TRAIN and EVAL, gradients that vanish, weights that freeze,
+ * ReLU outputs that die, a NaN late. */
+static void stream_scan(tset *s, int scan)
+{
+    s->n = 0;
+    for (int64_t k = scan * 3; k < scan * 3 + 3; k++) {
+        double l = k < 15 ? 2.0 - 0.1 * (double)k : 0.5;
+        int eval = k % 5 == 4;
+        if (eval && k > 10)
+            l *= 1.5; /* validation well above training: overfitting */
+        loss(s, eval ? TW_MODE_EVAL : TW_MODE_TRAIN, k, k == 27 ? NAN : l);
+        add(s, "gradient/Net_fc.weight", "gradients", TW_MODE_TRAIN, k,
+            "abs_mean", k > 20 ? 1e-10 : 1e-3, "nan_count", 0);
+        tw_tensor *w = add(s, "Net_fc.weight", "weights", TW_MODE_TRAIN, k,
+                           "l2", 3.0, "update_l2", k > 18 ? 0.0 : 0.01);
+        w->prev_step = k - 1;
+        add(s, "relu_output_0", "relu_output", TW_MODE_TRAIN, k,
+            "dead_fraction", k > 24 ? 0.8 : 0.1, "zero_fraction",
+            k > 24 ? 1.0 : 0.2);
+    }
+}
+
+static void test_checkpoint_every_scan(void **st)
+{
+    (void)st;
+    static const char *const keep[] = {"stop_at_first_fire", "false",
+                                       "collection_names",
+                                       "losses,weights,relu_output", NULL};
+    static const char *const keep_nosel[] = {"stop_at_first_fire", "false",
+                                             NULL};
+    static const char *const lnd[] = {"stop_at_first_fire", "false",
+                                      "num_steps", "5", NULL};
+    static const struct {
+        const char *rule;
+        const char *const *kv;
+    } rules[] = {
+        {"ExplodingTensor", keep_nosel},   {"LossNotDecreasing", lnd},
+        {"VanishingGradient", keep_nosel}, {"UnchangedTensor", keep},
+        {"WeightUpdateRatio", keep_nosel}, {"AllZero", keep},
+        {"TensorVariance", keep},          {"DeadRelu", keep_nosel},
+        {"Overfit", keep_nosel},           {"Overtraining", keep_nosel},
+    };
+    for (size_t r = 0; r < sizeof(rules) / sizeof(rules[0]); r++) {
+        rt_env *whole = make(rules[r].rule, rules[r].kv);
+        rt_env *cut = make(rules[r].rule, rules[r].kv);
+        tset s = {0};
+        for (int k = 0; k < 10; k++) {
+            stream_scan(&s, k);
+            run(whole, &s, (uint64_t)k);
+            run(cut, &s, (uint64_t)k);
+            rt_env *c = rt_clone_via_checkpoint(
+                cut, rules[r].rule, TW_SEMANTICS_FIXED, rules[r].kv);
+            rt_env_free(cut);
+            cut = c;
+        }
+        /* the clone's counters come from its (restored) last scan */
+        stream_scan(&s, 9);
+        s.n = 0;
+        const tw_scan_result *a = run(whole, &s, 10);
+        const tw_scan_result *b = run(cut, &s, 10);
+        assert_int_equal(a->violations, b->violations);
+        assert_int_equal(a->datapoints, b->datapoints);
+        char text[8192];
+        snprintf(text, sizeof(text), "%s", rt_report_text(whole));
+        if (strcmp(text, rt_report_text(cut)) != 0)
+            fail_msg("%s: report after restores differs:\n%s\n%s",
+                     rules[r].rule, text, rt_report_text(cut));
+        /* every rule finds its planted problem in this stream, except
+         * TensorVariance (no thresholds: never) */
+        int want = strcmp(rules[r].rule, "TensorVariance") != 0;
+        if ((a->violations > 0) != want)
+            fail_msg("%s: %lld violation(s)", rules[r].rule,
+                     (long long)a->violations);
+        rt_env_free(whole);
+        rt_env_free(cut);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -647,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_dead_relu),
         cmocka_unit_test(test_overfit),
         cmocka_unit_test(test_overtraining),
+        cmocka_unit_test(test_checkpoint_every_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,6 +96,9 @@ alerts = [json.loads(l) for l in open(alerts_path) if l.strip()]
 ok = True
 for job, rules in want.items():
     r = json.load(open(os.path.join(res, job + ".json")))
+    if r["input"].get("tensors") != 40 * 5:
+        print(f"{job}: input.tensors {r['input'].get('tensors')}")
+        ok = False
     found = {x["name"] for x in r["rules"] if x["status"] == "IssuesFound"}
     if found != rules:
         print(f"{job}: IssuesFound {sorted(found)}, want {sorted(rules)}")

@@ -640,6 +640,144 @@ static void test_overtraining(void **st)
     rt_env_free(e);
 }
 
+/* ---- Confusion, ClassImbalance (raw labels and predictions) -------------- */
+
+static tw_tensor *raw_vec(tset *s, const char *name, const char *coll,
+                          int64_t step, const double *v, uint32_t n)
+{
+    tw_tensor *t = add(s, name, coll, TW_MODE_TRAIN, step, NULL, 0, NULL, 0);
+    t->raw = v;
+    t->nraw = n;
+    t->numel = n;
+    return t;
+}
+
+static void test_confusion(void **st)
+{
+    (void)st;
+    /* the reference's test 1: a perfect classifier over 10 classes does
+     * not fire (the documented diagonal formula would: 0.1 < 0.9) */
+    static double lab[10], pred[10], pred47[10];
+    for (int i = 0; i < 10; i++)
+        lab[i] = pred[i] = pred47[i] = i;
+    pred47[4] = 7;
+    rt_env *e = make("Confusion", NULL);
+    tset s = {0};
+    raw_vec(&s, "labels", NULL, 0, lab, 10);
+    raw_vec(&s, "y_hat", "predictions", 0, pred, 10);
+    assert_int_equal(run(e, &s, 0)->condition_met, 0);
+    assert_int_equal(tw_rule_last_result(e->rule)->datapoints, 1);
+    /* test 2: 4 predicted as 7 fires (row 4: diagonal 0 < 0.9) */
+    s.n = 0;
+    raw_vec(&s, "labels", NULL, 1, lab, 10);
+    raw_vec(&s, "predictions", NULL, 1, pred47, 10);
+    assert_int_equal(run(e, &s, 1)->condition_met, 1);
+    tw_finding f;
+    finding_of(e, &f);
+    assert_non_null(strstr(f.summary, "class 4"));
+    rt_env_free(e);
+    /* test 3: min_diag 0, max_off_diag 0.01: row 4's off-diagonal only */
+    const char *kv[] = {"min_diag", "0", "max_off_diag", "0.01", NULL};
+    e = make("Confusion", kv);
+    s.n = 0;
+    raw_vec(&s, "labels", NULL, 1, lab, 10);
+    raw_vec(&s, "predictions", NULL, 1, pred47, 10);
+    assert_int_equal(run(e, &s, 0)->condition_met, 1);
+    finding_of(e, &f);
+    assert_non_null(strstr(f.summary, "class 4 predicted as 7"));
+    rt_env_free(e);
+    /* not class ids: the step is not evaluated */
+    static const double frac[] = {0.5, 1};
+    e = make("Confusion", NULL);
+    s.n = 0;
+    raw_vec(&s, "labels", NULL, 0, frac, 2);
+    raw_vec(&s, "predictions", NULL, 0, frac, 2);
+    assert_int_equal(run(e, &s, 0)->datapoints, 1);
+    assert_int_equal(run(e, &s, 0)->condition_met, 0);
+    rt_env_free(e);
+    /* cumulative: two steps of one class each, then a confused one */
+    const char *cum[] = {
+        "cumulative",         "true",  "min_diag", "0.6", "max_off_diag", "0.3",
+        "stop_at_first_fire", "false", NULL};
+    static const double l0[] = {0, 0}, l1[] = {1, 1}, p1[] = {0, 1};
+    e = make("Confusion", cum);
+    s.n = 0;
+    raw_vec(&s, "labels", NULL, 0, l0, 2);
+    raw_vec(&s, "predictions", NULL, 0, l0, 2);
+    assert_int_equal(run(e, &s, 0)->condition_met, 0);
+    s.n = 0;
+    raw_vec(&s, "labels", NULL, 1, l1, 2);
+    raw_vec(&s, "predictions", NULL, 1, p1, 2); /* class 1: 1 of 2 */
+    assert_int_equal(run(e, &s, 1)->condition_met, 1);
+    /* the cumulative matrix survives a checkpoint */
+    rt_env *c =
+        rt_clone_via_checkpoint(e, "Confusion", TW_SEMANTICS_FIXED, cum);
+    s.n = 0;
+    raw_vec(&s, "labels", NULL, 2, l1, 2);
+    raw_vec(&s, "predictions", NULL, 2, l1, 2); /* class 1: 3 of 4 */
+    assert_int_equal(run(e, &s, 2)->condition_met, 0);
+    assert_int_equal(run(c, &s, 2)->condition_met, 0);
+    char a[4096];
+    snprintf(a, sizeof(a), "%s", rt_report_text(e));
+    assert_string_equal(a, rt_report_text(c));
+    rt_env_free(c);
+    rt_env_free(e);
+}
+
+static void test_class_imbalance(void **st)
+{
+    (void)st;
+    static double lab[1000];
+    for (int i = 0; i < 1000; i++)
+        lab[i] = i < 990 ? 0 : 1;
+    rt_env *e = make("ClassImbalance", NULL);
+    tset s = {0};
+    /* 400 labels: under the `samples` gate (500) */
+    raw_vec(&s, "labels", NULL, 0, lab, 400);
+    raw_vec(&s, "predictions", NULL, 0, lab, 400);
+    assert_int_equal(run(e, &s, 0)->condition_met, 0);
+    /* the reference's test: 990 of class 0, 10 of class 1 (ratio 99 > 10);
+     * cumulative, so the gate is passed */
+    s.n = 0;
+    raw_vec(&s, "train_labels", NULL, 3, lab, 1000);
+    raw_vec(&s, "train_predictions", NULL, 3, lab, 1000);
+    assert_int_equal(run(e, &s, 1)->condition_met, 1);
+    tw_finding f;
+    finding_of(e, &f);
+    assert_non_null(strstr(f.summary, "class 0 has 1390 samples, class 1 "
+                                      "only 10"));
+    const char *defaults[] = {NULL};
+    rt_env *c = rt_clone_via_checkpoint(e, "ClassImbalance", TW_SEMANTICS_FIXED,
+                                        defaults);
+    s.n = 0;
+    raw_vec(&s, "labels", NULL, 4, lab, 1000);
+    raw_vec(&s, "predictions", NULL, 4, lab, 1000);
+    run(e, &s, 2);
+    run(c, &s, 2);
+    char a[4096];
+    snprintf(a, sizeof(a), "%s", rt_report_text(e));
+    assert_string_equal(a, rt_report_text(c));
+    assert_non_null(strstr(a, "\"stopped_at_first_fire\": true"));
+    rt_env_free(c);
+    rt_env_free(e);
+    /* balanced but class 1 always mispredicted; argmax over (N, 2) */
+    static const double l2[] = {0, 1, 0, 1, 0, 1};
+    static const double scores[] = {0.9, 0.1, 0.8, 0.2, 0.7, 0.3,
+                                    0.6, 0.4, 0.9, 0.1, 0.9, 0.1};
+    const char *kv[] = {"samples", "6", "argmax", "true", NULL};
+    e = make("ClassImbalance", kv);
+    s.n = 0;
+    raw_vec(&s, "labels", NULL, 0, l2, 6);
+    tw_tensor *p = raw_vec(&s, "predictions", NULL, 0, scores, 12);
+    static const int64_t shape[] = {6, 2};
+    p->shape = shape;
+    p->nshape = 2;
+    assert_int_equal(run(e, &s, 0)->condition_met, 1);
+    finding_of(e, &f);
+    assert_non_null(strstr(f.summary, "class 1 mispredicted in 1"));
+    rt_env_free(e);
+}
+
 /* ---- every rule: a checkpoint after each scan changes nothing ---------- */
 
 /* A 30-step stream with something for every rule: falling then flat
@@ -737,6 +875,8 @@ int main(void)
         cmocka_unit_test(test_dead_relu),
         cmocka_unit_test(test_overfit),
         cmocka_unit_test(test_overtraining),
+        cmocka_unit_test(test_confusion),
+        cmocka_unit_test(test_class_imbalance),
         cmocka_unit_test(test_checkpoint_every_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -778,6 +778,82 @@ static void test_class_imbalance(void **st)
     rt_env_free(e);
 }
 
+/* ---- SaturatedActivation, PoorWeightInitialization ------------------------
+ */
+
+static void test_saturated_activation(void **st)
+{
+    (void)st;
+    rt_env *e = make("SaturatedActivation", NULL);
+    tset s = {0};
+    add(&s, "lstm.tanh_input_0", NULL, TW_MODE_TRAIN, 0, "saturated_fraction",
+        0.4, NULL, 0);
+    add(&s, "gate.relu_input_0", NULL, TW_MODE_TRAIN, 0, "saturated_fraction",
+        1.0, NULL, 0); /* not selected (the default regex) */
+    assert_int_equal(run(e, &s, 0)->condition_met, 0);
+    /* raw: sigmoid inputs of 2 samples x 2 nodes, node 0 at -30 (beyond
+     * -23) in both, node 1 at 0 (inside): 50 % saturated, not > 50 */
+    s.n = 0;
+    tw_tensor *t = add(&s, "gate.sigmoid_input_0", NULL, TW_MODE_TRAIN, 1, NULL,
+                       0, NULL, 0);
+    static const double raw[] = {-30, 0, -30, 0};
+    static const int64_t shape[] = {2, 2};
+    t->raw = raw;
+    t->nraw = 4;
+    t->shape = shape;
+    t->nshape = 2;
+    assert_int_equal(run(e, &s, 1)->condition_met, 0);
+    rt_env_free(e);
+    const char *kv[] = {"threshold_layer", "40", NULL};
+    e = make("SaturatedActivation", kv);
+    assert_int_equal(run(e, &s, 0)->condition_met, 1);
+    /* the same values under tanh bounds: -30 is saturated there too */
+    rt_env_free(e);
+}
+
+static void test_poor_weight_initialization(void **st)
+{
+    (void)st;
+    const char *kv[] = {"stop_at_first_fire", "false", NULL};
+    rt_env *e = make("PoorWeightInitialization", kv);
+    tset s = {0};
+    add(&s, "fc1.relu_input_0", NULL, TW_MODE_TRAIN, 0, "variance", 1.0, NULL,
+        0);
+    add(&s, "fc2.relu_input_0", NULL, TW_MODE_TRAIN, 0, "variance", 5.0, NULL,
+        0);
+    add(&s, "gradient/Net_fc1.weight", NULL, TW_MODE_TRAIN, 0, "p5", -0.01,
+        "p95", 0.01);
+    loss(&s, TW_MODE_TRAIN, 0, 2.0);
+    assert_int_equal(run(e, &s, 0)->condition_met, 0);
+    /* condition 1: variances 0.01 .. 5, ratio 500 > 10 */
+    s.n = 0;
+    add(&s, "fc1.relu_input_0", NULL, TW_MODE_TRAIN, 1, "variance", 0.01, NULL,
+        0);
+    add(&s, "fc2.relu_input_0", NULL, TW_MODE_TRAIN, 1, "variance", 5.0, NULL,
+        0);
+    loss(&s, TW_MODE_TRAIN, 1, 1.9);
+    assert_int_equal(run(e, &s, 1)->condition_met, 1);
+    /* condition 2: a gradient with p95 - p5 = 1e-5 */
+    s.n = 0;
+    add(&s, "gradient/Net_fc1.weight", NULL, TW_MODE_TRAIN, 2, "p5", 0.0, "p95",
+        1e-5);
+    assert_int_equal(run(e, &s, 2)->condition_met, 1);
+    /* condition 3: the loss stuck for 5 saved steps (3..7) */
+    for (int64_t k = 3; k < 8; k++) {
+        s.n = 0;
+        loss(&s, TW_MODE_TRAIN, k, 1.95);
+        assert_int_equal(run(e, &s, (uint64_t)k)->condition_met, k == 7);
+    }
+    /* past `steps` (10): nothing is evaluated */
+    s.n = 0;
+    add(&s, "gradient/Net_fc1.weight", NULL, TW_MODE_TRAIN, 10, "p5", 0.0,
+        "p95", 0.0);
+    const tw_scan_result *r = run(e, &s, 10);
+    assert_int_equal(r->condition_met, 0);
+    assert_int_equal(r->datapoints, 8);
+    rt_env_free(e);
+}
+
 /* ---- every rule: a checkpoint after each scan changes nothing ---------- */
 
 /* A 30-step stream with something for every rule: falling then flat
@@ -813,6 +889,8 @@ static void test_checkpoint_every_scan(void **st)
                                              NULL};
     static const char *const lnd[] = {"stop_at_first_fire", "false",
                                       "num_steps", "5", NULL};
+    static const char *const pwi[] = {
+        "stop_at_first_fire", "false", "steps", "30", "patience", "3", NULL};
     static const struct {
         const char *rule;
         const char *const *kv;
@@ -822,6 +900,7 @@ static void test_checkpoint_every_scan(void **st)
         {"WeightUpdateRatio", keep_nosel}, {"AllZero", keep},
         {"TensorVariance", keep},          {"DeadRelu", keep_nosel},
         {"Overfit", keep_nosel},           {"Overtraining", keep_nosel},
+        {"PoorWeightInitialization", pwi},
     };
     for (size_t r = 0; r < sizeof(rules) / sizeof(rules[0]); r++) {
         rt_env *whole = make(rules[r].rule, rules[r].kv);
@@ -877,6 +956,8 @@ int main(void)
         cmocka_unit_test(test_overtraining),
         cmocka_unit_test(test_confusion),
         cmocka_unit_test(test_class_imbalance),
+        cmocka_unit_test(test_saturated_activation),
+        cmocka_unit_test(test_poor_weight_initialization),
         cmocka_unit_test(test_checkpoint_every_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

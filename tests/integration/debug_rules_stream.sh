@@ -83,17 +83,32 @@ TENSORS=$(field tensors "$OUT")
 
 timeout 60 kcat -b "$BOOTSTRAP" -C -t trainwatch.alerts -o beginning -e -q \
     -f '%s\n' >"$WORK/alerts.jsonl" || fail "kcat -C alerts"
+# with their Kafka timestamps (ms), in one read (partitions interleave)
+timeout 60 kcat -b "$BOOTSTRAP" -C -t trainwatch.alerts -o beginning -e -q \
+    -f '%T %s\n' >"$WORK/alerts.ts" || fail "kcat -C alert timestamps"
 SUMMARY=$("$PY" "$HERE/lib/results.py" alerts "$SRC/schemas/alert.schema.json" \
     "$WORK/alerts.jsonl") || fail "alerts do not validate: $SUMMARY"
 
-"$PY" - "$WORK/res" "$WORK/alerts.jsonl" $FAULT <<'PY' || fail "findings"
+cat "$WORK"/prod.* >"$WORK/produced"
+"$PY" - "$WORK/res" "$WORK/alerts.jsonl" $FAULT "$WORK/alerts.ts" \
+    "$WORK/produced" <<'PY' || fail "findings"
 import json, sys, os
 res, alerts_path, fault = sys.argv[1], sys.argv[2], int(sys.argv[3])
+stamped = [json.loads(l.split(" ", 1)[1]) | {"_ts_ms": int(l.split(" ", 1)[0])}
+           for l in open(sys.argv[4]) if l.strip()]
+published = {}
+for line in open(sys.argv[5]):
+    kv = dict(x.split("=", 1) for x in line.split() if "=" in x)
+    if "job" in kv:
+        published[kv["job"]] = int(kv["fault_published_ms"])
 want = {"healthy": set(), "nan": {"ExplodingTensor"},
         "flat": {"LossNotDecreasing", "UnchangedTensor"},
         "vanishing": {"VanishingGradient"}}
-alerts = [json.loads(l) for l in open(alerts_path) if l.strip()]
 ok = True
+alerts = stamped
+if len(alerts) != sum(1 for l in open(alerts_path) if l.strip()):
+    print("the two reads of the alert topic differ")
+    ok = False
 for job, rules in want.items():
     r = json.load(open(os.path.join(res, job + ".json")))
     if r["input"].get("tensors") != 40 * 5:
@@ -122,8 +137,11 @@ for job, rules in want.items():
         if not finding:
             print(f"{job}: no finding alert from {x['name']}")
             ok = False
+        lag = (min(a["_ts_ms"] for a in finding) - published[job]
+               if finding else -1)
         print(f"{job}: {x['name']} fault at step {fault}, fired at step "
-              f"{first['step']} ({first['tensor']}: {first['condition']})")
+              f"{first['step']} ({first['tensor']}: {first['condition']}); "
+              f"alert {lag} ms after the fault step was published")
 extra = [a for a in alerts if a.get("job") == "healthy" and
          a.get("kind") == "finding"]
 if extra:

@@ -19,6 +19,7 @@ Prints one line: job, steps sent, the fault step and bytes per step.
 import argparse
 import math
 import sys
+import time
 
 import flatbuffers
 from confluent_kafka import Producer
@@ -137,6 +138,7 @@ def publish(bootstrap, job, scenario, steps, fault, topic="trainwatch.metrics",
             node="worker_0"):
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     total = 0
+    fault_ms = 0
     for k in range(steps):
         wall = T0_US + k * STEP_US
 
@@ -149,6 +151,8 @@ def publish(bootstrap, job, scenario, steps, fault, topic="trainwatch.metrics",
 
         msg = batch(job, node, k + 1, recs)
         total += len(msg)
+        if k == fault:
+            fault_ms = int(time.time() * 1000)
         p.produce(topic, key=job, value=msg)
         p.poll(0)
     p.produce(topic, key=job,
@@ -157,7 +161,7 @@ def publish(bootstrap, job, scenario, steps, fault, topic="trainwatch.metrics",
     if p.flush(30) != 0:
         raise SystemExit(f"{job}: messages left unsent")
     print(f"job={job} steps={steps} fault_step={fault} "
-          f"bytes_per_step={total // steps}")
+          f"bytes_per_step={total // steps} fault_published_ms={fault_ms}")
 
 
 def main():

@@ -11,7 +11,7 @@
 #  - healthy: no debugging finding at all;
 # findings come out as alerts on the alert topic (schema-valid) and the
 # results files hold each rule's first fire (step, wall time); the engine
-# counts the tensors. Prints the fault step, the fired step and the wall
+# counts the tensors; ExplodingTensor's stop_file action runs. Prints the fault step, the fired step and the wall
 # time between the faulty step's publication and the alert.
 set -u
 BUILD=${1:-${TW_BUILD_DIR:?}}
@@ -54,6 +54,7 @@ tick: continuous
 lateness: 0s
 rules:
   - name: ExplodingTensor
+    actions: [{type: stop_file, path: $WORK/stop}]
   - name: LossNotDecreasing
     parameters: {num_steps: 5}
   - name: VanishingGradient
@@ -80,6 +81,9 @@ TENSORS=$(field tensors "$OUT")
 [ "${TENSORS:-0}" -eq $((4 * STEPS * 5)) ] || fail "tensors=${TENSORS:-none}"
 [ "$(field late_tensors "$OUT")" -eq 0 ] || fail "late tensors"
 [ "$(field dead_letters "$OUT")" -eq 0 ] || fail "dead letters"
+# ExplodingTensor's action ran (only the nan job has an ExplodingTensor
+# finding, checked below)
+[ -e "$WORK/stop" ] || fail "ExplodingTensor's stop_file action did not run"
 
 timeout 60 kcat -b "$BOOTSTRAP" -C -t trainwatch.alerts -o beginning -e -q \
     -f '%s\n' >"$WORK/alerts.jsonl" || fail "kcat -C alerts"

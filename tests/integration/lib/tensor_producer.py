@@ -6,6 +6,10 @@ stand-in for the real hook in the engine's integration tests: the lead
 replaces it with the PyTorch publisher (only `publish` is called).
 
   tensor_producer.py BOOTSTRAP JOB SCENARIO [--steps N] [--fault-step K]
+                     [--from A] [--to B]
+
+--from/--to send only steps [A, B) (the JOB_END marker only when B is the
+last step), so a test can stop the engine between two parts.
 
 SCENARIO (the fault starts at mode step K, default steps // 2):
   healthy     the loss falls, gradients and weight updates are normal
@@ -135,11 +139,12 @@ def step_tensors(scenario, k, fault):
 
 
 def publish(bootstrap, job, scenario, steps, fault, topic="trainwatch.metrics",
-            node="worker_0"):
+            node="worker_0", first=0, last=None):
+    last = steps if last is None else last
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     total = 0
     fault_ms = 0
-    for k in range(steps):
+    for k in range(first, last):
         wall = T0_US + k * STEP_US
 
         def recs(b, k=k, wall=wall):
@@ -155,13 +160,15 @@ def publish(bootstrap, job, scenario, steps, fault, topic="trainwatch.metrics",
             fault_ms = int(time.time() * 1000)
         p.produce(topic, key=job, value=msg)
         p.poll(0)
-    p.produce(topic, key=job,
-              value=batch(job, node, steps + 1,
-                          marker_us=T0_US + steps * STEP_US))
+    if last == steps:
+        p.produce(topic, key=job,
+                  value=batch(job, node, steps + 1,
+                              marker_us=T0_US + steps * STEP_US))
     if p.flush(30) != 0:
         raise SystemExit(f"{job}: messages left unsent")
-    print(f"job={job} steps={steps} fault_step={fault} "
-          f"bytes_per_step={total // steps} fault_published_ms={fault_ms}")
+    print(f"job={job} steps={last - first} fault_step={fault} "
+          f"bytes_per_step={total // max(1, last - first)} "
+          f"fault_published_ms={fault_ms}")
 
 
 def main():
@@ -172,11 +179,14 @@ def main():
                     choices=["healthy", "nan", "flat", "vanishing"])
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--fault-step", type=int, default=None)
+    ap.add_argument("--from", dest="first", type=int, default=0)
+    ap.add_argument("--to", dest="last", type=int, default=None)
     a = ap.parse_args()
     fault = a.fault_step if a.fault_step is not None else a.steps // 2
     if a.scenario == "healthy":
         fault = a.steps + 1
-    publish(a.bootstrap, a.job, a.scenario, a.steps, fault)
+    publish(a.bootstrap, a.job, a.scenario, a.steps, fault, first=a.first,
+            last=a.last)
 
 
 if __name__ == "__main__":

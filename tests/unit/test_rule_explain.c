@@ -95,8 +95,8 @@ static void test_every_builtin_rule(void **st)
             static const char *const v[] = {"weights"};
             if (strstr(err, "needs collection_names or tensor_regex") == NULL)
                 fail_msg("%s: defaults refused: %s", d->name, err);
-            if (tw_rule_create(p, NULL, k, v, 1, TW_SEMANTICS_FIXED, h, &r,
-                               err, sizeof(err)) != TW_OK)
+            if (tw_rule_create(p, NULL, k, v, 1, TW_SEMANTICS_FIXED, h, &r, err,
+                               sizeof(err)) != TW_OK)
                 fail_msg("%s: defaults and a selection refused: %s", d->name,
                          err);
         }

@@ -89,8 +89,7 @@ static int ci_create(const tw_param_value *v, void **impl, char *err,
     s->argmax = v[P_ARGMAX].i != 0;
     char why[256];
     const char *lre = v[P_LABELS_RE].is_none ? ".*labels" : v[P_LABELS_RE].s;
-    const char *pre =
-        v[P_PREDS_RE].is_none ? ".*predictions" : v[P_PREDS_RE].s;
+    const char *pre = v[P_PREDS_RE].is_none ? ".*predictions" : v[P_PREDS_RE].s;
     if ((s->lre = tw_tensor_regex_compile(lre, why, sizeof(why))) == NULL ||
         (s->pre = tw_tensor_regex_compile(pre, why, sizeof(why))) == NULL) {
         snprintf(err, errlen, "ClassImbalance: %s", why);

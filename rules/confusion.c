@@ -66,7 +66,7 @@ typedef struct cf_state {
     char *labels, *preds, *labels_coll, *preds_coll;
     double min_diag, max_off;
     int cumulative;
-    int64_t kseen;                                  /* classes so far */
+    int64_t kseen;                                   /* classes so far */
     int64_t m[CF_MAX_CLASSES * CF_MAX_CLASSES];      /* cumulative counts */
     int64_t step_m[CF_MAX_CLASSES * CF_MAX_CLASSES]; /* scratch: one step */
 } cf_state;

@@ -81,8 +81,8 @@ typedef struct lnd_state {
     int use_losses, compat;
     int64_t num_steps;
     double diff, increase;
-    tw_mode mode;            /* NONE: EVAL > TRAIN > GLOBAL preference */
-    pcre2_code *loss_re;     /* (?i)loss */
+    tw_mode mode;        /* NONE: EVAL > TRAIN > GLOBAL preference */
+    pcre2_code *loss_re; /* (?i)loss */
     pcre2_match_data *md;
     lnd_series *series;
     size_t nseries, cap;
@@ -191,8 +191,7 @@ static int lnd_watched(lnd_state *s, const char *name, tw_mode mode)
 {
     if (s->mode != TW_MODE_NONE)
         return mode == s->mode;
-    static const tw_mode pref[] = {TW_MODE_EVAL, TW_MODE_TRAIN,
-                                   TW_MODE_GLOBAL};
+    static const tw_mode pref[] = {TW_MODE_EVAL, TW_MODE_TRAIN, TW_MODE_GLOBAL};
     for (size_t i = 0; i < 3; i++)
         if (pref[i] == mode || lnd_find(s, name, pref[i], 0) != NULL)
             return pref[i] == mode;
@@ -262,8 +261,7 @@ static int lnd_check(lnd_state *s, const tw_tensor *t, double value,
                 "over %lld steps (needs a fall of >= %g %%)%s",
                 value, (long long)at, lb, (long long)b->step,
                 d >= 0 ? "fell" : "rose", fabs(d), (long long)(at - b->step),
-                s->diff,
-                -d > s->increase ? "; the loss is increasing" : "");
+                s->diff, -d > s->increase ? "; the loss is increasing" : "");
     return 1;
 }
 

@@ -29,14 +29,7 @@
 
 #include "dbg_rule.h"
 
-enum {
-    P_REGEX = 0,
-    P_THRESHOLD,
-    P_RANGE,
-    P_PATIENCE,
-    P_STEPS,
-    P_OWN
-};
+enum { P_REGEX = 0, P_THRESHOLD, P_RANGE, P_PATIENCE, P_STEPS, P_OWN };
 
 static const tw_param_spec pwi_params[] = {
     {"activation_inputs_regex", TW_PARAM_STRING, ".*relu_input", 0, 0,

@@ -156,8 +156,7 @@ int dbg_rule_create(const dbg_rule_ops *ops, const tw_host *host,
         }
     }
     r->all_if_empty = ops->all_if_empty;
-    if (ops->create != NULL &&
-        ops->create(v, &r->impl, err, errlen) != TW_OK) {
+    if (ops->create != NULL && ops->create(v, &r->impl, err, errlen) != TW_OK) {
         tw_tensor_select_free(&r->sel);
         free(r);
         return TW_ERR;
@@ -366,8 +365,8 @@ int dbg_rule_restore(void *state, const void *data, size_t len, char *err,
     tw_deser_init(&d, data, len);
     uint32_t magic = tw_deser_u32(&d);
     char *name = tw_deser_str(&d);
-    int same = magic == DBG_MAGIC && name != NULL &&
-               strcmp(name, r->ops->name) == 0;
+    int same =
+        magic == DBG_MAGIC && name != NULL && strcmp(name, r->ops->name) == 0;
     free(name);
     if (!same) {
         snprintf(err, errlen, "%s: checkpoint is not from this rule",
@@ -404,11 +403,10 @@ int dbg_rule_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
     tw_finding_time(f, b->hit.wall_us);
     f->value = a->hit.value;
     f->limit = a->hit.limit;
-    tw_finding_text(f->summary,
-                    "%s at step %lld (%s step %lld) on %s: tensor %s, %s.",
-                    r->ops->condition, (long long)a->step,
-                    mode_name(a->hit.mode), (long long)a->hit.mode_step,
-                    a->node, a->hit.tensor, a->hit.what);
+    tw_finding_text(
+        f->summary, "%s at step %lld (%s step %lld) on %s: tensor %s, %s.",
+        r->ops->condition, (long long)a->step, mode_name(a->hit.mode),
+        (long long)a->hit.mode_step, a->node, a->hit.tensor, a->hit.what);
     if (r->violations > 1)
         tw_finding_text(f->magnitude,
                         "held at %lld of %lld evaluated steps, from step %lld "
@@ -417,11 +415,10 @@ int dbg_rule_finding(void *state, const tw_finding_ctx *ctx, tw_finding *f,
                         (long long)a->step, (long long)b->step, b->hit.tensor,
                         b->hit.what);
     else
-        tw_finding_text(f->magnitude,
-                        "held at step %lld, 1 of %lld evaluated steps%s",
-                        (long long)a->step, (long long)r->datapoints,
-                        r->stopped ? "; evaluation stopped at this first fire"
-                                   : "");
+        tw_finding_text(
+            f->magnitude, "held at step %lld, 1 of %lld evaluated steps%s",
+            (long long)a->step, (long long)r->datapoints,
+            r->stopped ? "; evaluation stopped at this first fire" : "");
     tw_finding_text(f->recommendation, "%s", r->ops->recommendation);
     return TW_OK;
 }

@@ -35,29 +35,30 @@
 #include "trainwatch/ser.h"
 #include "trainwatch/tensor.h"
 
-/* Appended to every debugging rule's parameter table, in this order. */
+/* Appended to every debugging rule's parameter table, in this order.
+ * (clang-format does not settle on one layout of these initializers.) */
+/* clang-format off */
 #define DBG_COMMON_PARAMS                                                      \
     {"start_step", TW_PARAM_INT, "0", 0, 9.0e15,                               \
      "first global step evaluated"},                                           \
-        {"end_step", TW_PARAM_INT, NULL, 0, 9.0e15,                            \
-         "global step where evaluation ends (exclusive); None = the job's "    \
-         "end"},                                                               \
-        {"mode", TW_PARAM_STRING, NULL, 0, 0,                                  \
-         "evaluate only tensors saved in this mode (TRAIN, EVAL, PREDICT, "    \
-         "GLOBAL); None = every mode"},                                        \
-        {"stop_at_first_fire", TW_PARAM_BOOL, "true", 0, 1,                    \
-         "true: stop evaluating after the first fire (the managed "            \
-         "service's IssuesFound); false: keep evaluating and fire again"}
+    {"end_step", TW_PARAM_INT, NULL, 0, 9.0e15,                                \
+     "global step where evaluation ends (exclusive); None = the job's end"},  \
+    {"mode", TW_PARAM_STRING, NULL, 0, 0,                                      \
+     "evaluate only tensors saved in this mode (TRAIN, EVAL, PREDICT, "        \
+     "GLOBAL); None = every mode"},                                            \
+    {"stop_at_first_fire", TW_PARAM_BOOL, "true", 0, 1,                        \
+     "true: stop evaluating after the first fire (the managed service's "      \
+     "IssuesFound); false: keep evaluating and fire again"}
 #define DBG_NCOMMON 4
 
 /* The selection parameters, for rules that take them. */
 #define DBG_SELECT_PARAMS                                                      \
     {"collection_names", TW_PARAM_STRING, NULL, 0, 0,                          \
      "comma-separated collections whose tensors are checked"},                 \
-        {"tensor_regex", TW_PARAM_STRING, NULL, 0, 0,                          \
-         "comma-separated Python regexes (re.search) of tensor names "         \
-         "checked"}
+    {"tensor_regex", TW_PARAM_STRING, NULL, 0, 0,                              \
+     "comma-separated Python regexes (re.search) of tensor names checked"}
 #define DBG_NSELECT 2
+/* clang-format on */
 
 /* What step() found at a fire: the tensor that decided it and the numbers,
  * for the finding and the details. */
@@ -66,8 +67,8 @@ typedef struct dbg_hit {
     tw_mode mode; /* of that tensor (dbg_hit_set fills these three) */
     int64_t mode_step;
     int64_t wall_us;
-    double value; /* the measured quantity */
-    double limit; /* the parameter it was compared with */
+    double value;   /* the measured quantity */
+    double limit;   /* the parameter it was compared with */
     char what[200]; /* e.g. "abs_mean 3e-09 < threshold 1e-07" */
 } dbg_hit;
 

@@ -8,6 +8,9 @@
 #  - flat: LossNotDecreasing and UnchangedTensor fire (loss and weights
 #    stop changing);
 #  - vanishing: VanishingGradient fires at the fault step;
+#  - deadrelu: DeadRelu fires at the fault step;
+#  - overfit: Overfit fires at the first training step after the first
+#    evaluation pass past the fault;
 #  - healthy: no debugging finding at all;
 # findings come out as alerts on the alert topic (schema-valid) and the
 # results files hold each rule's first fire (step, wall time); the engine
@@ -60,25 +63,27 @@ rules:
   - name: VanishingGradient
   - name: UnchangedTensor
     parameters: {collection_names: "losses,weights"}
+  - name: DeadRelu
+  - name: Overfit
 YAML
 tw_run_start A "$WORK/run.yaml"
 wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "no partition assigned"
 
 STEPS=40
 FAULT=20
-for s in healthy nan flat vanishing; do
+for s in healthy nan flat vanishing deadrelu overfit; do
     timeout 60 "$PY" "$HERE/lib/tensor_producer.py" "$BOOTSTRAP" "$s" "$s" \
         --steps $STEPS --fault-step $FAULT >"$WORK/prod.$s" 2>&1 ||
         fail "producer $s: $(cat "$WORK/prod.$s")"
     cat "$WORK/prod.$s"
 done
-all_results() { [ "$(ls "$WORK/res" | grep -c '\.json$')" -eq 4 ]; }
+all_results() { [ "$(ls "$WORK/res" | grep -c '\.json$')" -eq 6 ]; }
 wait_for 60 all_results || fail "results: $(ls "$WORK/res")"
 tw_run_stop A || fail "run exit status"
 OUT=$(cat "$WORK/A.out")
 TENSORS=$(field tensors "$OUT")
-# 4 jobs x 40 steps x (4 tensors + heartbeat)
-[ "${TENSORS:-0}" -eq $((4 * STEPS * 5)) ] || fail "tensors=${TENSORS:-none}"
+SENT=$(sed -n 's/.* tensors=\([0-9]*\).*/\1/p' "$WORK"/prod.* | awk '{ n += $1 } END { print n }')
+[ "${TENSORS:-0}" -eq "$SENT" ] || fail "tensors=${TENSORS:-none}, $SENT sent"
 [ "$(field late_tensors "$OUT")" -eq 0 ] || fail "late tensors"
 [ "$(field dead_letters "$OUT")" -eq 0 ] || fail "dead letters"
 # ExplodingTensor's action ran (only the nan job has an ExplodingTensor
@@ -100,14 +105,16 @@ import json, sys, os
 res, alerts_path, fault = sys.argv[1], sys.argv[2], int(sys.argv[3])
 stamped = [json.loads(l.split(" ", 1)[1]) | {"_ts_ms": int(l.split(" ", 1)[0])}
            for l in open(sys.argv[4]) if l.strip()]
-published = {}
+published, sent = {}, {}
 for line in open(sys.argv[5]):
     kv = dict(x.split("=", 1) for x in line.split() if "=" in x)
     if "job" in kv:
         published[kv["job"]] = int(kv["fault_published_ms"])
+        sent[kv["job"]] = int(kv["tensors"])
 want = {"healthy": set(), "nan": {"ExplodingTensor"},
         "flat": {"LossNotDecreasing", "UnchangedTensor"},
-        "vanishing": {"VanishingGradient"}}
+        "vanishing": {"VanishingGradient"}, "deadrelu": {"DeadRelu"},
+        "overfit": {"Overfit"}}
 ok = True
 alerts = stamped
 if len(alerts) != sum(1 for l in open(alerts_path) if l.strip()):
@@ -115,7 +122,7 @@ if len(alerts) != sum(1 for l in open(alerts_path) if l.strip()):
     ok = False
 for job, rules in want.items():
     r = json.load(open(os.path.join(res, job + ".json")))
-    if r["input"].get("tensors") != 40 * 5:
+    if r["input"].get("tensors") != sent[job]:
         print(f"{job}: input.tensors {r['input'].get('tensors')}")
         ok = False
     found = {x["name"] for x in r["rules"] if x["status"] == "IssuesFound"}
@@ -132,7 +139,7 @@ for job, rules in want.items():
         first = d["first_fire"]
         # the fault is visible at FAULT; LossNotDecreasing needs num_steps
         # more, UnchangedTensor num_steps - 1 unchanged publications
-        latest = fault + (5 if x["name"] == "LossNotDecreasing" else 3)
+        latest = fault + {"LossNotDecreasing": 5, "Overfit": 10}.get(x["name"], 3)
         if not (fault <= first["step"] <= latest):
             print(f"{job}: {x['name']} fired at step {first['step']}")
             ok = False

@@ -17,6 +17,10 @@ SCENARIO (the fault starts at mode step K, default steps // 2):
   flat        the loss and the weights stop changing from step K on
               (a learning rate of 0)
   vanishing   one gradient's mean |g| drops to 1e-9 from step K on
+  deadrelu    90 % of a ReLU layer's nodes die from step K on
+  overfit     steps k % 10 >= 8 are an evaluation pass (EVAL mode, loss
+              only, as the hook saves no gradients there); from step K on
+              the validation loss is 60 % above the training loss
 
 Prints one line: job, steps sent, the fault step and bytes per step.
 """
@@ -36,7 +40,7 @@ STEP_US = 100_000  # 10 steps per second of event time
 
 
 def tensor(b, name, colls, step, wall_us, reductions, numel=1, shape=(),
-           prev_step=-1):
+           prev_step=-1, mode=Mode.Mode.Train, mode_step=None):
     """One TensorRecord offset (strings and vectors made first)."""
     name_o = b.CreateString(name)
     coll_o = [b.CreateString(c) for c in colls]
@@ -66,8 +70,9 @@ def tensor(b, name, colls, step, wall_us, reductions, numel=1, shape=(),
     TensorRecord.TensorRecordAddName(b, name_o)
     TensorRecord.TensorRecordAddCollections(b, colls_v)
     TensorRecord.TensorRecordAddStep(b, step)
-    TensorRecord.TensorRecordAddMode(b, Mode.Mode.Train)
-    TensorRecord.TensorRecordAddModeStep(b, step)
+    TensorRecord.TensorRecordAddMode(b, mode)
+    TensorRecord.TensorRecordAddModeStep(b, step if mode_step is None
+                                         else mode_step)
     TensorRecord.TensorRecordAddWallUs(b, wall_us)
     TensorRecord.TensorRecordAddDtype(b, dtype_o)
     if shape_v is not None:
@@ -121,6 +126,7 @@ def step_tensors(scenario, k, fault):
     g1 = 1e-9 if scenario == "vanishing" and bad else 0.01 * (1 + 0.1 * k % 3)
     g1_nan = 12.0 if scenario == "nan" and bad else 0.0
     upd = 0.0 if scenario == "flat" and bad else 0.05
+    dead = 0.9 if scenario == "deadrelu" and bad else 0.1
     out = [("CrossEntropyLoss_output_0", ["losses"], [("value", loss)], 1, (),
             -1),
            ("gradient/Net_fc1.weight", ["gradients"],
@@ -131,7 +137,10 @@ def step_tensors(scenario, k, fault):
             160, (10, 16), -1),
            ("Net_fc1.weight", ["weights"],
             [("l2", 4.0), ("update_l2", upd if k > 0 else 0.0),
-             ("variance", 0.03)], 512, (16, 32), k - 1)]
+             ("variance", 0.03)], 512, (16, 32), k - 1),
+           ("relu_output_0", ["relu_output"],
+            [("dead_fraction", dead), ("zero_fraction", dead)], 2048,
+            (64, 32), -1)]
     if k == 0:  # no update before the first publication
         out[3] = ("Net_fc1.weight", ["weights"],
                   [("l2", 4.0), ("variance", 0.03)], 512, (16, 32), -1)
@@ -144,16 +153,32 @@ def publish(bootstrap, job, scenario, steps, fault, topic="trainwatch.metrics",
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     total = 0
     fault_ms = 0
+    ntensors = 0
     for k in range(first, last):
         wall = T0_US + k * STEP_US
+        evaluating = scenario == "overfit" and k % 10 >= 8
+        mode = Mode.Mode.Eval if evaluating else Mode.Mode.Train
+        # mode steps count within their mode (2 EVAL steps per 10)
+        mstep = (k // 10) * 2 + k % 10 - 8 if evaluating else \
+            (k - 2 * (k // 10) if scenario == "overfit" else k)
 
-        def recs(b, k=k, wall=wall):
-            out = [tensor(b, n, c, k, wall, r, numel, shape, prev)
-                   for n, c, r, numel, shape, prev in
-                   step_tensors(scenario, k, fault)]
-            out.append(tensor(b, "heartbeat", [], k, wall, []))
+        def recs(b, k=k, wall=wall, mode=mode, mstep=mstep):
+            if mode == Mode.Mode.Eval:
+                ratio = 1.6 if k >= fault else 1.05
+                loss = 2.0 * math.exp(-0.05 * k) * ratio
+                out = [tensor(b, "CrossEntropyLoss_output_0", ["losses"], k,
+                              wall, [("value", loss)], mode=mode,
+                              mode_step=mstep)]
+            else:
+                out = [tensor(b, n, c, k, wall, r, numel, shape, prev,
+                              mode=mode, mode_step=mstep)
+                       for n, c, r, numel, shape, prev in
+                       step_tensors(scenario, k, fault)]
+            out.append(tensor(b, "heartbeat", [], k, wall, [], mode=mode,
+                              mode_step=mstep))
             return out
 
+        ntensors += 2 if evaluating else 6
         msg = batch(job, node, k + 1, recs)
         total += len(msg)
         if k == fault:
@@ -168,7 +193,7 @@ def publish(bootstrap, job, scenario, steps, fault, topic="trainwatch.metrics",
         raise SystemExit(f"{job}: messages left unsent")
     print(f"job={job} steps={last - first} fault_step={fault} "
           f"bytes_per_step={total // max(1, last - first)} "
-          f"fault_published_ms={fault_ms}")
+          f"fault_published_ms={fault_ms} tensors={ntensors}")
 
 
 def main():
@@ -176,7 +201,8 @@ def main():
     ap.add_argument("bootstrap")
     ap.add_argument("job")
     ap.add_argument("scenario",
-                    choices=["healthy", "nan", "flat", "vanishing"])
+                    choices=["healthy", "nan", "flat", "vanishing",
+                             "deadrelu", "overfit"])
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--fault-step", type=int, default=None)
     ap.add_argument("--from", dest="first", type=int, default=0)

@@ -71,6 +71,12 @@ typedef struct tw_batch {
     /* The hook's Python profiles (metrics.fbs PythonProfile): verified
      * and counted, not decoded, since no rule reads them yet. */
     size_t npython_profiles;
+
+    /* The hook's debugging tensors (metrics.fbs TensorRecord), in wire
+     * order; node is the batch's node, every string and array is in the
+     * arena. NULL/0 when the batch has none. */
+    tw_tensor *tensors;
+    size_t ntensors;
 } tw_batch;
 
 /* An empty batch with a fresh arena. Never fails except on OOM (NULL). */

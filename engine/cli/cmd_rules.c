@@ -96,6 +96,8 @@ static int rules_list(int argc, char **argv)
 
 static const char *inputs_word(uint32_t in)
 {
+    if (in == TW_INPUT_TENSOR)
+        return "debugging tensors";
     if ((in & TW_INPUT_SYSTEM) && (in & TW_INPUT_FRAMEWORK))
         return "system metrics and framework events";
     return (in & TW_INPUT_SYSTEM) ? "system metrics" : "framework events";

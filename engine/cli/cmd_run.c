@@ -535,36 +535,38 @@ static void tw_run_stats_line(const tw_router *router,
     tw_run_actions_format(actions, act, sizeof(act));
     tw_router_stats st;
     tw_router_get_stats(router, &st);
-    fprintf(
-        out,
-        "%s batches=%" PRIu64 " samples=%" PRIu64 " events=%" PRIu64
-        " dead_letters=%" PRIu64 " duplicates=%" PRIu64 " late=%" PRIu64
-        " jobs_active=%" PRIu64 " jobs_started=%" PRIu64
-        " jobs_finished=%" PRIu64 " jobs_idle=%" PRIu64 " jobs_dropped=%" PRIu64
-        " jobs_partial=%" PRIu64 " jobs_finished_before=%" PRIu64
-        " jobs_data_loss=%" PRIu64 " jobs_skipped_partial=%" PRIu64
-        " skipped_messages=%" PRIu64 " after_end=%" PRIu64
-        " offset_gaps=%" PRIu64 " offsets_lost=%" PRIu64
-        " key_mismatches=%" PRIu64 " scans=%" PRIu64 " alerts_sent=%" PRIu64
-        " alerts_deduped=%" PRIu64 " jobs_restored=%" PRIu64
-        " checkpoints=%" PRIu64 " results_written=%" PRIu64
-        " results_versions=%" PRIu64 " results_failures=%" PRIu64
-        " results_retries=%" PRIu64 " results_pending=%" PRIu64
-        " checkpoints_held=%" PRIu64 " skewed=%" PRIu64
-        " skewed_batches=%" PRIu64 " scan_cap_hits=%" PRIu64
-        " alerts_truncated=%" PRIu64 " jobs_quarantined=%" PRIu64
-        " messages_quarantined=%" PRIu64 " python_profiles=%" PRIu64 "%s\n",
-        prefix, st.batches, st.samples, st.events, st.dead_letters,
-        st.duplicates, st.late_samples + st.late_events, st.jobs_active,
-        st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
-        st.jobs_partial, st.jobs_finished_before, st.jobs_data_loss,
-        st.jobs_skipped_partial, st.skipped_messages, st.after_end,
-        st.offset_gaps, st.offsets_lost, st.key_mismatches, st.scans,
-        st.alerts_sent, st.alerts_deduped, st.jobs_restored, st.checkpoints,
-        st.results_written, st.results_versions, st.results_failures,
-        st.results_retries, st.results_pending, st.checkpoints_held, st.skewed,
-        st.skewed_batches, st.scan_cap_hits, st.alerts_truncated,
-        st.jobs_quarantined, st.messages_quarantined, st.python_profiles, act);
+    fprintf(out,
+            "%s batches=%" PRIu64 " samples=%" PRIu64 " events=%" PRIu64
+            " dead_letters=%" PRIu64 " duplicates=%" PRIu64 " late=%" PRIu64
+            " jobs_active=%" PRIu64 " jobs_started=%" PRIu64
+            " jobs_finished=%" PRIu64 " jobs_idle=%" PRIu64
+            " jobs_dropped=%" PRIu64 " jobs_partial=%" PRIu64
+            " jobs_finished_before=%" PRIu64 " jobs_data_loss=%" PRIu64
+            " jobs_skipped_partial=%" PRIu64 " skipped_messages=%" PRIu64
+            " after_end=%" PRIu64 " offset_gaps=%" PRIu64
+            " offsets_lost=%" PRIu64 " key_mismatches=%" PRIu64
+            " scans=%" PRIu64 " alerts_sent=%" PRIu64 " alerts_deduped=%" PRIu64
+            " jobs_restored=%" PRIu64 " checkpoints=%" PRIu64
+            " results_written=%" PRIu64 " results_versions=%" PRIu64
+            " results_failures=%" PRIu64 " results_retries=%" PRIu64
+            " results_pending=%" PRIu64 " checkpoints_held=%" PRIu64
+            " skewed=%" PRIu64 " skewed_batches=%" PRIu64
+            " scan_cap_hits=%" PRIu64 " alerts_truncated=%" PRIu64
+            " jobs_quarantined=%" PRIu64 " messages_quarantined=%" PRIu64
+            " python_profiles=%" PRIu64 " tensors=%" PRIu64
+            " late_tensors=%" PRIu64 "%s\n",
+            prefix, st.batches, st.samples, st.events, st.dead_letters,
+            st.duplicates, st.late_samples + st.late_events, st.jobs_active,
+            st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
+            st.jobs_partial, st.jobs_finished_before, st.jobs_data_loss,
+            st.jobs_skipped_partial, st.skipped_messages, st.after_end,
+            st.offset_gaps, st.offsets_lost, st.key_mismatches, st.scans,
+            st.alerts_sent, st.alerts_deduped, st.jobs_restored, st.checkpoints,
+            st.results_written, st.results_versions, st.results_failures,
+            st.results_retries, st.results_pending, st.checkpoints_held,
+            st.skewed, st.skewed_batches, st.scan_cap_hits, st.alerts_truncated,
+            st.jobs_quarantined, st.messages_quarantined, st.python_profiles,
+            st.tensors, st.late_tensors, act);
     fflush(out);
 }
 

@@ -171,6 +171,8 @@ void tw_job_free(tw_job *j)
     free(j->chunks);
     free(j->scan_samples);
     free(j->scan_events);
+    free(j->scan_tensors);
+    free(j->tensor_order);
     free(j->order);
     free(j->series);
     free(j->nodes);
@@ -621,6 +623,9 @@ static int64_t skew_limit_us(tw_job *j, const tw_batch *b, producer *p,
         for (size_t i = 0; i < b->nevents; i++)
             if (b->events[i].end_us < ref)
                 ref = b->events[i].end_us;
+        for (size_t i = 0; i < b->ntensors; i++)
+            if (b->tensors[i].wall_us < ref)
+                ref = b->tensors[i].wall_us;
         if (ref == INT64_MAX)
             return INT64_MAX;
     }
@@ -641,6 +646,11 @@ static int64_t skew_limit_us(tw_job *j, const tw_batch *b, producer *p,
         if (b->events[i].end_us <= limit)
             goto within;
     }
+    for (size_t i = 0; i < b->ntensors; i++) {
+        valid++;
+        if (b->tensors[i].wall_us <= limit)
+            goto within;
+    }
     if (valid == 0)
         goto within;
     if (++p->skew_run < TW_JOB_SKEW_CONFIRM)
@@ -658,12 +668,71 @@ within:
     return limit;
 }
 
+/* 1 when a tensor at t falls in a scan already closed (job.h). */
+static int tensor_late(const tw_job *j, int64_t t)
+{
+    if (!j->started)
+        return 0;
+    return j->cfg.tick_us > 0 ? t < scan_start(j, j->next_scan)
+                              : t <= j->next_start_us;
+}
+
+/* Keeps b's tensors that are neither skewed nor late (counting those),
+ * and advances the clock with them as framework input of the node. */
+static int ingest_tensors(tw_job *j, tw_batch *b, chunk *c, const char *node,
+                          size_t clock_i, int64_t limit, int has_samples,
+                          int has_events)
+{
+    size_t kept = 0;
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const tw_tensor *t = &b->tensors[i];
+        /* scans work in ns: a time past year 2262 is no time */
+        int representable = t->wall_us > 0 && t->wall_us <= INT64_MAX / 1000;
+        if (!representable || t->wall_us > limit) {
+            j->stats.skewed_tensors++;
+            skew_warn(j, &j->producers[clock_i], node, "tensor",
+                      (double)t->wall_us / 1e6,
+                      representable ? limit : INT64_MAX);
+            continue;
+        }
+        if (tensor_late(j, t->wall_us)) {
+            j->stats.late_tensors++;
+            continue;
+        }
+        b->tensors[kept++] = *t;
+        if (t->wall_us < mn)
+            mn = t->wall_us;
+        if (t->wall_us > mx)
+            mx = t->wall_us;
+    }
+    b->ntensors = kept;
+    j->stats.tensors += kept;
+    if (kept == 0)
+        return TW_OK;
+    c->min_tensor_us = mn;
+    c->max_tensor_us = mx;
+    if (!has_samples && !has_events)
+        c->order_ts = mn;
+    if (j->first_candidate_us == 0 || mn < j->first_candidate_us)
+        j->first_candidate_us = mn;
+    if (mx > j->latest_framework_us)
+        j->latest_framework_us = mx;
+    producer *p = producer_get(j, "fw", node);
+    if (p == NULL || tw_job_producer_newest_(j, p, mx) != TW_OK)
+        return TW_ERR;
+    if (j->newest_us != 0 && mx > j->newest_us)
+        j->newest_us = mx; /* 0: skew_reference_us computes it */
+    return TW_OK;
+}
+
 int tw_job_ingest(tw_job *j, tw_batch *b)
 {
     j->stats.batches++;
     j->core_changes++;
     const char *node = b->node != NULL ? b->node : "";
     int has_samples = b->nsamples > 0, has_events = b->nevents > 0;
+    int has_tensors = b->ntensors > 0;
 
     /* Job markers: every node that announced itself with JOB_START (an
      * agent per host, or replay's one "replay" node) must send JOB_END
@@ -702,7 +771,7 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
     if (j->wallclock != NULL && j->cfg.wall_now != NULL &&
         tw_wallclock_note_batch(j->wallclock, b, j->cfg.wall_now()) != TW_OK)
         goto oom;
-    if (!has_samples && !has_events) {
+    if (!has_samples && !has_events && !has_tensors) {
         tw_batch_free(b);
         return TW_OK;
     }
@@ -846,7 +915,14 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         has_events = kept > 0;
     }
 
-    if (!has_samples && !has_events) {
+    if (has_tensors) {
+        if (ingest_tensors(j, b, &c, node, clock_i, limit, has_samples,
+                           has_events) != TW_OK)
+            goto oom;
+        has_tensors = b->ntensors > 0;
+    }
+
+    if (!has_samples && !has_events && !has_tensors) {
         tw_batch_free(b);
         return TW_OK;
     }
@@ -858,6 +934,10 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
     if (!has_events) {
         c.min_start_us = INT64_MAX;
         c.max_end_us = INT64_MIN;
+    }
+    if (!has_tensors) {
+        c.min_tensor_us = INT64_MAX;
+        c.max_tensor_us = INT64_MIN;
     }
     j->chunks[j->nchunks++] = c;
 
@@ -894,6 +974,79 @@ static int cmp_framework(const void *pa, const void *pb)
     if (a->source != b->source)
         return a->source < b->source ? -1 : 1;
     return cmp_system(pa, pb);
+}
+
+/* A buffered tensor and what orders it within a scan. */
+typedef struct tensor_key {
+    const tw_tensor *t;
+    uint64_t arrival;
+    size_t pos;
+} tensor_key;
+
+static int cmp_tensor(const void *pa, const void *pb)
+{
+    const tensor_key *a = pa, *b = pb;
+    int c = strcmp(a->t->node, b->t->node);
+    if (c != 0)
+        return c;
+    if (a->t->step != b->t->step)
+        return a->t->step < b->t->step ? -1 : 1;
+    if ((c = strcmp(a->t->name, b->t->name)) != 0)
+        return c;
+    if (a->arrival != b->arrival)
+        return a->arrival < b->arrival ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* Does the scan [start, end] (tick: [start, end), the final one closed;
+ * continuous: (start, end] unless start_inclusive) hold a tensor at t? */
+static int tensor_in_scan(const tw_job *j, uint64_t k, int64_t t,
+                          int64_t start_us, int64_t end_us, int start_inclusive,
+                          int final)
+{
+    if (t > end_us || (t == end_us && j->cfg.tick_us > 0 && !final))
+        return 0;
+    if (k == 0)
+        return 1; /* anything before F belongs to the first scan */
+    return t > start_us || (t == start_us && start_inclusive);
+}
+
+/* Copies the tensors of scan k into j->scan_tensors in (node, step, name,
+ * arrival) order; *n receives their count. */
+static int select_tensors(tw_job *j, uint64_t k, int64_t start_us,
+                          int64_t end_us, int start_inclusive, int final,
+                          size_t *n)
+{
+    size_t nt = 0;
+    for (size_t i = 0; i < j->nchunks; i++) {
+        const chunk *c = &j->chunks[i];
+        if (c->max_tensor_us == INT64_MIN || c->min_tensor_us > end_us)
+            continue;
+        const tw_batch *b = c->batch;
+        if (tw_grow(&j->tensor_order, &j->tensor_order_cap, nt + b->ntensors,
+                    sizeof(tensor_key), 16) != TW_OK)
+            return TW_ERR;
+        tensor_key *keys = j->tensor_order;
+        for (size_t t = 0; t < b->ntensors; t++) {
+            if (!tensor_in_scan(j, k, b->tensors[t].wall_us, start_us, end_us,
+                                start_inclusive, final))
+                continue;
+            keys[nt].t = &b->tensors[t];
+            keys[nt].arrival = c->arrival;
+            keys[nt].pos = t;
+            nt++;
+        }
+    }
+    if (nt > 1)
+        qsort(j->tensor_order, nt, sizeof(tensor_key), cmp_tensor);
+    if (tw_grow((void **)&j->scan_tensors, &j->scan_tensors_cap, nt + 1,
+                sizeof(tw_tensor), 16) != TW_OK)
+        return TW_ERR;
+    const tensor_key *keys = j->tensor_order;
+    for (size_t i = 0; i < nt; i++)
+        j->scan_tensors[i] = *keys[i].t;
+    *n = nt;
+    return TW_OK;
 }
 
 static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
@@ -961,6 +1114,11 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
         }
     }
 
+    size_t nt = 0;
+    if (select_tensors(j, k, start_us, end_us, start_inclusive, final, &nt) !=
+        TW_OK)
+        return TW_ERR;
+
     tw_scan scan;
     memset(&scan, 0, sizeof(scan));
     scan.index = k;
@@ -978,6 +1136,8 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     scan.nevents = ne;
     scan.windows = j->windows;
     scan.final = final;
+    scan.tensors = j->scan_tensors;
+    scan.ntensors = nt;
     j->core_changes++;
     j->rules_changes++;
     if (tw_windows_feed_scan(j->windows, &scan) != TW_OK)
@@ -1002,11 +1162,14 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
         chunk *c = &j->chunks[i];
         int sys_done = c->max_ns == INT64_MIN || c->max_ns < end_ns;
         int fw_done = c->max_end_us == INT64_MIN || c->max_end_us < end_us;
+        int tensors_done = c->max_tensor_us < end_us || final;
         if (!start_inclusive) {
             sys_done = c->max_ns == INT64_MIN || c->max_ns <= end_ns;
             fw_done = c->max_end_us == INT64_MIN || c->max_end_us <= end_us;
         }
-        if (sys_done && fw_done)
+        if (j->cfg.tick_us <= 0)
+            tensors_done = c->max_tensor_us <= end_us || final;
+        if (sys_done && fw_done && tensors_done)
             tw_batch_free(c->batch);
         else
             j->chunks[kept++] = *c;

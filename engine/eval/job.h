@@ -28,6 +28,13 @@
  * TW_JOB_SKEW_CONFIRM times in a row jumped for real and is accepted.
  * Unrepresentable times are refused with an external watermark too.
  *
+ * Debugging tensors (tw_tensor, from the hook's TensorRecords) count as
+ * framework input of their node for the clock (their wall_us). Each
+ * belongs to exactly one scan: tick mode, the scan whose [start, end)
+ * holds its wall_us (the final scan also takes its end); continuous mode,
+ * (start, end]; scan 0 also takes any before F. A scan hands them to the
+ * rules ordered by (node, step, name), ties in arrival order.
+ *
  * Ownership: the job owns the batches it ingests, its rules and windows; it
  * borrows the registry, which must outlive it.
  */
@@ -114,6 +121,9 @@ typedef struct tw_job_stats {
     uint64_t skewed_events;  /* or not a representable time          */
     uint64_t skewed_markers; /* JOB_END latest times refused         */
     uint64_t scan_cap_hits;  /* advances cut short by the scan cap   */
+    uint64_t tensors;        /* debugging tensors accepted           */
+    uint64_t late_tensors;   /* dropped: their scan had closed       */
+    uint64_t skewed_tensors; /* refused like skewed events           */
 } tw_job_stats;
 
 typedef struct tw_job tw_job;

@@ -23,7 +23,8 @@ typedef struct chunk {
     const char *order_name; /* system: node; framework: path or node     */
     int source;             /* framework source rank                     */
     int64_t min_ns, max_ns; /* system samples (ts in ns), if any         */
-    int64_t min_start_us, max_end_us; /* framework events, if any        */
+    int64_t min_start_us, max_end_us;     /* framework events, if any        */
+    int64_t min_tensor_us, max_tensor_us; /* tensors' wall_us, if any    */
 } chunk;
 
 #define SEQ_WINDOW 4096
@@ -104,6 +105,10 @@ struct tw_job {
     size_t scan_samples_cap;
     tw_fw_event *scan_events;
     size_t scan_events_cap;
+    tw_tensor *scan_tensors;
+    size_t scan_tensors_cap;
+    void *tensor_order; /* tensor sort keys (job.c), reused */
+    size_t tensor_order_cap;
     chunk **order;
     size_t order_cap;
 

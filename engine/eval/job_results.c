@@ -157,6 +157,16 @@ int tw_job_results_write_from(tw_json *j, tw_job *job,
     tw_json_int(j, (int64_t)js.skewed_events);
     tw_json_key(j, "skewed_markers");
     tw_json_int(j, (int64_t)js.skewed_markers);
+    /* only jobs with debugging tensors: other results keep their bytes */
+    if (js.tensors + js.late_tensors + js.skewed_tensors > 0) {
+        const char *keys[] = {"tensors", "late_tensors", "skewed_tensors"};
+        const uint64_t vals[] = {js.tensors, js.late_tensors,
+                                 js.skewed_tensors};
+        for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+            tw_json_key(j, keys[i]);
+            tw_json_int(j, (int64_t)vals[i]);
+        }
+    }
     if (src != NULL) {
         tw_json_key(j, "seconds");
         tw_json_double(j, src->seconds);

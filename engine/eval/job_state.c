@@ -25,7 +25,12 @@
  *   str file path, uv nsamples + (f64 ts, f64 value, uv job series id, uv
  *   flags) each, uv nevents + events (str name, phase, u8 node (0 NULL,
  *   1 the batch's, 2 own str), iv start, end, pid, tid, u8 source, u8 mode,
- *   uv flags, uv nargs + 1 (0 = no args), (str key, str value, u8 kind)).
+ *   uv flags, uv nargs + 1 (0 = no args), (str key, str value, u8 kind));
+ *   from version 3, iv min/max tensor µs, uv ntensors + tensors (str name,
+ *   uv ncollections + str each, iv step, u8 mode, iv mode step, wall µs,
+ *   prev step, str dtype, iv numel, uv nshape + iv each, uv nreductions +
+ *   (str op, f64 value), uv nraw + f64 each; the node is the batch's).
+ *   Version 3 appends uv tensors, late tensors after the data-loss record.
  *
  * "rule.<i>" (magic "TWJR", version 1) payload: uv i, uv rule count, str
  * rule name, str plugin name, then tw_rule_save's bytes.
@@ -51,9 +56,10 @@
 
 #define CORE_MAGIC 0x434a5754u /* "TWJC" */
 #define RULE_MAGIC 0x524a5754u /* "TWJR" */
-/* Version 2 appends the data-loss record (job_loss.h) to "core"; version 1
- * blobs (no record) are still read. */
-#define STATE_VERSION 2u
+/* Version 2 appends the data-loss record (job_loss.h) to "core"; version 3
+ * the buffered debugging tensors and their counters. Older blobs (no
+ * record, no tensors) are still read. */
+#define STATE_VERSION 3u
 #define STATE_VERSION_MIN 1u
 #define HEADER_BYTES 20u
 #define CKPT_KEEP_BYTES (256u * 1024u)
@@ -252,6 +258,34 @@ static void put_batch_chunk(tw_ckw *w, const chunk *c)
             tw_ckw_u8(w, (uint8_t)e->args[a].kind);
         }
     }
+    tw_ckw_iv(w, c->min_tensor_us);
+    tw_ckw_iv(w, c->max_tensor_us);
+    tw_ckw_uv(w, b->ntensors);
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const tw_tensor *t = &b->tensors[i];
+        tw_ckw_str(w, t->name);
+        tw_ckw_uv(w, t->ncollections);
+        for (uint32_t k = 0; k < t->ncollections; k++)
+            tw_ckw_str(w, t->collections[k]);
+        tw_ckw_iv(w, t->step);
+        tw_ckw_u8(w, (uint8_t)t->mode);
+        tw_ckw_iv(w, t->mode_step);
+        tw_ckw_iv(w, t->wall_us);
+        tw_ckw_iv(w, t->prev_step);
+        tw_ckw_str(w, t->dtype);
+        tw_ckw_iv(w, t->numel);
+        tw_ckw_uv(w, t->nshape);
+        for (uint32_t k = 0; k < t->nshape; k++)
+            tw_ckw_iv(w, t->shape[k]);
+        tw_ckw_uv(w, t->nreductions);
+        for (uint32_t k = 0; k < t->nreductions; k++) {
+            tw_ckw_str(w, t->reductions[k].op);
+            tw_ckw_f64(w, t->reductions[k].value);
+        }
+        tw_ckw_uv(w, t->nraw);
+        for (uint32_t k = 0; k < t->nraw; k++)
+            tw_ckw_f64(w, t->raw[k]);
+    }
 }
 
 static int build_core(tw_job *j, tw_buf *b)
@@ -327,6 +361,8 @@ static int build_core(tw_job *j, tw_buf *b)
     for (size_t i = 0; i < j->nchunks && !w.failed; i++)
         put_batch_chunk(&w, &j->chunks[i]);
     tw_job_loss_save(&j->loss, &w);
+    tw_ckw_uv(&w, j->stats.tensors);
+    tw_ckw_uv(&w, j->stats.late_tensors);
     if (w.failed)
         return TW_ERR;
     seal(b, CORE_MAGIC);
@@ -502,6 +538,156 @@ static void get_seen(core_pass *cp, uint64_t *seen)
         memcpy(seen, words, sizeof(words));
 }
 
+/* An arena array of n elements of size (at least one), NULL: *oom. */
+static void *arena_array(tw_arena *a, size_t n, size_t size, int *oom)
+{
+    void *p = tw_arena_alloc(a, (n ? n : 1) * size);
+    if (p == NULL)
+        *oom = 1;
+    return p;
+}
+
+/* One tensor's fields into *t (strings and arrays into b's arena when b
+ * is not NULL, i.e. in the apply pass). */
+static int get_tensor(core_pass *cp, tw_batch *b, tw_tensor *t)
+{
+    tw_ckr *r = &cp->r;
+    const char *name, *dtype;
+    size_t nname, ndtype;
+    tw_ckr_str(r, &name, &nname);
+    size_t ncoll = tw_ckr_count(r, 4);
+    if (r->why != NULL)
+        return TW_ERR;
+    if (name == NULL || ncoll > UINT32_MAX) {
+        cp->bad = "buffered tensor without a name";
+        return TW_ERR;
+    }
+    const char **coll = NULL;
+    if (b != NULL) {
+        t->name = arena_str(&b->arena, name, nname, &cp->oom);
+        if (ncoll > 0)
+            coll = arena_array(&b->arena, ncoll, sizeof(char *), &cp->oom);
+        if (cp->oom)
+            return TW_ERR;
+    }
+    for (size_t k = 0; k < ncoll; k++) {
+        const char *cn;
+        size_t ncn;
+        tw_ckr_str(r, &cn, &ncn);
+        if (r->why != NULL)
+            return TW_ERR;
+        if (cn == NULL) {
+            cp->bad = "buffered tensor with a NULL collection";
+            return TW_ERR;
+        }
+        if (coll != NULL &&
+            (coll[k] = arena_str(&b->arena, cn, ncn, &cp->oom)) == NULL)
+            return TW_ERR;
+    }
+    t->collections = coll;
+    t->ncollections = (uint32_t)ncoll;
+    t->step = tw_ckr_iv(r);
+    uint8_t mode = tw_ckr_u8(r);
+    t->mode_step = tw_ckr_iv(r);
+    t->wall_us = tw_ckr_iv(r);
+    t->prev_step = tw_ckr_iv(r);
+    tw_ckr_str(r, &dtype, &ndtype);
+    t->numel = tw_ckr_iv(r);
+    size_t nshape = tw_ckr_count(r, 1);
+    if (r->why != NULL)
+        return TW_ERR;
+    if (mode > TW_MODE_GLOBAL || nshape > UINT32_MAX) {
+        cp->bad = "buffered tensor with a value out of range";
+        return TW_ERR;
+    }
+    t->mode = (tw_mode)mode;
+    int64_t *shape = NULL;
+    if (b != NULL) {
+        t->dtype = arena_str(&b->arena, dtype ? dtype : "", dtype ? ndtype : 0,
+                             &cp->oom);
+        if (nshape > 0)
+            shape = arena_array(&b->arena, nshape, sizeof(int64_t), &cp->oom);
+        if (cp->oom)
+            return TW_ERR;
+    }
+    for (size_t k = 0; k < nshape; k++) {
+        int64_t d = tw_ckr_iv(r);
+        if (shape != NULL)
+            shape[k] = d;
+    }
+    t->shape = shape;
+    t->nshape = (uint32_t)nshape;
+    size_t nred = tw_ckr_count(r, 9);
+    if (r->why != NULL)
+        return TW_ERR;
+    tw_tensor_reduction *red = NULL;
+    if (b != NULL && nred > 0 &&
+        (red = arena_array(&b->arena, nred, sizeof(*red), &cp->oom)) == NULL)
+        return TW_ERR;
+    for (size_t k = 0; k < nred; k++) {
+        const char *op;
+        size_t nop;
+        tw_ckr_str(r, &op, &nop);
+        double v = tw_ckr_f64(r);
+        if (r->why != NULL)
+            return TW_ERR;
+        if (op == NULL) {
+            cp->bad = "buffered tensor reduction without an op";
+            return TW_ERR;
+        }
+        if (red != NULL) {
+            red[k].op = arena_str(&b->arena, op, nop, &cp->oom);
+            red[k].value = v;
+            if (cp->oom)
+                return TW_ERR;
+        }
+    }
+    t->reductions = red;
+    t->nreductions = (uint32_t)nred;
+    size_t nraw = tw_ckr_count(r, 8);
+    if (r->why != NULL)
+        return TW_ERR;
+    if (nraw > UINT32_MAX) {
+        cp->bad = "buffered tensor with too many raw values";
+        return TW_ERR;
+    }
+    double *raw = NULL;
+    if (b != NULL && nraw > 0 &&
+        (raw = arena_array(&b->arena, nraw, sizeof(double), &cp->oom)) == NULL)
+        return TW_ERR;
+    for (size_t k = 0; k < nraw; k++) {
+        double v = tw_ckr_f64(r);
+        if (raw != NULL)
+            raw[k] = v;
+    }
+    t->raw = raw;
+    t->nraw = (uint32_t)nraw;
+    if (b != NULL)
+        t->node = b->node != NULL ? b->node : "";
+    return r->why != NULL ? TW_ERR : TW_OK;
+}
+
+static int get_tensors(core_pass *cp, tw_batch *b)
+{
+    size_t n = tw_ckr_count(&cp->r, 10);
+    if (cp->r.why != NULL)
+        return TW_ERR;
+    if (b != NULL && n > 0) {
+        b->tensors = arena_array(&b->arena, n, sizeof(tw_tensor), &cp->oom);
+        if (b->tensors == NULL)
+            return TW_ERR;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tw_tensor t;
+        memset(&t, 0, sizeof(t));
+        if (get_tensor(cp, b, &t) != TW_OK)
+            return TW_ERR;
+        if (b != NULL)
+            b->tensors[b->ntensors++] = t;
+    }
+    return TW_OK;
+}
+
 static void get_chunk(core_pass *cp)
 {
     tw_ckr *r = &cp->r;
@@ -647,6 +833,14 @@ static void get_chunk(core_pass *cp)
         }
         if (b != NULL)
             b->events[b->nevents++] = e;
+    }
+    c.min_tensor_us = INT64_MAX;
+    c.max_tensor_us = INT64_MIN;
+    if (cp->version >= 3) {
+        c.min_tensor_us = tw_ckr_iv(r);
+        c.max_tensor_us = tw_ckr_iv(r);
+        if (get_tensors(cp, b) != TW_OK)
+            goto out;
     }
     if (cp->apply) {
         b->nsamples = nsamples;
@@ -907,6 +1101,12 @@ static void core_pass_run(core_pass *cp)
         cp->oom = 1;
     if (core_failed(cp))
         return;
+    if (cp->version >= 3) {
+        st.tensors = tw_ckr_uv(r);
+        st.late_tensors = tw_ckr_uv(r);
+        if (r->why != NULL)
+            return;
+    }
     if (tw_ckr_left(r) != 0) {
         tw_ckr_fail(r, "trailing bytes");
         return;

@@ -143,7 +143,8 @@ static int validate_descriptor(const tw_rule_descriptor *d, const char *path,
     return TW_OK;
 }
 
-/* The optional `<entry>_inputs` export (plugin.h); both kinds without it. */
+/* The optional `<entry>_inputs` export (plugin.h); system and framework
+ * without it (tensors only when a rule says it reads them). */
 static uint32_t plugin_inputs(void *h, const char *entry)
 {
     const uint32_t all = TW_INPUT_SYSTEM | TW_INPUT_FRAMEWORK;
@@ -157,7 +158,7 @@ static uint32_t plugin_inputs(void *h, const char *entry)
         return all;
     tw_rule_inputs_fn fn;
     memcpy(&fn, &sym, sizeof(fn)); /* object -> function pointer, per POSIX */
-    uint32_t bits = fn() & all;
+    uint32_t bits = fn() & (all | TW_INPUT_TENSOR);
     return bits != 0 ? bits : all;
 }
 
@@ -1072,7 +1073,8 @@ int tw_rule_scan(tw_rule *r, const tw_scan *scan)
     res.condition_met = 0;
     uint32_t in = r->plugin->inputs;
     if (((in & TW_INPUT_SYSTEM) && scan->nsamples > 0) ||
-        ((in & TW_INPUT_FRAMEWORK) && scan->nevents > 0))
+        ((in & TW_INPUT_FRAMEWORK) && scan->nevents > 0) ||
+        ((in & TW_INPUT_TENSOR) && scan->ntensors > 0))
         r->received_input = 1;
     if (host_note_nodes(r->host, scan) != TW_OK) {
         r->status = TW_STATUS_ERROR;

@@ -102,7 +102,7 @@ void render_path(const Path *p, std::string &out)
     }
 }
 
-enum class FieldKind { Scalar, String, Structs, Tables };
+enum class FieldKind { Scalar, String, Strings, Structs, Tables };
 
 struct TableSpec;
 
@@ -177,6 +177,40 @@ const FieldSpec kMarkerFields[] = {
 const TableSpec kMarker = {"Marker", kMarkerFields,
                            sizeof(kMarkerFields) / sizeof(kMarkerFields[0])};
 
+const FieldSpec kReductionFields[] = {
+    {"op", tww::TensorReduction::VT_OP, FieldKind::String, 0, true, nullptr},
+    {"value", tww::TensorReduction::VT_VALUE, FieldKind::Scalar, 8, false,
+     nullptr},
+};
+const TableSpec kReduction = {"TensorReduction", kReductionFields,
+                              sizeof(kReductionFields) /
+                                  sizeof(kReductionFields[0])};
+
+const FieldSpec kTensorFields[] = {
+    {"name", tww::TensorRecord::VT_NAME, FieldKind::String, 0, true, nullptr},
+    {"collections", tww::TensorRecord::VT_COLLECTIONS, FieldKind::Strings, 0,
+     false, nullptr},
+    {"step", tww::TensorRecord::VT_STEP, FieldKind::Scalar, 8, false, nullptr},
+    {"mode", tww::TensorRecord::VT_MODE, FieldKind::Scalar, 1, false, nullptr},
+    {"mode_step", tww::TensorRecord::VT_MODE_STEP, FieldKind::Scalar, 8, false,
+     nullptr},
+    {"wall_us", tww::TensorRecord::VT_WALL_US, FieldKind::Scalar, 8, false,
+     nullptr},
+    {"dtype", tww::TensorRecord::VT_DTYPE, FieldKind::String, 0, false,
+     nullptr},
+    {"shape", tww::TensorRecord::VT_SHAPE, FieldKind::Structs, 8, false,
+     nullptr},
+    {"numel", tww::TensorRecord::VT_NUMEL, FieldKind::Scalar, 8, false,
+     nullptr},
+    {"reductions", tww::TensorRecord::VT_REDUCTIONS, FieldKind::Tables, 0,
+     false, &kReduction},
+    {"raw", tww::TensorRecord::VT_RAW, FieldKind::Structs, 8, false, nullptr},
+    {"prev_step", tww::TensorRecord::VT_PREV_STEP, FieldKind::Scalar, 8, false,
+     nullptr},
+};
+const TableSpec kTensor = {"TensorRecord", kTensorFields,
+                           sizeof(kTensorFields) / sizeof(kTensorFields[0])};
+
 const FieldSpec kBatchFields[] = {
     {"version", tww::Batch::VT_VERSION, FieldKind::Scalar, 2, false, nullptr},
     {"job", tww::Batch::VT_JOB, FieldKind::String, 0, true, nullptr},
@@ -191,6 +225,7 @@ const FieldSpec kBatchFields[] = {
     {"markers", tww::Batch::VT_MARKERS, FieldKind::Tables, 0, false, &kMarker},
     {"file_path", tww::Batch::VT_FILE_PATH, FieldKind::String, 0, false,
      nullptr},
+    {"tensors", tww::Batch::VT_TENSORS, FieldKind::Tables, 0, false, &kTensor},
 };
 const TableSpec kBatch = {"Batch", kBatchFields,
                           sizeof(kBatchFields) / sizeof(kBatchFields[0])};
@@ -360,6 +395,23 @@ class Diagnosis
             return vector(target, 1, name, true);
         case FieldKind::Structs:
             return vector(target, f.size, name, false);
+        case FieldKind::Strings: {
+            if (!vector(target, sizeof(fb::uoffset_t), name, false))
+                return false;
+            fb::uoffset_t n = fb::ReadScalar<fb::uoffset_t>(target);
+            for (fb::uoffset_t i = 0; i < n; i++) {
+                Path elem = {p, f.name, static_cast<long>(i)};
+                size_t eat = pos(target) + sizeof(fb::uoffset_t) +
+                             size_t(i) * sizeof(fb::uoffset_t);
+                fb::uoffset_t so = offset_at(eat, &elem, nullptr);
+                if (so == 0)
+                    return false;
+                if (!vector(buf_ + eat + so, 1,
+                            "'" + where(&elem, nullptr) + "'", true))
+                    return false;
+            }
+            return true;
+        }
         case FieldKind::Tables: {
             if (!vector(target, sizeof(fb::uoffset_t), name, false))
                 return false;
@@ -520,6 +572,9 @@ class Decoder
     tw_wire_status samples(const tww::Batch *root);
     tw_wire_status events(const tww::Batch *root);
     tw_wire_status markers(const tww::Batch *root);
+    tw_wire_status tensors(const tww::Batch *root);
+    tw_wire_status tensor(fb::uoffset_t i, const tww::TensorRecord *t,
+                          tw_tensor *o);
 
     tw_batch *b_;
     char *err_;
@@ -570,6 +625,8 @@ tw_wire_status Decoder::run(const tww::Batch *root)
         st = events(root);
     if (st == TW_WIRE_OK)
         st = markers(root);
+    if (st == TW_WIRE_OK)
+        st = tensors(root);
     if (root->python_profiles() != nullptr)
         b_->npython_profiles = root->python_profiles()->size();
     return st;
@@ -712,6 +769,125 @@ tw_wire_status Decoder::markers(const tww::Batch *root)
     }
     b_->markers = out;
     b_->nmarkers = vec->size();
+    return TW_WIRE_OK;
+}
+
+/* Scalar vectors of 8-byte elements are copied with memcpy: their
+ * elements carry no alignment promise the verifier checked (the data is
+ * little-endian, as every host this builds on). */
+static_assert(FLATBUFFERS_LITTLEENDIAN, "wire scalars are little-endian");
+
+tw_wire_status Decoder::tensors(const tww::Batch *root)
+{
+    auto vec = root->tensors();
+    if (vec == nullptr || vec->size() == 0)
+        return TW_WIRE_OK;
+    auto out = static_cast<tw_tensor *>(array(vec->size(), sizeof(tw_tensor)));
+    if (out == nullptr)
+        return no_memory("the tensors");
+    for (fb::uoffset_t i = 0; i < vec->size(); i++) {
+        tw_wire_status st = tensor(i, vec->Get(i), &out[i]);
+        if (st != TW_WIRE_OK)
+            return st;
+    }
+    b_->tensors = out;
+    b_->ntensors = vec->size();
+    return TW_WIRE_OK;
+}
+
+/* One TensorRecord, checked for what no honest hook writes: such a record
+ * refuses the whole batch (bad_value, dead-lettered with this text), as a
+ * bad event does. NaN and Inf reduction values are data (a diverged loss),
+ * never refused. */
+tw_wire_status Decoder::tensor(fb::uoffset_t i, const tww::TensorRecord *t,
+                               tw_tensor *o)
+{
+    memset(o, 0, sizeof(*o));
+    if (t->name()->size() == 0)
+        return bad_value("tensors[%" PRIu32 "].name is empty", i);
+    if (!from_wire(kModes, t->mode(), &o->mode))
+        return bad_value("tensors[%" PRIu32 "] '%.80s': mode is %d, not a "
+                         "Mode this reader knows",
+                         i, t->name()->c_str(), static_cast<int>(t->mode()));
+    if (t->step() < 0 || t->mode_step() < 0 || t->numel() < 0)
+        return bad_value(
+            "tensors[%" PRIu32 "] '%.80s': step %" PRId64 ", mode_step %" PRId64
+            " and numel %" PRId64 " must not be negative",
+            i, t->name()->c_str(), t->step(), t->mode_step(), t->numel());
+    if (t->wall_us() <= 0)
+        return bad_value("tensors[%" PRIu32 "] '%.80s': wall_us is %" PRId64
+                         ", not a time (us since the epoch)",
+                         i, t->name()->c_str(), t->wall_us());
+    if (t->prev_step() < -1 ||
+        (t->prev_step() >= 0 && t->prev_step() >= t->step()))
+        return bad_value("tensors[%" PRIu32 "] '%.80s': prev_step %" PRId64
+                         " is neither -1 nor an earlier step than %" PRId64,
+                         i, t->name()->c_str(), t->prev_step(), t->step());
+    o->node = b_->node;
+    o->name = str(t->name());
+    o->dtype = t->dtype() == nullptr ? "" : str(t->dtype());
+    if (o->name == nullptr || o->dtype == nullptr)
+        return no_memory("a tensor's name");
+    o->step = t->step();
+    o->mode_step = t->mode_step();
+    o->wall_us = t->wall_us();
+    o->prev_step = t->prev_step();
+    o->numel = t->numel();
+    if (auto c = t->collections(); c != nullptr && c->size() > 0) {
+        auto names =
+            static_cast<const char **>(array(c->size(), sizeof(char *)));
+        if (names == nullptr)
+            return no_memory("a tensor's collections");
+        for (fb::uoffset_t k = 0; k < c->size(); k++) {
+            if (c->Get(k)->size() == 0)
+                return bad_value("tensors[%" PRIu32 "] '%.80s': "
+                                 "collections[%" PRIu32 "] is empty",
+                                 i, t->name()->c_str(), k);
+            if ((names[k] = str(c->Get(k))) == nullptr)
+                return no_memory("a tensor's collections");
+        }
+        o->collections = names;
+        o->ncollections = c->size();
+    }
+    if (auto sh = t->shape(); sh != nullptr && sh->size() > 0) {
+        auto dims = static_cast<int64_t *>(array(sh->size(), sizeof(int64_t)));
+        if (dims == nullptr)
+            return no_memory("a tensor's shape");
+        memcpy(dims, sh->Data(), sh->size() * sizeof(int64_t));
+        for (fb::uoffset_t k = 0; k < sh->size(); k++)
+            if (dims[k] < 0)
+                return bad_value("tensors[%" PRIu32 "] '%.80s': shape[%" PRIu32
+                                 "] is %" PRId64 ", below 0",
+                                 i, t->name()->c_str(), k, dims[k]);
+        o->shape = dims;
+        o->nshape = sh->size();
+    }
+    if (auto r = t->reductions(); r != nullptr && r->size() > 0) {
+        auto red = static_cast<tw_tensor_reduction *>(
+            array(r->size(), sizeof(tw_tensor_reduction)));
+        if (red == nullptr)
+            return no_memory("a tensor's reductions");
+        for (fb::uoffset_t k = 0; k < r->size(); k++) {
+            const tww::TensorReduction *w = r->Get(k);
+            if (w->op()->size() == 0)
+                return bad_value("tensors[%" PRIu32 "] '%.80s': "
+                                 "reductions[%" PRIu32 "].op is empty",
+                                 i, t->name()->c_str(), k);
+            if ((red[k].op = str(w->op())) == nullptr)
+                return no_memory("a tensor's reductions");
+            red[k].value = w->value();
+        }
+        o->reductions = red;
+        o->nreductions = r->size();
+    }
+    if (auto raw = t->raw(); raw != nullptr && raw->size() > 0) {
+        auto v = static_cast<double *>(array(raw->size(), sizeof(double)));
+        if (v == nullptr)
+            return no_memory("a tensor's raw values");
+        memcpy(v, raw->Data(), raw->size() * sizeof(double));
+        o->raw = v;
+        o->nraw = raw->size();
+    }
     return TW_WIRE_OK;
 }
 
@@ -924,6 +1100,38 @@ tw_wire_status check_for_encode(const tw_batch *b, SizeBound *size)
             size->str(b->markers[i].profiler_config);
     }
     size->mul(b->nmarkers, 40);
+    if (b->tensors == nullptr && b->ntensors != 0)
+        return TW_WIRE_MISSING_FIELD;
+    if (b->ntensors > UINT32_MAX)
+        return TW_WIRE_NO_MEMORY;
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const tw_tensor *t = &b->tensors[i];
+        tww::Mode mode;
+        if (t->name == nullptr ||
+            (t->collections == nullptr && t->ncollections != 0) ||
+            (t->shape == nullptr && t->nshape != 0) ||
+            (t->reductions == nullptr && t->nreductions != 0) ||
+            (t->raw == nullptr && t->nraw != 0))
+            return TW_WIRE_MISSING_FIELD;
+        if (!to_wire(kModes, t->mode, &mode))
+            return TW_WIRE_BAD_VALUE;
+        size->str(t->name);
+        size->str(t->dtype);
+        size->add(128);
+        for (uint32_t k = 0; k < t->ncollections; k++) {
+            if (t->collections[k] == nullptr)
+                return TW_WIRE_MISSING_FIELD;
+            size->str(t->collections[k]);
+        }
+        for (uint32_t k = 0; k < t->nreductions; k++) {
+            if (t->reductions[k].op == nullptr)
+                return TW_WIRE_MISSING_FIELD;
+            size->str(t->reductions[k].op);
+            size->add(24);
+        }
+        size->mul(t->nshape, 8);
+        size->mul(t->nraw, 8);
+    }
     return size->too_big() ? TW_WIRE_NO_MEMORY : TW_WIRE_OK;
 }
 
@@ -988,6 +1196,43 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
                                             b->markers[i].latest_us, config));
     }
 
+    std::vector<fb::Offset<tww::TensorRecord>> tensors;
+    tensors.reserve(b->ntensors);
+    std::vector<fb::Offset<fb::String>> colls;
+    std::vector<fb::Offset<tww::TensorReduction>> reds;
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const tw_tensor *t = &b->tensors[i];
+        fb::Offset<fb::Vector<fb::Offset<fb::String>>> colls_v;
+        if (t->ncollections > 0) {
+            colls.clear();
+            for (uint32_t k = 0; k < t->ncollections; k++)
+                colls.push_back(s(t->collections[k]));
+            colls_v = fbb.CreateVector(colls);
+        }
+        fb::Offset<fb::Vector<fb::Offset<tww::TensorReduction>>> reds_v;
+        if (t->nreductions > 0) {
+            reds.clear();
+            for (uint32_t k = 0; k < t->nreductions; k++)
+                reds.push_back(tww::CreateTensorReduction(
+                    fbb, s(t->reductions[k].op), t->reductions[k].value));
+            reds_v = fbb.CreateVector(reds);
+        }
+        fb::Offset<fb::Vector<int64_t>> shape_v;
+        if (t->nshape > 0)
+            shape_v = fbb.CreateVector(t->shape, t->nshape);
+        fb::Offset<fb::Vector<double>> raw_v;
+        if (t->nraw > 0)
+            raw_v = fbb.CreateVector(t->raw, t->nraw);
+        tww::Mode mode = tww::Mode::None;
+        to_wire(kModes, t->mode, &mode);
+        auto name = s(t->name);
+        auto dtype =
+            t->dtype == nullptr ? fb::Offset<fb::String>() : s(t->dtype);
+        tensors.push_back(tww::CreateTensorRecord(
+            fbb, name, colls_v, t->step, mode, t->mode_step, t->wall_us, dtype,
+            shape_v, t->numel, reds_v, raw_v, t->prev_step));
+    }
+
     /* Empty vectors are left out: readers treat absent as empty. */
     fb::Offset<fb::Vector<const tww::Sample *>> samples;
     if (b->nsamples > 0)
@@ -1006,6 +1251,9 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
     fb::Offset<fb::Vector<fb::Offset<tww::Marker>>> markers_v;
     if (!markers.empty())
         markers_v = fbb.CreateVector(markers);
+    fb::Offset<fb::Vector<fb::Offset<tww::TensorRecord>>> tensors_v;
+    if (!tensors.empty())
+        tensors_v = fbb.CreateVector(tensors);
 
     tww::BatchBuilder bb(fbb);
     /* Written even though it equals the default: a future default bump
@@ -1021,6 +1269,8 @@ void build(const tw_batch *b, fb::FlatBufferBuilder &fbb)
     bb.add_samples(samples);
     bb.add_events(events_v);
     bb.add_markers(markers_v);
+    if (!tensors_v.IsNull())
+        bb.add_tensors(tensors_v);
     if (!path.IsNull())
         bb.add_file_path(path);
     tww::FinishBatchBuffer(fbb, bb.Finish());

@@ -468,9 +468,12 @@ static void tw_router_account(tw_router *r, tw_rjob *j)
     r->stats.events += s.events - j->seen.events;
     r->stats.late_samples += s.late_samples - j->seen.late_samples;
     r->stats.late_events += s.late_events - j->seen.late_events;
+    r->stats.tensors += s.tensors - j->seen.tensors;
+    r->stats.late_tensors += s.late_tensors - j->seen.late_tensors;
     r->stats.skewed += (s.skewed_samples - j->seen.skewed_samples) +
                        (s.skewed_events - j->seen.skewed_events) +
-                       (s.skewed_markers - j->seen.skewed_markers);
+                       (s.skewed_markers - j->seen.skewed_markers) +
+                       (s.skewed_tensors - j->seen.skewed_tensors);
     r->stats.scan_cap_hits += s.scan_cap_hits - j->seen.scan_cap_hits;
     j->seen = s;
 }

@@ -134,6 +134,8 @@ typedef struct tw_router_stats {
     uint64_t jobs_quarantined; /* tw_router_quarantine                 */
     uint64_t messages_quarantined; /* tw_router_quarantine                 */
     uint64_t python_profiles;      /* the hook's, verified and not evaluated */
+    uint64_t tensors;      /* the hook's debugging tensors accepted      */
+    uint64_t late_tensors; /* dropped: their scan had closed             */
 } tw_router_stats;
 
 /* An alert to publish (key = job). partition/offset: the metrics message

@@ -304,6 +304,8 @@ static const tw_counter_row tw_counter_rows[] = {
     C(skewed, "items refused beyond the clock-skew bound"),
     C(skewed_batches, "batches with items refused for clock skew"),
     C(python_profiles, "the hook's Python profiles received (not evaluated)"),
+    C(tensors, "the hook's debugging tensors accepted"),
+    C(late_tensors, "debugging tensors dropped: their scan had closed"),
     C(scan_cap_hits, "advances cut short by the scan cap"),
     C(alerts_truncated, "alerts cut to the producer's message size"),
     C(jobs_quarantined, "jobs marked quarantined"),

@@ -64,6 +64,14 @@ static int tw_replay_batch_times(const tw_batch *b, double *lo, double *hi)
             *hi = e;
         any = 1;
     }
+    for (size_t i = 0; i < b->ntensors; i++) {
+        double t = (double)b->tensors[i].wall_us / 1e6;
+        if (!any || t < *lo)
+            *lo = t;
+        if (!any || t > *hi)
+            *hi = t;
+        any = 1;
+    }
     return any;
 }
 
@@ -221,17 +229,26 @@ static int tw_replay_emit(tw_replay *r, uint8_t *buf, size_t len, int is_marker)
 
 static int tw_replay_send(tw_replay *r, tw_batch *b);
 
-/* Sends samples [s0, s0 + ns) and events [e0, e0 + ne) of b as a batch of
- * their own (markers only with `markers`), whose series dictionary holds
- * only the series those samples use. 0, or -1 (logged). */
-static int tw_replay_send_part(tw_replay *r, const tw_batch *b, size_t s0,
-                               size_t ns, size_t e0, size_t ne, int markers)
+/* The records of a part of a batch: samples [s0, s0 + ns), events [e0,
+ * e0 + ne), tensors [t0, t0 + nt). */
+typedef struct tw_replay_range {
+    size_t s0, ns, e0, ne, t0, nt;
+} tw_replay_range;
+
+/* Sends the records `g` of b as a batch of their own (markers only with
+ * `markers`), whose series dictionary holds only the series those samples
+ * use. 0, or -1 (logged). */
+static int tw_replay_send_part(tw_replay *r, const tw_batch *b,
+                               const tw_replay_range *g, int markers)
 {
+    size_t s0 = g->s0, ns = g->ns;
     tw_batch part = *b; /* a view: nothing of it is freed */
     part.samples = b->samples + s0;
     part.nsamples = ns;
-    part.events = b->events + e0;
-    part.nevents = ne;
+    part.events = b->events + g->e0;
+    part.nevents = g->ne;
+    part.tensors = b->tensors + g->t0;
+    part.ntensors = g->nt;
     if (!markers) {
         part.markers = NULL;
         part.nmarkers = 0;
@@ -288,26 +305,33 @@ static int tw_replay_send(tw_replay *r, tw_batch *b)
     uint8_t *buf = NULL;
     size_t len = 0;
     tw_wire_status st = tw_wire_encode(b, &buf, &len);
-    size_t records = b->nsamples + b->nevents;
+    size_t records = b->nsamples + b->nevents + b->ntensors;
     int too_big = (st == TW_WIRE_OK && len > TW_REPLAY_MAX_MESSAGE) ||
                   st == TW_WIRE_NO_MEMORY;
     if (too_big && records > 1) {
         free(buf);
-        size_t fs = b->nsamples / 2, fe = b->nevents / 2;
-        if (fs + fe == 0) {
-            /* one sample and no event, or the reverse: split that way */
-            fs = b->nsamples;
-            fe = 0;
+        size_t fs = b->nsamples / 2, fe = b->nevents / 2, ft = b->ntensors / 2;
+        if (fs + fe + ft == 0) {
+            /* at most one record of each kind: the first kind goes first */
+            if (b->nsamples > 0)
+                fs = b->nsamples;
+            else if (b->nevents > 0)
+                fe = b->nevents;
+            else
+                ft = b->ntensors;
         }
-        if (tw_replay_send_part(r, b, 0, fs, 0, fe, 1) != 0)
+        tw_replay_range first = {0, fs, 0, fe, 0, ft};
+        tw_replay_range rest = {fs, b->nsamples - fs, fe, b->nevents - fe,
+                                ft, b->ntensors - ft};
+        if (tw_replay_send_part(r, b, &first, 1) != 0)
             return -1;
-        return tw_replay_send_part(r, b, fs, b->nsamples - fs, fe,
-                                   b->nevents - fe, 0);
+        return tw_replay_send_part(r, b, &rest, 0);
     }
     if (too_big && b->nseries > 1) {
         /* one record: perhaps only the dictionary is large */
         free(buf);
-        return tw_replay_send_part(r, b, 0, b->nsamples, 0, b->nevents, 1);
+        tw_replay_range all = {0, b->nsamples, 0, b->nevents, 0, b->ntensors};
+        return tw_replay_send_part(r, b, &all, 1);
     }
     if (st == TW_WIRE_OK && len > TW_REPLAY_MAX_MESSAGE) {
         if (len > TW_REPLAY_MAX_RECORD_MESSAGE) {

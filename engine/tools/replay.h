@@ -6,7 +6,8 @@
  * Order and numbering: files in the listing's feed order, each file's
  * batches in the reader's order. Sequence numbers count 1, 2, ... per
  * (job, node). A batch whose encoding exceeds TW_REPLAY_MAX_MESSAGE is
- * split in halves (samples and events) until each part fits; every part
+ * split in halves (samples, events and debugging tensors, each record in
+ * exactly one part) until each part fits; every part
  * is a batch of its own with its own sequence number, and its series
  * dictionary holds only the series its samples use (a part of one record
  * never carries the whole file's dictionary). A single record that alone

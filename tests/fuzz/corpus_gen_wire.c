@@ -123,6 +123,33 @@ int main(int argc, char **argv)
     mixed.nmarkers = 1;
     rc |= emit(dir, "mixed", &mixed, NULL, 0);
 
+    /* the training hook's debugging tensors: a NaN loss, a gradient with
+     * every field, the per-step heartbeat */
+    static const char *const colls[] = {"gradients", "weights"};
+    static const int64_t shape[] = {4, 3};
+    static const tw_tensor_reduction loss_red[] = {{"value", 0.0 / 0.0}};
+    static const tw_tensor_reduction grad_red[] = {{"abs_mean", 1.5e-9},
+                                                   {"nan_count", 0},
+                                                   {"inf_count", 2},
+                                                   {"l2", 3.25},
+                                                   {"update_l2", 0}};
+    static const double raw[] = {1, 0, -1, 2};
+    tw_tensor tensors[] = {
+        {"worker_0", "CrossEntropyLoss_output_0", NULL, 0, TW_MODE_TRAIN, 17,
+         17, 1591748109232195, -1, "float32", 1, NULL, 0, loss_red, 1, NULL, 0},
+        {"worker_0", "gradient/Net_fc1.weight", colls, 2, TW_MODE_TRAIN, 17, 17,
+         1591748109233102, 16, "float32", 12, shape, 2, grad_red, 5, raw, 4},
+        {"worker_0", "heartbeat", NULL, 0, TW_MODE_EVAL, 18, 2,
+         1591748109300000, -1, "", 0, NULL, 0, NULL, 0, NULL, 0},
+    };
+    tw_batch debug = {.job = "job",
+                      .node = "worker_0",
+                      .seq = 5,
+                      .tensors = tensors,
+                      .ntensors = 3};
+    const size_t debug_cuts[] = {80, 300};
+    rc |= emit(dir, "tensors", &debug, debug_cuts, 2);
+
     uint8_t *buf;
     size_t len;
     if (tw_wire_encode(&minimal, &buf, &len) == TW_WIRE_OK) {

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "job.h"
 
@@ -38,9 +39,25 @@ static inline int fuzz_state_setup_init(fuzz_state_setup *su)
     const char *const *names;
     size_t n = tw_registry_list(su->reg, &names);
     su->nspecs = 0;
+    /* Debugging rules that need a tensor selection get one: every rule
+     * must be creatable from this table alone. */
+    static const char *const sel_key[] = {"collection_names"};
+    static const char *const sel_val[] = {"weights"};
     for (size_t i = 0; i < n && su->nspecs < FUZZ_STATE_MAX_RULES; i++) {
         tw_rule_spec s = {0};
         s.rule = names[i];
+        const tw_plugin *p;
+        char why[256];
+        if (tw_registry_find(su->reg, names[i], &p, why, sizeof(why)) ==
+            TW_OK) {
+            const tw_rule_descriptor *d = tw_plugin_descriptor(p);
+            for (size_t k = 0; k < d->nparams; k++)
+                if (strcmp(d->params[k].name, sel_key[0]) == 0) {
+                    s.keys = sel_key;
+                    s.values = sel_val;
+                    s.nparams = 1;
+                }
+        }
         su->specs[su->nspecs++] = s;
     }
     if (su->nspecs == 0) {

@@ -43,8 +43,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = tw_wire_decode(buf, len, &again, err, sizeof(err));
     check(st == TW_WIRE_OK, "a re-encoded batch did not decode");
     check(again->nseries == b->nseries && again->nsamples == b->nsamples &&
-              again->nevents == b->nevents && again->nmarkers == b->nmarkers,
+              again->nevents == b->nevents && again->nmarkers == b->nmarkers &&
+              again->ntensors == b->ntensors,
           "counts changed across a re-encode");
+    for (size_t i = 0; i < b->ntensors; i++)
+        check(strcmp(again->tensors[i].name, b->tensors[i].name) == 0 &&
+                  again->tensors[i].nreductions == b->tensors[i].nreductions &&
+                  again->tensors[i].nraw == b->tensors[i].nraw &&
+                  again->tensors[i].wall_us == b->tensors[i].wall_us,
+              "a tensor changed across a re-encode");
     check(strcmp(again->job, b->job) == 0 &&
               strcmp(again->node, b->node) == 0 && again->seq == b->seq,
           "header changed across a re-encode");

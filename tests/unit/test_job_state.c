@@ -823,11 +823,11 @@ static void test_corrupt_payload(void **st)
 
     /* Wrong version, wrong magic, unknown parts: named. */
     memcpy(buf, core, clen);
-    buf[4] = 3; /* this engine reads versions 1 and 2 */
+    buf[4] = 4; /* this engine reads versions 1 to 3 */
     j = job_new(&su);
     assert_int_equal(
         tw_job_restore_part(j, "core", buf, clen, err, sizeof(err)), TW_ERR);
-    assert_non_null(strstr(err, "version 3"));
+    assert_non_null(strstr(err, "version 4"));
     assert_int_equal(
         tw_job_restore_part(j, "rule.0", core, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "'rule.0'"));

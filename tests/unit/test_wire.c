@@ -1,4 +1,5 @@
 /* test_wire.c - the FlatBuffers wire codec (engine/io/wire.h). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -628,6 +629,159 @@ static void test_python_profile_skipped(void **state)
     free(buf);
 }
 
+/* A tensor-only batch: a loss with a NaN value, a gradient with
+ * collections, shape, several reductions and raw values. */
+static tw_batch *tensor_batch(void)
+{
+    tw_batch *b = tw_batch_new();
+    assert_non_null(b);
+    b->job = S(b, "job-t");
+    b->node = S(b, "worker_0");
+    b->seq = 3;
+    b->tensors = tw_arena_alloc(&b->arena, 2 * sizeof(tw_tensor));
+    assert_non_null(b->tensors);
+    memset(b->tensors, 0, 2 * sizeof(tw_tensor));
+    tw_tensor *t = &b->tensors[0];
+    t->name = S(b, "CrossEntropyLoss_output_0");
+    t->mode = TW_MODE_EVAL;
+    t->step = 12;
+    t->mode_step = 3;
+    t->wall_us = 1700000000123456;
+    t->prev_step = -1;
+    t->dtype = S(b, "float32");
+    static const tw_tensor_reduction loss[] = {{"value", NAN}};
+    t->reductions = arena_copy(b, loss, sizeof(loss));
+    t->nreductions = 1;
+    t = &b->tensors[1];
+    t->name = S(b, "gradient/Net_fc1.weight");
+    static const char *const colls[] = {"gradients", "weights"};
+    const char **c = arena_copy(b, colls, sizeof(colls));
+    t->collections = c;
+    t->ncollections = 2;
+    t->mode = TW_MODE_TRAIN;
+    t->step = 12;
+    t->mode_step = 9;
+    t->wall_us = 1700000000123999;
+    t->prev_step = 11;
+    t->dtype = S(b, "float16");
+    static const int64_t shape[] = {2, 3};
+    t->shape = arena_copy(b, shape, sizeof(shape));
+    t->nshape = 2;
+    t->numel = 6;
+    static const tw_tensor_reduction red[] = {
+        {"abs_mean", 2.5e-9}, {"nan_count", 0}, {"inf_count", 1}};
+    t->reductions = arena_copy(b, red, sizeof(red));
+    t->nreductions = 3;
+    static const double raw[] = {1, -2, INFINITY, 0, -0.0, 1e-300};
+    t->raw = arena_copy(b, raw, sizeof(raw));
+    t->nraw = 6;
+    b->ntensors = 2;
+    return b;
+}
+
+static void test_tensors_round_trip(void **state)
+{
+    (void)state;
+    tw_batch *b = tensor_batch();
+    uint8_t *buf;
+    size_t len;
+    encode_ok(b, &buf, &len);
+    tw_batch *got = decode_ok(buf, len);
+    assert_int_equal(got->ntensors, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const tw_tensor *w = &b->tensors[i], *g = &got->tensors[i];
+        assert_string_equal(g->node, "worker_0");
+        assert_string_equal(g->name, w->name);
+        assert_string_equal(g->dtype, w->dtype);
+        assert_int_equal(g->mode, w->mode);
+        assert_int_equal(g->step, w->step);
+        assert_int_equal(g->mode_step, w->mode_step);
+        assert_int_equal(g->wall_us, w->wall_us);
+        assert_int_equal(g->prev_step, w->prev_step);
+        assert_int_equal(g->numel, w->numel);
+        assert_int_equal(g->ncollections, w->ncollections);
+        for (uint32_t k = 0; k < w->ncollections; k++)
+            assert_string_equal(g->collections[k], w->collections[k]);
+        assert_int_equal(g->nshape, w->nshape);
+        for (uint32_t k = 0; k < w->nshape; k++)
+            assert_int_equal(g->shape[k], w->shape[k]);
+        assert_int_equal(g->nreductions, w->nreductions);
+        for (uint32_t k = 0; k < w->nreductions; k++) {
+            assert_string_equal(g->reductions[k].op, w->reductions[k].op);
+            assert_same_double(g->reductions[k].value, w->reductions[k].value);
+        }
+        assert_int_equal(g->nraw, w->nraw);
+        for (uint32_t k = 0; k < w->nraw; k++)
+            assert_same_double(g->raw[k], w->raw[k]);
+    }
+    tw_batch_free(got);
+    free(buf);
+    tw_batch_free(b);
+}
+
+/* What no honest hook writes refuses the batch as bad_value, naming the
+ * tensor and the field. */
+static void test_tensors_bad_values(void **state)
+{
+    (void)state;
+    static const struct {
+        int field;
+        const char *named;
+    } cases[] = {{0, "step"},
+                 {1, "wall_us"},
+                 {2, "prev_step"},
+                 {3, "shape[1]"},
+                 {4, "name is empty"},
+                 {5, "op is empty"},
+                 {6, "collections[1] is empty"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tw_batch *b = tensor_batch();
+        tw_tensor *t = &b->tensors[1];
+        switch (cases[i].field) {
+        case 0:
+            t->step = -1;
+            t->prev_step = -1;
+            break;
+        case 1:
+            t->wall_us = 0;
+            break;
+        case 2:
+            t->prev_step = 12;
+            break;
+        case 3:
+            ((int64_t *)(uintptr_t)t->shape)[1] = -3;
+            break;
+        case 4:
+            t->name = "";
+            break;
+        case 5:
+            ((tw_tensor_reduction *)(uintptr_t)t->reductions)[2].op = "";
+            break;
+        case 6:
+            ((const char **)(uintptr_t)t->collections)[1] = "";
+            break;
+        }
+        uint8_t *buf;
+        size_t len;
+        encode_ok(b, &buf, &len);
+        const char *err = decode_fails(buf, len, TW_WIRE_BAD_VALUE);
+        assert_contains(err, "tensors[1]");
+        assert_contains(err, cases[i].named);
+        free(buf);
+        tw_batch_free(b);
+    }
+    /* the encoder refuses a tensor without a name or with a bad mode */
+    tw_batch *b = tensor_batch();
+    uint8_t *buf;
+    size_t len;
+    b->tensors[0].name = NULL;
+    assert_int_equal(tw_wire_encode(b, &buf, &len), TW_WIRE_MISSING_FIELD);
+    b->tensors[0].name = "x";
+    memset(&b->tensors[0].mode, 0x7f, sizeof(b->tensors[0].mode));
+    assert_int_equal(tw_wire_encode(b, &buf, &len), TW_WIRE_BAD_VALUE);
+    tw_batch_free(b);
+}
+
 static void test_versions(void **state)
 {
     (void)state;
@@ -793,6 +947,8 @@ int main(void)
         cmocka_unit_test(test_bad_reference),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_python_profile_skipped),
+        cmocka_unit_test(test_tensors_round_trip),
+        cmocka_unit_test(test_tensors_bad_values),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_misaligned_structs),

@@ -162,8 +162,7 @@ void batch(fb::FlatBufferBuilder &fbb, const Knobs &k)
     if (k.python_profile)
         fbb.AddOffset(tww::Batch::VT_PYTHON_PROFILES, profiles_v);
     if (k.append_field) /* the slot after the last field this reader knows */
-        fbb.AddElement<uint32_t>(tww::Batch::VT_PYTHON_PROFILES + 2, 0xC0FFEE,
-                                 0);
+        fbb.AddElement<uint32_t>(tww::Batch::VT_TENSORS + 2, 0xC0FFEE, 0);
     fbb.Finish(fb::Offset<tww::Batch>(fbb.EndTable(start)),
                tww::BatchIdentifier());
 }

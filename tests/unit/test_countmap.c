@@ -315,6 +315,39 @@ static void test_compact_quanta_and_f64_keys(void **st)
     tw_countmap_free(&a);
 }
 
+/* Per-timestamp sums of hundredths (OverallSystemUsage's keys) are often
+ * a few ulps off a hundredth: written as the hundredth plus the ulps. */
+static void test_compact_near_hundredths(void **st)
+{
+    (void)st;
+    tw_countmap a;
+    tw_countmap_init(&a, 0);
+    uint64_t seed = 3;
+    size_t off = 0;
+    for (size_t i = 0; i < 5000; i++) {
+        double sum = 0.0;
+        for (int c = 0; c < 96; c++)
+            sum += (double)(rng_next(&seed) % 10001) / 100.0;
+        int ok;
+        tw_countmap_key_int_(sum, TW_COUNTMAP_KEYS_HUNDREDTHS, 0.0, &ok);
+        off += !ok;
+        assert_int_equal(tw_countmap_add(&a, sum), TW_OK);
+    }
+    assert_true(off > 0); /* some sums are no exact hundredths */
+    size_t k = tw_countmap_distinct(&a);
+    assert_int_equal(tw_countmap_key_mode_(&a),
+                     TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS);
+    assert_true(roundtrip_same(&a, 0) <= 64 + 6 * k);
+    tw_countmap_free(&a);
+    /* tiny values (their ulps are far below a hundredth) keep their bits */
+    tw_countmap_init(&a, 0);
+    for (size_t i = 0; i < 1000; i++)
+        assert_int_equal(tw_countmap_add(&a, (double)i * 1e-7 + 1e-9), TW_OK);
+    assert_int_equal(tw_countmap_key_mode_(&a), TW_COUNTMAP_KEYS_F64);
+    roundtrip_same(&a, 0);
+    tw_countmap_free(&a);
+}
+
 /* A checkpoint of the older fixed-width form ("CMAP") is still read. */
 static void test_restore_fixed_width_form(void **st)
 {
@@ -362,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_save_restore),
         cmocka_unit_test(test_compact_percentages),
         cmocka_unit_test(test_compact_quanta_and_f64_keys),
+        cmocka_unit_test(test_compact_near_hundredths),
         cmocka_unit_test(test_restore_fixed_width_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

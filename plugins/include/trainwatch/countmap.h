@@ -111,7 +111,8 @@ static inline size_t tw_countmap_memory(const tw_countmap *m);
  * the coarsening state. Lossless and compact ("CMA2"): keys that are exact
  * hundredths (or exact multiples of the quantum) are written as varint
  * deltas of those integers, counts as varints, so a map of percentages
- * takes about 3-4 bytes per distinct key instead of 16; other keys keep
+ * takes about 3-4 bytes per distinct key instead of 16; keys near
+ * hundredths (sums of them) add their distance in ulps; other keys keep
  * their f64 bits. restore() also reads the older fixed-width "CMAP" form,
  * and replaces the content of an initialised map (its cap is kept). */
 static inline void tw_countmap_save(const tw_countmap *m, tw_ser *s);
@@ -364,26 +365,71 @@ enum {
     TW_COUNTMAP_KEYS_F64 = 0,        /* f64 bit patterns                  */
     TW_COUNTMAP_KEYS_HUNDREDTHS = 1, /* key == h / 100.0 for an integer h */
     TW_COUNTMAP_KEYS_QUANTA = 2,     /* key == h * quantum               */
+    /* key's bits == the bits of h / 100.0 plus a residual r (zigzag
+     * varint after the delta): sums and averages of hundredths that
+     * rounding moved a few ulps off them */
+    TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS = 3,
 };
 
 /* The integer of key k in encoding mode; *ok = 0 when k is not exactly
  * (bit for bit) that integer's value. */
+static inline double tw_countmap_key_of_(int64_t h, int mode, double quantum)
+{
+    return mode == TW_COUNTMAP_KEYS_QUANTA ? (double)h * quantum
+                                           : (double)h / 100.0;
+}
+
+/* The key's bits minus its integer's key's bits (two's complement). */
+static inline int64_t tw_countmap_residual_(double k, double approx)
+{
+    uint64_t a, b;
+    memcpy(&a, &k, sizeof(a));
+    memcpy(&b, &approx, sizeof(b));
+    return (int64_t)(a - b);
+}
+
+static inline double tw_countmap_apply_residual_(double approx, int64_t r)
+{
+    uint64_t b;
+    memcpy(&b, &approx, sizeof(b));
+    b += (uint64_t)r;
+    double k;
+    memcpy(&k, &b, sizeof(k));
+    return k;
+}
+
+/* The integer of key k in encoding mode; *ok = 0 when k has none (not
+ * finite, too large) or, except for NEAR_HUNDREDTHS, when k is not
+ * exactly (bit for bit) that integer's key. */
 static inline int64_t tw_countmap_key_int_(double k, int mode, double quantum,
                                            int *ok)
 {
     *ok = 0;
     if (!isfinite(k))
         return 0;
-    double x = mode == TW_COUNTMAP_KEYS_HUNDREDTHS ? k * 100.0 : k / quantum;
+    double x = mode == TW_COUNTMAP_KEYS_QUANTA ? k / quantum : k * 100.0;
     if (!(fabs(x) < 9007199254740992.0)) /* 2^53: every integer exact */
         return 0;
     int64_t h = (int64_t)llrint(x);
-    double back = mode == TW_COUNTMAP_KEYS_HUNDREDTHS ? (double)h / 100.0
-                                                      : (double)h * quantum;
-    *ok = memcmp(&back, &k, sizeof(k)) == 0;
+    double back = tw_countmap_key_of_(h, mode, quantum);
+    *ok = mode == TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS ||
+          memcmp(&back, &k, sizeof(k)) == 0;
     return h;
 }
 
+static inline size_t tw_countmap_sv_len_(int64_t v)
+{
+    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    size_t n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* The first exact mode that fits every key; else NEAR_HUNDREDTHS when it
+ * fits and is shorter than the f64 bits. */
 static inline int tw_countmap_key_mode_(const tw_countmap *m)
 {
     static const int modes[2] = {TW_COUNTMAP_KEYS_HUNDREDTHS,
@@ -397,7 +443,21 @@ static inline int tw_countmap_key_mode_(const tw_countmap *m)
         if (ok)
             return modes[t];
     }
-    return TW_COUNTMAP_KEYS_F64;
+    const int near = TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS;
+    size_t bytes = 0;
+    int64_t prev = 0;
+    for (size_t i = 0; i < m->map.n; i++) {
+        int ok;
+        double k = m->map.ent[i].key;
+        int64_t h = tw_countmap_key_int_(k, near, 0.0, &ok);
+        if (!ok)
+            return TW_COUNTMAP_KEYS_F64;
+        bytes += tw_countmap_sv_len_(h - prev) +
+                 tw_countmap_sv_len_(tw_countmap_residual_(
+                     k, tw_countmap_key_of_(h, near, 0.0)));
+        prev = h;
+    }
+    return bytes < 8 * m->map.n ? near : TW_COUNTMAP_KEYS_F64;
 }
 
 static inline void tw_countmap_save(const tw_countmap *m, tw_ser *s)
@@ -421,6 +481,10 @@ static inline void tw_countmap_save(const tw_countmap *m, tw_ser *s)
                 tw_countmap_key_int_(m->map.ent[i].key, mode, m->quantum, &ok);
             tw_ser_sv(s, h - prev); /* |h| < 2^53: no overflow */
             prev = h;
+            if (mode == TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS)
+                tw_ser_sv(s, tw_countmap_residual_(
+                                 m->map.ent[i].key,
+                                 tw_countmap_key_of_(h, mode, m->quantum)));
         }
         tw_ser_uv(s, m->map.ent[i].val);
     }
@@ -443,7 +507,7 @@ static inline int tw_countmap_restore(tw_countmap *m, tw_deser *d)
     if (compact) {
         k = tw_deser_uv(d);
         /* at least one byte of key and one of count per entry */
-        if (mode > TW_COUNTMAP_KEYS_QUANTA ||
+        if (mode > TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS ||
             (mode == TW_COUNTMAP_KEYS_QUANTA && !(quantum > 0.0)) ||
             k > d->left / 2)
             tw_deser_fail(d);
@@ -468,8 +532,9 @@ static inline int tw_countmap_restore(tw_countmap *m, tw_deser *d)
                 tw_deser_fail(d);
             else
                 prev += delta;
-            key = mode == TW_COUNTMAP_KEYS_HUNDREDTHS ? (double)prev / 100.0
-                                                      : (double)prev * quantum;
+            key = tw_countmap_key_of_(prev, mode, quantum);
+            if (mode == TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS)
+                key = tw_countmap_apply_residual_(key, tw_deser_sv(d));
         }
         uint64_t c = compact ? tw_deser_uv(d) : tw_deser_u64(d);
         if (!tw_deser_ok(d))

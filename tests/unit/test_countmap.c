@@ -334,6 +334,10 @@ static void test_compact_near_hundredths(void **st)
         assert_int_equal(tw_countmap_add(&a, sum), TW_OK);
     }
     assert_true(off > 0); /* some sums are no exact hundredths */
+    /* keys whose nearest hundredth has the other sign: the largest
+     * residuals (-0.0 against +0.0 is INT64_MIN) */
+    assert_int_equal(tw_countmap_add(&a, -0.0), TW_OK);
+    assert_int_equal(tw_countmap_add(&a, -0.001), TW_OK);
     size_t k = tw_countmap_distinct(&a);
     assert_int_equal(tw_countmap_key_mode_(&a),
                      TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS);

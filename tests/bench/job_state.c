@@ -50,6 +50,7 @@ static const char *const sub_names[] = {
     "OverallFrameworkMetrics", "Straggler",
 };
 #define NSUB_NAMES (sizeof(sub_names) / sizeof(sub_names[0]))
+#define MAX_SUBS 64 /* sub-rules appended later print as "sub-rule <i>" */
 #define MAX_AT 32
 #define MAX_NODES 4096
 
@@ -200,8 +201,8 @@ static void print_subrules(const unsigned char *d, size_t len, size_t nnodes)
         return;
     }
     size_t nsub = (size_t)le(m + 8, 4);
-    size_t blen[NSUB_NAMES], end = len;
-    if (nsub > NSUB_NAMES) {
+    size_t blen[MAX_SUBS], end = len;
+    if (nsub > MAX_SUBS) {
         printf("    (%zu sub-rules: unknown layout)\n", nsub);
         return;
     }
@@ -219,9 +220,13 @@ static void print_subrules(const unsigned char *d, size_t len, size_t nnodes)
         end -= (size_t)n;
         blen[r] = (size_t)n;
     }
-    for (size_t r = 0; r < nsub; r++)
-        printf("    %-24s %11zu bytes %11.0f bytes/node\n", sub_names[r],
-               blen[r], (double)blen[r] / (double)nnodes);
+    for (size_t r = 0; r < nsub; r++) {
+        char other[32];
+        snprintf(other, sizeof(other), "sub-rule %zu", r);
+        printf("    %-24s %11zu bytes %11.0f bytes/node\n",
+               r < NSUB_NAMES ? sub_names[r] : other, blen[r],
+               (double)blen[r] / (double)nnodes);
+    }
 }
 
 static int report(const bench *be, tw_job *j, const char *label)

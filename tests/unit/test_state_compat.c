@@ -37,9 +37,8 @@ static int keep_part(void *ud, const char *part, const void *data, size_t len)
     return TW_OK;
 }
 
-static void restore_ok(fuzz_state_setup *su, const char *file,
-                       const char *part, const unsigned char *blob, size_t len,
-                       saved *out)
+static void restore_ok(fuzz_state_setup *su, const char *file, const char *part,
+                       const unsigned char *blob, size_t len, saved *out)
 {
     tw_job *j = NULL;
     char err[1024];

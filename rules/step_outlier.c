@@ -874,36 +874,127 @@ static int so_details(void *state, tw_json *j)
 /* ---- checkpoint -----------------------------------------------------------
  */
 
-#define SO_MAGIC 0x534f3031u /* "SO01" */
+#define SO_MAGIC 0x534f3031u /* "SO01": fixed-width (read only) */
+/* "SO02": the same layout, with the per-step columns compact (lossless):
+ * a step number that is the previous one + 1 (both canonical unsigned
+ * decimals, not strings) is one byte, durations that are whole µs are
+ * varints, start times varint deltas. ~7 bytes a step instead of ~26. */
+#define SO_MAGIC_2 0x534f3032u
 
+/* The value of a canonical unsigned decimal ("0" or no leading zero, at
+ * most 19 digits), or -1. */
+static int64_t step_canonical(const char *text, size_t len)
+{
+    if (len == 0 || len > 18 || (len > 1 && text[0] == '0'))
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return -1;
+        v = v * 10 + (text[i] - '0');
+    }
+    return v;
+}
+
+/* SO02 step: uv 0 = the previous canonical number + 1 (not a string);
+ * else uv len + 1, u8 is_str, the text. */
 static void put_steps(tw_ser *w, const so_steps *st)
 {
-    tw_ser_u64(w, st->n);
+    tw_ser_uv(w, st->n);
+    int64_t prev = -1;
     for (size_t i = 0; i < st->n; i++) {
-        tw_ser_u32(w, st->v[i].len);
-        tw_ser_u8(w, st->v[i].is_str);
-        tw_ser_bytes(w, st->arena + st->v[i].off, st->v[i].len);
+        const char *text = st->arena + st->v[i].off;
+        int64_t v = step_canonical(text, st->v[i].len);
+        if (!st->v[i].is_str && prev >= 0 && v == prev + 1) {
+            tw_ser_uv(w, 0);
+        } else {
+            tw_ser_uv(w, (uint64_t)st->v[i].len + 1);
+            tw_ser_u8(w, st->v[i].is_str);
+            tw_ser_bytes(w, text, st->v[i].len);
+        }
+        prev = st->v[i].is_str ? -1 : v;
     }
 }
 
-static int get_steps(tw_deser *d, so_steps *st)
+static int get_steps(tw_deser *d, so_steps *st, int v2)
 {
-    uint64_t n = tw_deser_count(d, 5);
+    uint64_t n;
+    if (v2) {
+        n = tw_deser_uv(d);
+        if (n > d->left) /* at least one byte a step */
+            tw_deser_fail(d);
+    } else {
+        n = tw_deser_count(d, 5);
+    }
+    int64_t prev = -1;
     for (uint64_t i = 0; i < n && tw_deser_ok(d); i++) {
-        uint32_t len = tw_deser_u32(d);
-        uint8_t is_str = tw_deser_u8(d);
-        if (!tw_deser_ok(d) || len > d->left) {
-            tw_deser_fail(d);
-            break;
+        char num[24];
+        const char *text;
+        uint64_t len;
+        uint8_t is_str;
+        uint64_t tag = v2 ? tw_deser_uv(d) : 1;
+        if (v2 && tag == 0) {
+            if (prev < 0) {
+                tw_deser_fail(d);
+                break;
+            }
+            len = (uint64_t)snprintf(num, sizeof(num), "%lld",
+                                     (long long)(prev + 1));
+            text = num;
+            is_str = 0;
+        } else {
+            len = v2 ? tag - 1 : tw_deser_u32(d);
+            is_str = tw_deser_u8(d);
+            if (!tw_deser_ok(d) || len > d->left || len > UINT32_MAX) {
+                tw_deser_fail(d);
+                break;
+            }
+            /* The bytes are read in place: steps_push copies them. */
+            text = (const char *)d->p;
+            d->p += len;
+            d->left -= len;
         }
-        /* The bytes are read in place: steps_push copies them. */
-        const char *text = (const char *)d->p;
-        if (steps_push(st, text, len, is_str) != TW_OK)
+        if (steps_push(st, text, (size_t)len, is_str) != TW_OK)
             tw_deser_fail(d);
-        d->p += len;
-        d->left -= len;
+        prev = is_str ? -1 : step_canonical(text, (size_t)len);
     }
     return tw_deser_ok(d) ? TW_OK : TW_ERR;
+}
+
+/* SO02 durations: u8 1 and sv whole µs each when every duration is
+ * exactly (double)µs / 1e6, else u8 0 and the f64 bits. */
+static int durations_whole_us(const double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double x = v[i] * 1e6;
+        if (!(fabs(x) < 9007199254740992.0))
+            return 0;
+        double back = (double)llrint(x) / 1e6;
+        if (memcmp(&back, &v[i], sizeof(back)) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void put_durations(tw_ser *w, const double *v, size_t n)
+{
+    int us = durations_whole_us(v, n);
+    tw_ser_u8(w, (uint8_t)us);
+    for (size_t i = 0; i < n; i++) {
+        if (us)
+            tw_ser_sv(w, (int64_t)llrint(v[i] * 1e6));
+        else
+            tw_ser_f64(w, v[i]);
+    }
+}
+
+static void get_durations(tw_deser *d, double *v, size_t n, int v2)
+{
+    int us = v2 ? tw_deser_u8(d) : 0;
+    if (us > 1)
+        tw_deser_fail(d);
+    for (size_t i = 0; i < n && tw_deser_ok(d); i++)
+        v[i] = us ? (double)tw_deser_sv(d) / 1e6 : tw_deser_f64(d);
 }
 
 static int so_save(void *state, tw_buf *out)
@@ -911,7 +1002,7 @@ static int so_save(void *state, tw_buf *out)
     so_state *s = state;
     tw_ser w;
     tw_ser_init(&w, s->host, out);
-    tw_ser_u32(&w, SO_MAGIC);
+    tw_ser_u32(&w, SO_MAGIC_2);
     tw_ser_i64(&w, s->triggered);
     tw_ser_i64(&w, s->violations);
     tw_ser_i64(&w, s->datapoints);
@@ -924,8 +1015,7 @@ static int so_save(void *state, tw_buf *out)
             const so_series *ser = n->names.ptrs[k];
             tw_ser_str(&w, n->names.keys[k]);
             put_steps(&w, &ser->steps);
-            for (size_t t = 0; t < ser->steps.n; t++)
-                tw_ser_f64(&w, ser->d[t]);
+            put_durations(&w, ser->d, ser->steps.n);
             tw_ser_u64(&w, ser->total);
             tw_ser_u8(&w, (uint8_t)ser->any_string);
             tw_ser_u8(&w, (uint8_t)ser->summary);
@@ -964,8 +1054,12 @@ static int so_save(void *state, tw_buf *out)
         const so_node *n = s->nodes.ptrs[i];
         for (size_t k = 0; k < n->names.n; k++) {
             const so_series *ser = n->names.ptrs[k];
-            for (size_t t = 0; t < ser->steps.n; t++)
-                tw_ser_i64(&w, ser->t[t]);
+            int64_t prev = 0;
+            for (size_t t = 0; t < ser->steps.n; t++) {
+                /* µs times of one job: deltas cannot overflow */
+                tw_ser_sv(&w, (int64_t)((uint64_t)ser->t[t] - (uint64_t)prev));
+                prev = ser->t[t];
+            }
         }
     }
     /* second trailer: the slots' step counts (fixed's fraction test) */
@@ -974,7 +1068,7 @@ static int so_save(void *state, tw_buf *out)
     return tw_ser_ok(&w) ? TW_OK : TW_ERR;
 }
 
-static int restore_node(so_state *s, tw_deser *d)
+static int restore_node(so_state *s, tw_deser *d, int v2)
 {
     char *id = tw_deser_str(d);
     if (!id) {
@@ -1000,15 +1094,14 @@ static int restore_node(so_state *s, tw_deser *d)
         }
         so_series *ser = series_get(n, name);
         free(name);
-        if (!ser || get_steps(d, &ser->steps) != TW_OK)
+        if (!ser || get_steps(d, &ser->steps, v2) != TW_OK)
             return TW_ERR;
         ser->dcap = ser->steps.n ? ser->steps.n : 1;
         ser->d = malloc(ser->dcap * sizeof(double));
         ser->t = calloc(ser->dcap, sizeof(int64_t));
         if (!ser->d || !ser->t)
             return TW_ERR;
-        for (size_t t = 0; t < ser->steps.n; t++)
-            ser->d[t] = tw_deser_f64(d);
+        get_durations(d, ser->d, ser->steps.n, v2);
         ser->total = tw_deser_u64(d);
         ser->any_string = tw_deser_u8(d) != 0;
         ser->summary = tw_deser_u8(d) != 0;
@@ -1035,7 +1128,7 @@ static int restore_node(so_state *s, tw_deser *d)
             det->probs[b] = tw_deser_i64(d);
         for (int b = 0; b < 101; b++)
             det->edges[b] = tw_deser_f64(d);
-        if (get_steps(d, &det->steps) != TW_OK)
+        if (get_steps(d, &det->steps, v2) != TW_OK)
             return TW_ERR;
         det->steps_str = tw_deser_u8(d) != 0;
     }
@@ -1048,14 +1141,16 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
     so_state *s = state;
     tw_deser d;
     tw_deser_init(&d, data, len);
-    if (tw_deser_u32(&d) != SO_MAGIC)
+    uint32_t magic = tw_deser_u32(&d);
+    int v2 = magic == SO_MAGIC_2;
+    if (magic != SO_MAGIC && !v2)
         tw_deser_fail(&d);
     s->triggered = tw_deser_i64(&d);
     s->violations = tw_deser_i64(&d);
     s->datapoints = tw_deser_i64(&d);
     uint64_t nn = tw_deser_count(&d, 8);
     for (uint64_t i = 0; i < nn && tw_deser_ok(&d); i++)
-        if (restore_node(s, &d) != TW_OK)
+        if (restore_node(s, &d, v2) != TW_OK)
             tw_deser_fail(&d);
     uint64_t ndet = tw_deser_count(&d, 8);
     if (tw_deser_ok(&d) && ndet > s->nodes.n)
@@ -1085,8 +1180,14 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
             so_node *n = s->nodes.ptrs[i];
             for (size_t k = 0; k < n->names.n; k++) {
                 so_series *ser = n->names.ptrs[k];
-                for (size_t t = 0; t < ser->steps.n; t++)
-                    ser->t[t] = tw_deser_i64(&d);
+                uint64_t prev = 0;
+                for (size_t t = 0; t < ser->steps.n; t++) {
+                    if (v2)
+                        prev += (uint64_t)tw_deser_sv(&d);
+                    else
+                        prev = (uint64_t)tw_deser_i64(&d);
+                    ser->t[t] = (int64_t)prev;
+                }
             }
         }
     }

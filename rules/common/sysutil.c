@@ -2,6 +2,8 @@
  * (see sysutil.h). */
 #include "sysutil.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,26 +63,74 @@ size_t tw_dring_copy(const tw_dring *r, size_t skip_newest, size_t n,
     return n;
 }
 
+/* The compact form sets this bit in the u32 length (a length never
+ * reaches it: windows are at most 100 000), then u8 1 and the values as
+ * zigzag varint deltas of their hundredths when every value is exactly
+ * hundredths / 100.0 (utilisation with two decimals), else u8 0 and the
+ * f64 bits. Lossless; the older form (plain length, f64 bits) is read. */
+#define RING_COMPACT 0x80000000u
+
+static int ring_hundredths(double x, int64_t *h)
+{
+    double y = x * 100.0;
+    if (!(fabs(y) < 9007199254740992.0)) /* 2^53 */
+        return 0;
+    *h = (int64_t)llrint(y);
+    double back = (double)*h / 100.0;
+    return memcmp(&back, &x, sizeof(x)) == 0;
+}
+
 void tw_dring_save(const tw_dring *r, tw_ser *s)
 {
-    tw_ser_u32(s, r->len);
+    int hundredths = 1;
+    for (uint32_t i = 0; i < r->len && hundredths; i++) {
+        int64_t h;
+        hundredths = ring_hundredths(r->v[i], &h);
+    }
+    tw_ser_u32(s, r->len | RING_COMPACT);
+    tw_ser_u8(s, (uint8_t)hundredths);
+    int64_t prev = 0;
     for (uint32_t i = r->len; i > 0; i--) {
         double x;
         tw_dring_copy(r, i - 1, 1, &x);
-        tw_ser_f64(s, x);
+        if (hundredths) {
+            int64_t h = 0;
+            ring_hundredths(x, &h);
+            tw_ser_sv(s, h - prev); /* |h| < 2^53: no overflow */
+            prev = h;
+        } else {
+            tw_ser_f64(s, x);
+        }
     }
 }
 
 int tw_dring_load(tw_dring *r, tw_deser *d)
 {
     uint32_t len = tw_deser_u32(d);
-    if (!tw_deser_ok(d) || len > r->cap || (size_t)len * 8 > d->left) {
+    int compact = (len & RING_COMPACT) != 0;
+    len &= ~RING_COMPACT;
+    int hundredths = compact ? tw_deser_u8(d) : 0;
+    /* at least one byte a value (compact hundredths), else eight */
+    size_t least = hundredths ? 1 : 8;
+    if (!tw_deser_ok(d) || hundredths > 1 || len > r->cap ||
+        (size_t)len * least > d->left) {
         tw_deser_fail(d);
         return TW_ERR;
     }
     tw_dring_clear(r);
-    for (uint32_t i = 0; i < len; i++)
-        tw_dring_push(r, tw_deser_f64(d));
+    int64_t prev = 0;
+    for (uint32_t i = 0; i < len && tw_deser_ok(d); i++) {
+        if (hundredths) {
+            int64_t delta = tw_deser_sv(d);
+            if (delta > 0 ? prev > INT64_MAX - delta : prev < INT64_MIN - delta)
+                tw_deser_fail(d);
+            else
+                prev += delta;
+            tw_dring_push(r, (double)prev / 100.0);
+        } else {
+            tw_dring_push(r, tw_deser_f64(d));
+        }
+    }
     return tw_deser_ok(d) ? TW_OK : TW_ERR;
 }
 

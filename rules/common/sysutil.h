@@ -45,8 +45,11 @@ void tw_dring_push(tw_dring *r, double x);
  * were copied (fewer when the ring holds fewer). */
 size_t tw_dring_copy(const tw_dring *r, size_t skip_newest, size_t n,
                      double *out);
+/* Oldest first; values that are all exact hundredths (utilisation with two
+ * decimals) as varint deltas, ~1-3 bytes each, else their f64 bits. */
 void tw_dring_save(const tw_dring *r, tw_ser *s);
-/* Restores into an initialised ring of the same capacity. */
+/* Restores into an initialised ring of the same capacity; reads both the
+ * compact form and the older plain one. */
 int tw_dring_load(tw_dring *r, tw_deser *d);
 
 /* ---- string -> index (named apart from engine/base/strmap.h's tw_strmap,

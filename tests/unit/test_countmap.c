@@ -1,7 +1,8 @@
 /* Unit tests of the public header-only trainwatch/countmap.h: quantiles
  * bit-identical to the engine's numpy-exact tw_quantile_sorted over the
  * full sorted list, any insertion order, coarsening under a cap,
- * checkpoint round trip (trainwatch/ser.h). */
+ * checkpoint round trip (trainwatch/ser.h) in the compact form, and
+ * restore of the older fixed-width form. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -228,6 +229,165 @@ static void test_save_restore(void **st)
     free(buf.p);
 }
 
+/* Saves a, restores into a fresh map and checks that the restored map
+ * holds the same keys in the same order with the same counts and stats.
+ * Returns the saved bytes. */
+static size_t roundtrip_same(tw_countmap *a, size_t max_keys)
+{
+    tw_host host;
+    memset(&host, 0, sizeof(host));
+    host.buf_write = sink_write;
+    tw_buf buf = {0};
+    tw_ser s;
+    tw_ser_init(&s, &host, &buf);
+    tw_countmap_save(a, &s);
+    assert_true(tw_ser_ok(&s));
+    tw_countmap b;
+    tw_countmap_init(&b, max_keys);
+    tw_deser d;
+    tw_deser_init(&d, buf.p, buf.n);
+    assert_int_equal(tw_countmap_restore(&b, &d), TW_OK);
+    assert_true(tw_deser_done(&d));
+    assert_int_equal(b.map.n, a->map.n);
+    for (size_t i = 0; i < a->map.n; i++) {
+        assert_true(bits_eq(b.map.ent[i].key, a->map.ent[i].key));
+        assert_int_equal(b.map.ent[i].val, a->map.ent[i].val);
+    }
+    assert_int_equal(b.n, a->n);
+    assert_int_equal(b.nnan, a->nnan);
+    assert_true(bits_eq(b.min, a->min));
+    assert_true(bits_eq(b.max, a->max));
+    assert_true(bits_eq(b.quantum, a->quantum));
+    /* every proper prefix is refused */
+    for (size_t cut = 0; cut < buf.n; cut += 1 + buf.n / 64) {
+        tw_deser_init(&d, buf.p, cut);
+        assert_int_equal(tw_countmap_restore(&b, &d), TW_ERR);
+    }
+    tw_countmap_free(&b);
+    free(buf.p);
+    return buf.n;
+}
+
+static void test_compact_percentages(void **st)
+{
+    (void)st;
+    tw_countmap a;
+    tw_countmap_init(&a, 0);
+    uint64_t seed = 11;
+    /* 20 000 utilisation readings with two decimals, 0.00 .. 100.00 */
+    for (size_t i = 0; i < 20000; i++) {
+        double v = (double)(rng_next(&seed) % 10001) / 100.0;
+        assert_int_equal(tw_countmap_add(&a, v), TW_OK);
+    }
+    assert_int_equal(tw_countmap_add(&a, NAN), TW_OK);
+    size_t k = tw_countmap_distinct(&a);
+    size_t bytes = roundtrip_same(&a, 0);
+    /* the fixed-width form took 16 bytes a key; hundredths take <= 5 */
+    assert_true(bytes <= 64 + 5 * k);
+    tw_countmap_free(&a);
+}
+
+static void test_compact_quanta_and_f64_keys(void **st)
+{
+    (void)st;
+    /* coarsened past 0.01: keys are multiples of the quantum */
+    tw_countmap a;
+    tw_countmap_init(&a, 100);
+    uint64_t seed = 5;
+    for (size_t i = 0; i < 5000; i++)
+        assert_int_equal(
+            tw_countmap_add(&a, (double)(rng_next(&seed) % 1000000) / 1e4),
+            TW_OK);
+    assert_true(a.quantum > 0.01);
+    size_t k = tw_countmap_distinct(&a);
+    assert_true(roundtrip_same(&a, 100) <= 64 + 6 * k);
+    tw_countmap_free(&a);
+    /* keys that are no exact hundredths (and -0.0, +inf) keep their bits */
+    tw_countmap_init(&a, 0);
+    const double odd[] = {0.1 + 0.2, -0.0, 1.0 / 3.0, INFINITY, 1e300, 0.5};
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
+        assert_int_equal(tw_countmap_add(&a, odd[i]), TW_OK);
+    roundtrip_same(&a, 0);
+    tw_countmap_free(&a);
+    /* an empty map */
+    tw_countmap_init(&a, 0);
+    roundtrip_same(&a, 0);
+    tw_countmap_free(&a);
+}
+
+/* Per-timestamp sums of hundredths (OverallSystemUsage's keys) are often
+ * a few ulps off a hundredth: written as the hundredth plus the ulps. */
+static void test_compact_near_hundredths(void **st)
+{
+    (void)st;
+    tw_countmap a;
+    tw_countmap_init(&a, 0);
+    uint64_t seed = 3;
+    size_t off = 0;
+    for (size_t i = 0; i < 5000; i++) {
+        double sum = 0.0;
+        for (int c = 0; c < 96; c++)
+            sum += (double)(rng_next(&seed) % 10001) / 100.0;
+        int ok;
+        tw_countmap_key_int_(sum, TW_COUNTMAP_KEYS_HUNDREDTHS, 0.0, &ok);
+        off += !ok;
+        assert_int_equal(tw_countmap_add(&a, sum), TW_OK);
+    }
+    assert_true(off > 0); /* some sums are no exact hundredths */
+    /* keys whose nearest hundredth has the other sign: the largest
+     * residuals (-0.0 against +0.0 is INT64_MIN) */
+    assert_int_equal(tw_countmap_add(&a, -0.0), TW_OK);
+    assert_int_equal(tw_countmap_add(&a, -0.001), TW_OK);
+    size_t k = tw_countmap_distinct(&a);
+    assert_int_equal(tw_countmap_key_mode_(&a),
+                     TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS);
+    assert_true(roundtrip_same(&a, 0) <= 64 + 6 * k);
+    tw_countmap_free(&a);
+    /* tiny values (their ulps are far below a hundredth) keep their bits */
+    tw_countmap_init(&a, 0);
+    for (size_t i = 0; i < 1000; i++)
+        assert_int_equal(tw_countmap_add(&a, (double)i * 1e-7 + 1e-9), TW_OK);
+    assert_int_equal(tw_countmap_key_mode_(&a), TW_COUNTMAP_KEYS_F64);
+    roundtrip_same(&a, 0);
+    tw_countmap_free(&a);
+}
+
+/* A checkpoint of the older fixed-width form ("CMAP") is still read. */
+static void test_restore_fixed_width_form(void **st)
+{
+    (void)st;
+    tw_host host;
+    memset(&host, 0, sizeof(host));
+    host.buf_write = sink_write;
+    tw_buf buf = {0};
+    tw_ser s;
+    tw_ser_init(&s, &host, &buf);
+    tw_ser_u32(&s, COUNTMAP_TAG);
+    tw_ser_u64(&s, 3);    /* n */
+    tw_ser_u64(&s, 0);    /* nnan */
+    tw_ser_f64(&s, 1.5);  /* min */
+    tw_ser_f64(&s, 42.0); /* max */
+    tw_ser_f64(&s, 0.0);  /* quantum */
+    tw_ser_u64(&s, 2);    /* keys */
+    tw_ser_f64(&s, 42.0);
+    tw_ser_u64(&s, 1);
+    tw_ser_f64(&s, 1.5);
+    tw_ser_u64(&s, 2);
+    assert_true(tw_ser_ok(&s));
+    tw_countmap m;
+    tw_countmap_init(&m, 0);
+    tw_deser d;
+    tw_deser_init(&d, buf.p, buf.n);
+    assert_int_equal(tw_countmap_restore(&m, &d), TW_OK);
+    assert_true(tw_deser_done(&d));
+    double q;
+    assert_int_equal(tw_countmap_quantile(&m, 0.5, &q), TW_OK);
+    assert_true(bits_eq(q, 1.5));
+    assert_int_equal(tw_countmap_count(&m), 3);
+    tw_countmap_free(&m);
+    free(buf.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +397,10 @@ int main(void)
         cmocka_unit_test(test_empty_and_nan),
         cmocka_unit_test(test_cap_coarsens_keeps_extremes),
         cmocka_unit_test(test_save_restore),
+        cmocka_unit_test(test_compact_percentages),
+        cmocka_unit_test(test_compact_quanta_and_f64_keys),
+        cmocka_unit_test(test_compact_near_hundredths),
+        cmocka_unit_test(test_restore_fixed_width_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

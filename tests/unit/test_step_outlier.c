@@ -2,7 +2,8 @@
  * the worked example with its exact numbers in reference semantics, the
  * 100/101-duration and n_outliers boundaries, the `mode` quirk and its
  * fixed-mode correction, history re-counting, skipped events, step-number
- * types, one slot per node, summary mode, checkpoints and parameters. */
+ * types, one slot per node, summary mode, checkpoints (and their compact
+ * form) and parameters. */
 #include <math.h>
 
 #include "rule_test_util.h"
@@ -425,6 +426,58 @@ static void test_checkpoint_equivalence(void **state)
     }
 }
 
+static size_t saved_bytes(rt_env *e)
+{
+    tw_buf *buf = tw_buf_new();
+    assert_non_null(buf);
+    assert_int_equal(tw_rule_save(e->rule, buf), TW_OK);
+    size_t n = tw_buf_len(buf);
+    tw_buf_free(buf);
+    return n;
+}
+
+/* The checkpoint's per-step columns are compact (consecutive numbers one
+ * byte, whole-µs durations and start deltas varints) and lossless for
+ * every other kind of step number: gaps, strings, non-canonical texts. */
+static void test_checkpoint_compact(void **state)
+{
+    (void)state;
+    static stream s;
+    st_init(&s);
+    for (long k = 0; k < 3000; k++)
+        st_step(&s, "Step:ModeKeys.TRAIN", "algo-1-0",
+                k % 97 == 5 ? 1000000 : 100000 + k % 7, k < 2000 ? k : k + 3,
+                k % 500 == 9 ? 's' : 'n');
+    /* non-canonical numbers: leading zeros, a sign */
+    snprintf(s.text[2100], sizeof(s.text[2100]), "0042");
+    snprintf(s.text[2200], sizeof(s.text[2200]), "-7");
+    const char *kv[] = {"n_outliers", "1", NULL};
+    rt_env *a = rt_env_new();
+    assert_int_equal(rt_create(a, "StepOutlier", TW_SEMANTICS_REFERENCE, kv),
+                     TW_OK);
+    rt_job job;
+    rt_job_init(&job);
+    run_stream(a, &job, 0, s.ev, 1000);
+    size_t at1000 = saved_bytes(a);
+    run_stream(a, &job, 1, s.ev + 1000, 1000);
+    size_t at2000 = saved_bytes(a);
+    /* the fixed-width form took 26 bytes a step (5 + text, 8, 8) */
+    assert_true(at2000 - at1000 <= 8 * 1000);
+    run_stream(a, &job, 2, s.ev + 2000, 500);
+    rt_env *b =
+        rt_clone_via_checkpoint(a, "StepOutlier", TW_SEMANTICS_REFERENCE, kv);
+    assert_string_equal(rt_report_text(a), rt_report_text(b));
+    run_stream(a, &job, 3, s.ev + 2500, 500);
+    run_stream(b, &job, 3, s.ev + 2500, 500);
+    char *ta = strdup(rt_report_text(a));
+    assert_non_null(ta);
+    assert_string_equal(ta, rt_report_text(b));
+    assert_non_null(strstr(ta, "\"step_numbers\""));
+    free(ta);
+    rt_env_free(a);
+    rt_env_free(b);
+}
+
 static void test_bad_parameters(void **state)
 {
     (void)state;
@@ -463,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_one_slot_per_node_and_collisions),
         cmocka_unit_test(test_fixed_summary_mode),
         cmocka_unit_test(test_checkpoint_equivalence),
+        cmocka_unit_test(test_checkpoint_compact),
         cmocka_unit_test(test_bad_parameters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

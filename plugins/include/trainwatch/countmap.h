@@ -39,6 +39,7 @@
 #ifndef TRAINWATCH_COUNTMAP_H
 #define TRAINWATCH_COUNTMAP_H
 
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,8 +108,13 @@ static inline int tw_countmap_box(tw_countmap *m, tw_box *out);
 static inline size_t tw_countmap_memory(const tw_countmap *m);
 
 /* Checkpoint: the distinct keys with their counts, the exact min/max and
- * the coarsening state. restore() replaces the content of an initialised
- * map (its cap is kept). */
+ * the coarsening state. Lossless and compact ("CMA2"): keys that are exact
+ * hundredths (or exact multiples of the quantum) are written as varint
+ * deltas of those integers, counts as varints, so a map of percentages
+ * takes about 3-4 bytes per distinct key instead of 16; keys near
+ * hundredths (sums of them) add their distance in ulps; other keys keep
+ * their f64 bits. restore() also reads the older fixed-width "CMAP" form,
+ * and replaces the content of an initialised map (its cap is kept). */
 static inline void tw_countmap_save(const tw_countmap *m, tw_ser *s);
 static inline int tw_countmap_restore(tw_countmap *m, tw_deser *d);
 
@@ -348,34 +354,166 @@ static inline size_t tw_countmap_memory(const tw_countmap *m)
            m->scap * (sizeof(*m->skeys) + sizeof(*m->cum));
 }
 
-#define COUNTMAP_TAG 0x434d4150u /* "CMAP" */
+#define COUNTMAP_TAG 0x434d4150u   /* "CMAP": f64 keys, u64 counts (read) */
+#define COUNTMAP_TAG_2 0x32414d43u /* "CMA2": compact keys, varint counts */
+
+/* Key encodings of "CMA2", chosen per map at save time. Keys stay in the
+ * map's own order (restore re-inserts them in that order, so a restored
+ * map is the same map), each as the zigzag delta of its integer from the
+ * previous key's. */
+enum {
+    TW_COUNTMAP_KEYS_F64 = 0,        /* f64 bit patterns                  */
+    TW_COUNTMAP_KEYS_HUNDREDTHS = 1, /* key == h / 100.0 for an integer h */
+    TW_COUNTMAP_KEYS_QUANTA = 2,     /* key == h * quantum               */
+    /* key's bits == the bits of h / 100.0 plus a residual r (zigzag
+     * varint after the delta): sums and averages of hundredths that
+     * rounding moved a few ulps off them */
+    TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS = 3,
+};
+
+/* The integer of key k in encoding mode; *ok = 0 when k is not exactly
+ * (bit for bit) that integer's value. */
+static inline double tw_countmap_key_of_(int64_t h, int mode, double quantum)
+{
+    return mode == TW_COUNTMAP_KEYS_QUANTA ? (double)h * quantum
+                                           : (double)h / 100.0;
+}
+
+/* The key's bits minus its integer's key's bits (two's complement). */
+static inline int64_t tw_countmap_residual_(double k, double approx)
+{
+    uint64_t a, b;
+    memcpy(&a, &k, sizeof(a));
+    memcpy(&b, &approx, sizeof(b));
+    return (int64_t)(a - b);
+}
+
+static inline double tw_countmap_apply_residual_(double approx, int64_t r)
+{
+    uint64_t b;
+    memcpy(&b, &approx, sizeof(b));
+    b += (uint64_t)r;
+    double k;
+    memcpy(&k, &b, sizeof(k));
+    return k;
+}
+
+/* The integer of key k in encoding mode; *ok = 0 when k has none (not
+ * finite, too large) or, except for NEAR_HUNDREDTHS, when k is not
+ * exactly (bit for bit) that integer's key. */
+static inline int64_t tw_countmap_key_int_(double k, int mode, double quantum,
+                                           int *ok)
+{
+    *ok = 0;
+    if (!isfinite(k))
+        return 0;
+    double x = mode == TW_COUNTMAP_KEYS_QUANTA ? k / quantum : k * 100.0;
+    if (!(fabs(x) < 9007199254740992.0)) /* 2^53: every integer exact */
+        return 0;
+    int64_t h = (int64_t)llrint(x);
+    double back = tw_countmap_key_of_(h, mode, quantum);
+    *ok = mode == TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS ||
+          memcmp(&back, &k, sizeof(k)) == 0;
+    return h;
+}
+
+static inline size_t tw_countmap_sv_len_(int64_t v)
+{
+    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    size_t n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* The first exact mode that fits every key; else NEAR_HUNDREDTHS when it
+ * fits and is shorter than the f64 bits. */
+static inline int tw_countmap_key_mode_(const tw_countmap *m)
+{
+    static const int modes[2] = {TW_COUNTMAP_KEYS_HUNDREDTHS,
+                                 TW_COUNTMAP_KEYS_QUANTA};
+    for (int t = 0; t < 2; t++) {
+        if (modes[t] == TW_COUNTMAP_KEYS_QUANTA && !(m->quantum > 0.0))
+            continue;
+        int ok = 1;
+        for (size_t i = 0; ok && i < m->map.n; i++)
+            tw_countmap_key_int_(m->map.ent[i].key, modes[t], m->quantum, &ok);
+        if (ok)
+            return modes[t];
+    }
+    const int near = TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS;
+    size_t bytes = 0;
+    int64_t prev = 0;
+    for (size_t i = 0; i < m->map.n; i++) {
+        int ok;
+        double k = m->map.ent[i].key;
+        int64_t h = tw_countmap_key_int_(k, near, 0.0, &ok);
+        if (!ok)
+            return TW_COUNTMAP_KEYS_F64;
+        bytes += tw_countmap_sv_len_(h - prev) +
+                 tw_countmap_sv_len_(tw_countmap_residual_(
+                     k, tw_countmap_key_of_(h, near, 0.0)));
+        prev = h;
+    }
+    return bytes < 8 * m->map.n ? near : TW_COUNTMAP_KEYS_F64;
+}
 
 static inline void tw_countmap_save(const tw_countmap *m, tw_ser *s)
 {
-    tw_ser_u32(s, COUNTMAP_TAG);
-    tw_ser_u64(s, m->n);
-    tw_ser_u64(s, m->nnan);
+    int mode = tw_countmap_key_mode_(m);
+    tw_ser_u32(s, COUNTMAP_TAG_2);
+    tw_ser_uv(s, m->n);
+    tw_ser_uv(s, m->nnan);
     tw_ser_f64(s, m->min);
     tw_ser_f64(s, m->max);
     tw_ser_f64(s, m->quantum);
-    tw_ser_u64(s, m->map.n);
+    tw_ser_u8(s, (uint8_t)mode);
+    tw_ser_uv(s, m->map.n);
+    int64_t prev = 0;
     for (size_t i = 0; i < m->map.n; i++) {
-        tw_ser_f64(s, m->map.ent[i].key);
-        tw_ser_u64(s, m->map.ent[i].val);
+        if (mode == TW_COUNTMAP_KEYS_F64) {
+            tw_ser_f64(s, m->map.ent[i].key);
+        } else {
+            int ok;
+            int64_t h =
+                tw_countmap_key_int_(m->map.ent[i].key, mode, m->quantum, &ok);
+            tw_ser_sv(s, h - prev); /* |h| < 2^53: no overflow */
+            prev = h;
+            if (mode == TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS)
+                tw_ser_sv(s, tw_countmap_residual_(
+                                 m->map.ent[i].key,
+                                 tw_countmap_key_of_(h, mode, m->quantum)));
+        }
+        tw_ser_uv(s, m->map.ent[i].val);
     }
 }
 
 static inline int tw_countmap_restore(tw_countmap *m, tw_deser *d)
 {
     tw_countmap_clear(m);
-    if (tw_deser_u32(d) != COUNTMAP_TAG)
+    uint32_t tag = tw_deser_u32(d);
+    int compact = tag == COUNTMAP_TAG_2;
+    if (tag != COUNTMAP_TAG && !compact)
         tw_deser_fail(d);
-    uint64_t n = tw_deser_u64(d);
-    uint64_t nnan = tw_deser_u64(d);
+    uint64_t n = compact ? tw_deser_uv(d) : tw_deser_u64(d);
+    uint64_t nnan = compact ? tw_deser_uv(d) : tw_deser_u64(d);
     double mn = tw_deser_f64(d);
     double mx = tw_deser_f64(d);
     double quantum = tw_deser_f64(d);
-    uint64_t k = tw_deser_count(d, 16);
+    int mode = compact ? tw_deser_u8(d) : TW_COUNTMAP_KEYS_F64;
+    uint64_t k;
+    if (compact) {
+        k = tw_deser_uv(d);
+        /* at least one byte of key and one of count per entry */
+        if (mode > TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS ||
+            (mode == TW_COUNTMAP_KEYS_QUANTA && !(quantum > 0.0)) ||
+            k > d->left / 2)
+            tw_deser_fail(d);
+    } else {
+        k = tw_deser_count(d, 16);
+    }
     if (!tw_deser_ok(d))
         return TW_ERR;
     if (tw_dmap_reserve(&m->map, (size_t)k) != TW_OK) {
@@ -383,14 +521,27 @@ static inline int tw_countmap_restore(tw_countmap *m, tw_deser *d)
         return TW_ERR;
     }
     uint64_t total = 0;
+    int64_t prev = 0;
     for (uint64_t i = 0; i < k; i++) {
-        double key = tw_deser_f64(d);
-        uint64_t c = tw_deser_u64(d);
+        double key;
+        if (mode == TW_COUNTMAP_KEYS_F64) {
+            key = tw_deser_f64(d);
+        } else {
+            int64_t delta = tw_deser_sv(d);
+            if (delta > 0 ? prev > INT64_MAX - delta : prev < INT64_MIN - delta)
+                tw_deser_fail(d);
+            else
+                prev += delta;
+            key = tw_countmap_key_of_(prev, mode, quantum);
+            if (mode == TW_COUNTMAP_KEYS_NEAR_HUNDREDTHS)
+                key = tw_countmap_apply_residual_(key, tw_deser_sv(d));
+        }
+        uint64_t c = compact ? tw_deser_uv(d) : tw_deser_u64(d);
         if (!tw_deser_ok(d))
             return TW_ERR;
         int inserted = 0;
         uint64_t *slot = tw_dmap_put(&m->map, key, c, &inserted);
-        if (slot == NULL || !inserted || c == 0) {
+        if (slot == NULL || !inserted || c == 0 || c > UINT64_MAX - total) {
             tw_deser_fail(d);
             return TW_ERR;
         }

@@ -2,7 +2,8 @@
  * trainwatch/ser.h - checkpoint encoding shared by the built-in rules: a writer
  * over host->buf_write and a bounds-checked reader. Little-endian fixed-width
  * integers, doubles as their IEEE bit pattern (so restore is bit exact),
- * strings as u32 length + bytes (0xFFFFFFFF = NULL).
+ * strings as u32 length + bytes (0xFFFFFFFF = NULL); compact encodings use
+ * varints (LEB128: 7 bits a byte, low first; signed values zigzag-mapped).
  *
  * Errors are sticky: after the first failure every call is a no-op and
  * tw_ser_ok()/tw_deser_ok() return 0, so callers check once at the end.
@@ -47,6 +48,8 @@ static inline void tw_ser_u64(tw_ser *s, uint64_t v);
 static inline void tw_ser_i64(tw_ser *s, int64_t v);
 static inline void tw_ser_f64(tw_ser *s, double v);
 static inline void tw_ser_str(tw_ser *s, const char *str); /* NULL allowed */
+static inline void tw_ser_uv(tw_ser *s, uint64_t v);       /* varint */
+static inline void tw_ser_sv(tw_ser *s, int64_t v);        /* zigzag varint */
 static inline int tw_ser_ok(const tw_ser *s);
 
 static inline void tw_deser_init(tw_deser *d, const void *data, size_t len);
@@ -59,6 +62,9 @@ static inline double tw_deser_f64(tw_deser *d);
 /* A malloc'd copy (caller frees); NULL for a NULL string or on error
  * (tell them apart with tw_deser_ok()). */
 static inline char *tw_deser_str(tw_deser *d);
+/* Varints; more than 10 bytes or a value past 64 bits fails the reader. */
+static inline uint64_t tw_deser_uv(tw_deser *d);
+static inline int64_t tw_deser_sv(tw_deser *d);
 /* Reads a u64 element count and checks that at least count*min_bytes
  * bytes remain, so a corrupt count cannot drive a huge allocation. */
 static inline uint64_t tw_deser_count(tw_deser *d, size_t min_bytes);
@@ -116,6 +122,23 @@ static inline void tw_ser_f64(tw_ser *s, double v)
     uint64_t bits;
     memcpy(&bits, &v, sizeof(bits));
     tw_ser_u64(s, bits);
+}
+
+static inline void tw_ser_uv(tw_ser *s, uint64_t v)
+{
+    uint8_t b[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        b[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b[n++] = (uint8_t)v;
+    tw_ser_bytes(s, b, n);
+}
+
+static inline void tw_ser_sv(tw_ser *s, int64_t v)
+{
+    tw_ser_uv(s, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
 static inline void tw_ser_str(tw_ser *s, const char *str)
@@ -197,6 +220,30 @@ static inline double tw_deser_f64(tw_deser *d)
     double v;
     memcpy(&v, &bits, sizeof(v));
     return v;
+}
+
+static inline uint64_t tw_deser_uv(tw_deser *d)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (d->err || d->left == 0)
+            break;
+        uint8_t b = *d->p++;
+        d->left--;
+        if (shift == 63 && b > 1)
+            break; /* past 64 bits */
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if ((b & 0x80) == 0)
+            return v;
+    }
+    d->err = 1;
+    return 0;
+}
+
+static inline int64_t tw_deser_sv(tw_deser *d)
+{
+    uint64_t u = tw_deser_uv(d);
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
 }
 
 static inline char *tw_deser_str(tw_deser *d)

@@ -1,0 +1,115 @@
+/* Checkpoints written by earlier builds still restore: the fuzz_state seed
+ * corpus (tests/fuzz/corpus/state/) holds every built-in rule's part of a
+ * real job as stored by the build before the compact checkpoint forms
+ * (end.rule.<k>.stored: fixed-width count maps "CMAP", StepOutlier
+ * "SO01", plain rings) and by this one (compact-end.rule.<k>.stored:
+ * "CMA2", "SO02", compact rings). Each must restore into a fresh job, save
+ * again, and that save must restore too. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+/* cmocka.h needs the four above first */
+#include <cmocka.h>
+
+#include "../fuzz/fuzz_state.h"
+
+typedef struct saved {
+    unsigned char *data;
+    size_t len;
+    char part[32];
+} saved;
+
+static int keep_part(void *ud, const char *part, const void *data, size_t len)
+{
+    saved *s = ud;
+    if (strcmp(part, s->part) != 0)
+        return TW_OK;
+    free(s->data);
+    s->data = malloc(len ? len : 1);
+    if (s->data == NULL)
+        return TW_ERR;
+    memcpy(s->data, data, len);
+    s->len = len;
+    return TW_OK;
+}
+
+static void restore_ok(fuzz_state_setup *su, const char *file, const char *part,
+                       const unsigned char *blob, size_t len, saved *out)
+{
+    tw_job *j = NULL;
+    char err[1024];
+    assert_int_equal(tw_job_new(FUZZ_STATE_JOB, &su->cfg, su->reg, su->specs,
+                                su->nspecs, &j, err, sizeof(err)),
+                     TW_OK);
+    err[0] = '\0';
+    int rc = tw_job_restore_part(j, part, blob, len, err, sizeof(err));
+    if (rc != TW_OK)
+        fail_msg("%s (%s): %s", file, part, err);
+    if (out != NULL) {
+        snprintf(out->part, sizeof(out->part), "%s", part);
+        assert_int_equal(tw_job_save(j, 0, keep_part, out, err, sizeof(err)),
+                         TW_OK);
+        assert_non_null(out->data);
+    }
+    tw_job_free(j);
+}
+
+static void test_old_and_compact_parts_restore(void **st)
+{
+    (void)st;
+    const char *src = getenv("TW_SOURCE_DIR");
+    assert_non_null(src);
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/state", src);
+    fuzz_state_setup su;
+    assert_int_equal(fuzz_state_setup_init(&su), 0);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t old_parts = 0, compact_parts = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        int compact = strncmp(name, "compact-", 8) == 0;
+        const char *base = compact ? name + 8 : name;
+        size_t n = strlen(base);
+        if (strncmp(base, "end.rule.", 9) != 0 || n < 7 ||
+            strcmp(base + n - 7, ".stored") != 0)
+            continue;
+        char path[8192];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        unsigned char buf[1 << 16];
+        size_t len = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        assert_true(len > 2 && len < sizeof(buf));
+        assert_true(buf[0] > 0 && (buf[1] & 1) == 0); /* a stored rule part */
+        char part[32];
+        snprintf(part, sizeof(part), "rule.%zu",
+                 (size_t)(buf[0] - 1) % su.nspecs);
+        saved again = {0};
+        restore_ok(&su, name, part, buf + 2, len - 2, &again);
+        restore_ok(&su, name, part, again.data, again.len, NULL);
+        free(again.data);
+        if (compact)
+            compact_parts++;
+        else
+            old_parts++;
+    }
+    closedir(d);
+    assert_int_equal(old_parts, su.nspecs);
+    assert_true(compact_parts > 0);
+    tw_registry_free(su.reg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_old_and_compact_parts_restore),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

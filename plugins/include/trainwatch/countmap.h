@@ -502,7 +502,7 @@ static inline int tw_countmap_restore(tw_countmap *m, tw_deser *d)
     double mn = tw_deser_f64(d);
     double mx = tw_deser_f64(d);
     double quantum = tw_deser_f64(d);
-    int mode = compact ? tw_deser_u8(d) : TW_COUNTMAP_KEYS_F64;
+    int mode = compact ? (int)tw_deser_u8(d) : (int)TW_COUNTMAP_KEYS_F64;
     uint64_t k;
     if (compact) {
         k = tw_deser_uv(d);

@@ -907,6 +907,12 @@ static int tw_run_connect(tw_run *r, char *err, size_t n)
         tw_log(TW_LOG_ERROR, "run: %s", err);
         return 1;
     }
+    if (tw_run_actions_start_capture(
+            r->actions, r->s.brokers, (const char *const *)r->s.prop_kv,
+            r->s.nprops, r->s.alerts_topic, err, n) != TW_OK) {
+        tw_log(TW_LOG_ERROR, "run: %s", err);
+        return 1;
+    }
     /* Learn the output topics now: the first alert or dead letter would
      * otherwise wait for a metadata round trip (about a second when the
      * cluster has to create the topic). */

@@ -215,13 +215,13 @@ static void publish_request(tw_run_capture *c, tw_cap_req *q)
     char err[512];
     q->sent_us = tw_mono_us();
     q->deadline_us = q->sent_us + q->wait_us;
-    if (text == NULL || tw_producer_send(c->producer, q->topic, q->job, text,
-                                         strlen(text), NULL, 0, err,
-                                         sizeof(err)) != 0) {
+    if (text == NULL ||
+        tw_producer_send(c->producer, q->topic, q->job, text, strlen(text),
+                         NULL, 0, err, sizeof(err)) != 0) {
         /* still waited for: a hook may have seen nothing; timed out then */
-        tw_log(TW_LOG_ERROR, "capture %s (job '%s'): cannot publish on '%s': %s",
-               q->request_id, q->job, q->topic,
-               text ? err : "out of memory");
+        tw_log(TW_LOG_ERROR,
+               "capture %s (job '%s'): cannot publish on '%s': %s",
+               q->request_id, q->job, q->topic, text ? err : "out of memory");
     } else {
         atomic_fetch_add(&c->requested, 1);
         tw_log(TW_LOG_INFO,
@@ -286,7 +286,7 @@ static void decide(tw_run_capture *c, tw_cap_req *q, int64_t now)
     const char *outcome = nans == 0                      ? "timed out"
                           : json_array_size(missing) > 0 ? "rank unreachable"
                                                          : "captured";
-    atomic_fetch_add(nans == 0                        ? &c->timed_out
+    atomic_fetch_add(nans == 0                      ? &c->timed_out
                      : json_array_size(missing) > 0 ? &c->unreachable
                                                     : &c->captured,
                      1);
@@ -454,12 +454,10 @@ static int consumer_new(tw_run_capture *c, const tw_run_capture_config *cfg,
 {
     char why[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *fixed[][2] = {{"bootstrap.servers", cfg->brokers},
-                              {"group.id", cfg->group},
-                              {"enable.auto.commit", "false"},
-                              {"auto.offset.reset", "latest"},
-                              {"client.id", "trainwatch-capture"},
-                              {"log_level", "3"}};
+    const char *fixed[][2] = {
+        {"bootstrap.servers", cfg->brokers}, {"group.id", cfg->group},
+        {"enable.auto.commit", "false"},     {"auto.offset.reset", "latest"},
+        {"client.id", "trainwatch-capture"}, {"log_level", "3"}};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (rd_kafka_conf_set(conf, fixed[i][0], fixed[i][1], why,
                               sizeof(why)) != RD_KAFKA_CONF_OK) {
@@ -492,8 +490,9 @@ static int consumer_new(tw_run_capture *c, const tw_run_capture_config *cfg,
     rd_kafka_resp_err_t e = rd_kafka_subscribe(c->consumer, l);
     rd_kafka_topic_partition_list_destroy(l);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        snprintf(err, errlen, "capture: cannot subscribe to the control "
-                              "topic: %s",
+        snprintf(err, errlen,
+                 "capture: cannot subscribe to the control "
+                 "topic: %s",
                  rd_kafka_err2str(e));
         return TW_ERR;
     }

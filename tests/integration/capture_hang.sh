@@ -11,6 +11,8 @@
 #  (c) after the hang, a request for 3 steps: a torch.profiler trace of
 #      3 steps (valid Chrome trace JSON that `trainwatch eval` reads) and
 #      the stacks; a request for another rank only: no answer;
+#  (e) a request for more steps than its wait allows: the profiler stops
+#      at the deadline (80 % of wait_s) and the shorter trace is sent;
 #  (d) a hang in C code holding the GIL (libc sleep through ctypes.PyDLL)
 #      for 6 s with TRAINWATCH_GIL_WATCHDOG=2: nothing Python can answer,
 #      faulthandler's watchdog writes rank-0.gil-hang.txt with the
@@ -59,8 +61,8 @@ has_ack() { acks | grep -q "$1"; }
 
 TRAINWATCH_GIL_WATCHDOG=2 "$PY" "$HERE/capture/train_capture.py" \
     --job hang --brokers "$BOOTSTRAP" --capture-dir "$WORK/cap" \
-    --hang-at 30 --hang-seconds 12 --gil-hang-at 400 --gil-hang-seconds 6 \
-    --max-seconds 60 --stop-file "$WORK/stop" \
+    --hang-at 30 --hang-seconds 12 --gil-hang-at 900 --gil-hang-seconds 6 \
+    --max-seconds 90 --stop-file "$WORK/stop" \
     >"$WORK/train.out" 2>"$WORK/train.err" &
 TRAIN_PID=$!
 wait_for 60 grep -q '^hanging' "$WORK/train.out" || fail "never hung"
@@ -116,6 +118,19 @@ print("(c) trace", a["trace"], len(ev), "events, steps", a["steps"],
       "; trainwatch eval read it")
 PYEOF
 echo "(c) a request for rank 3 only: no answer from rank 0"
+
+# (e) more steps than the answer's deadline allows: stopped short there
+request long-1 '"all"' 100000 4
+wait_for 20 has_ack long-1 || fail "no answer to the long request"
+acks | grep long-1 | "$PY" -c '
+import json, os, sys
+a = json.loads(sys.stdin.readline())
+assert a["status"] == "captured" and os.path.isfile(a["trace"]), a
+first, last = a["steps"]
+assert 0 < last - first < 100000, a["steps"]
+print("(e) 100000 steps asked, wait_s 4: stopped at the deadline after",
+      last - first + 1, "steps, trace written")
+' || fail "(e) the long request"
 
 # (d) the GIL held in C code: the watchdog file
 wait_for 60 grep -q '^gil-hanging' "$WORK/train.out" || fail "no GIL hang"

@@ -100,6 +100,7 @@ class _Capture:
         self.first_step = None
         self.last_step = None
         self.counted = 0
+        self.stop_now = False  # set at the answer's deadline
         self.done = threading.Event()  # the profiler has stopped
         self.error = None
 
@@ -269,24 +270,26 @@ class Control:
 
     def _finish_trace(self, cap, req, ack, errors):
         # the answer must reach the engine before its `wait` ends
+        # recording stops at 60 % of it: stopping the profiler (it parses
+        # what it recorded) and the export take the rest
         wait = float(req.get("wait_s") or 120.0)
-        budget = max(1.0, wait * 0.8)
+        budget = max(1.0, wait * 0.6)
         if not cap.done.wait(budget):
             with self._lock:
-                if self._cap is cap:  # never started or still recording
+                started = cap.prof is not None or cap.done.is_set()
+                if not started:  # no step boundary came: give up
                     self._cap = None
                     self.pending = False
-                    started = cap.prof is not None
-                else:
-                    started = True
+                else:  # recording: stop at the next step boundary
+                    cap.stop_now = True
             if not started:
                 errors.append(f"trace: no step boundary within {budget:.0f} "
                               "s (the training thread is busy or hung; see "
                               "the stacks)")
                 return
-            cap.done.wait(5.0)  # it was stopping: let it finish
-            if not cap.done.is_set():
-                errors.append("trace: still recording at the deadline")
+            if not cap.done.wait(max(3.0, wait * 0.3)):
+                errors.append("trace: still recording at the deadline (the "
+                              "profiler stops at the next step boundary)")
                 return
         if cap.error is not None:
             errors.append(f"trace: {cap.error}")
@@ -337,7 +340,9 @@ class Control:
                     return
                 cap.counted += 1
                 cap.last_step = step_num - 1
-                if cap.seconds > 0:
+                if cap.stop_now:  # the answer's deadline: stop short
+                    pass
+                elif cap.seconds > 0:
                     if time.monotonic() - cap.started_at < cap.seconds:
                         return
                 elif cap.counted < max(1, cap.steps):

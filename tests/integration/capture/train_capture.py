@@ -10,7 +10,7 @@ tests/bench/capture_overhead.py.
         [--gil-hang-at STEP --gil-hang-seconds S]
 
 One explicit hook.step() per iteration of a small MLP (SGD), each step
-holding the CPU about --step-ms. It runs until --max-steps, --max-seconds
+holding the CPU about --step-ms (a spin without tensor operations). It runs until --max-steps, --max-seconds
 or --stop-file exists. --hang-at sleeps in the loop (the main thread hung
 in Python, GIL released); --gil-hang-at calls libc sleep() through
 ctypes.PyDLL, which keeps the GIL (a hang in C code holding it). Prints
@@ -89,11 +89,12 @@ def main():
         loss.backward()
         opt.step()
         slow = a.slow_every and steps % a.slow_every == a.slow_every - 1
+        # a CPU spin without tensor ops: a profiled step then holds the
+        # model's few dozen operators, not thousands of spin ops
         end = time.perf_counter() + a.step_ms * (
             a.slow_factor if slow else 1.0) / 1000.0
-        w = torch.ones(32, 32)
         while time.perf_counter() < end:
-            w = torch.tanh(w @ w * 0.01)
+            pass
         steps += 1
     summary = hook.close() or {}
     print(f"train: steps={steps} seconds={time.monotonic() - start:.3f} "

@@ -15,6 +15,9 @@
  *     (smtp:// or smtps://), use_tls, username, password_env
  *   sms: phone (^\+[0-9]{1,15}$), topic_arn (optional), region, endpoint
  *     (https://sns.<region>.amazonaws.com), credentials_file, profile
+ *   capture: ranks (list of ranks; default all), steps (5) or duration,
+ *     what (list of trace, stacks; default both), topic
+ *     (trainwatch.control), wait (120s), min_interval (10m, per job)
  * AWS credentials: credentials_file (INI, [profile] or [default]) when
  * given, else $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY[/$AWS_SESSION_TOKEN],
  * else $AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials.
@@ -34,8 +37,8 @@
 #include "secret_file.h"
 
 static const char *const type_names[TW_ACTION_NTYPES] = {
-    "stop_training", "webhook", "signal",      "stop_file",
-    "email",         "sms",     "alertmanager"};
+    "stop_training", "webhook", "signal",       "stop_file",
+    "email",         "sms",     "alertmanager", "capture"};
 
 const char *tw_action_type_name(tw_action_type t)
 {
@@ -292,6 +295,85 @@ static int region_endpoint(const tw_settings *s, tw_arena *arena,
     return TW_OK;
 }
 
+/* "0, 2, 3" -> ranks (each 0..1048575, no repeats) in the arena. */
+static int capture_ranks(const tw_settings *s, tw_arena *arena,
+                         tw_action_spec *sp, char *err, size_t errlen)
+{
+    const tw_setting *r = tw_settings_find(s, "ranks");
+    if (r == NULL)
+        return TW_OK;
+    size_t cap = 1;
+    for (const char *p = r->value; *p; p++)
+        cap += *p == ',';
+    int *v = tw_arena_alloc(arena, cap * sizeof(*v));
+    if (v == NULL)
+        return tw_settings_error(s, r, err, errlen, "out of memory");
+    size_t n = 0;
+    for (const char *p = r->value; *p;) {
+        size_t len = strcspn(p, ",");
+        char item[32];
+        snprintf(item, sizeof(item), "%.*s", (int)(len < 31 ? len : 31), p);
+        char *t = trim(item), *end;
+        long x = strtol(t, &end, 10);
+        if (*t == '\0' || *end != '\0' || x < 0 || x > 1048575)
+            return tw_settings_error(s, r, err, errlen,
+                                     "'%.*s' is not a rank (0 to 1048575)",
+                                     (int)len, p);
+        for (size_t i = 0; i < n; i++)
+            if (v[i] == (int)x)
+                return tw_settings_error(s, r, err, errlen,
+                                         "rank %ld listed twice", x);
+        v[n++] = (int)x;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        return tw_settings_error(s, r, err, errlen,
+                                 "is empty (leave it out for all ranks)");
+    sp->ranks = v;
+    sp->nranks = n;
+    return TW_OK;
+}
+
+static int capture_spec(const tw_settings *s, tw_arena *arena,
+                        tw_action_spec *sp, char *err, size_t errlen)
+{
+    if (capture_ranks(s, arena, sp, err, errlen) != TW_OK)
+        return TW_ERR;
+    sp->steps = (int)tw_schema_int(s, TW_SECTION_ACTION, "steps");
+    sp->duration_us = tw_schema_duration_us(s, TW_SECTION_ACTION, "duration");
+    if (tw_settings_find(s, "steps") != NULL &&
+        tw_settings_find(s, "duration") != NULL)
+        return tw_settings_error(s, tw_settings_find(s, "duration"), err,
+                                 errlen,
+                                 "give 'steps' or 'duration', not both");
+    sp->wait_us = tw_schema_duration_us(s, TW_SECTION_ACTION, "wait");
+    sp->min_interval_us =
+        tw_schema_duration_us(s, TW_SECTION_ACTION, "min_interval");
+    sp->topic =
+        tw_arena_strdup(arena, tw_schema_str(s, TW_SECTION_ACTION, "topic"));
+    const tw_setting *w = tw_settings_find(s, "what");
+    const char *what = w ? w->value : "trace,stacks";
+    for (const char *p = what; *p;) {
+        size_t len = strcspn(p, ",");
+        char item[32];
+        snprintf(item, sizeof(item), "%.*s", (int)(len < 31 ? len : 31), p);
+        char *t = trim(item);
+        if (strcmp(t, "trace") == 0)
+            sp->trace = 1;
+        else if (strcmp(t, "stacks") == 0)
+            sp->stacks = 1;
+        else
+            return tw_settings_error(s, w, err, errlen,
+                                     "'%s' is not trace or stacks", t);
+        p += len + (p[len] == ',');
+    }
+    if (!sp->trace && !sp->stacks)
+        return tw_settings_error(s, w, err, errlen,
+                                 "is empty (trace, stacks or both)");
+    return sp->topic ? TW_OK
+                     : tw_settings_error(s, NULL, err, errlen, "out of memory");
+}
+
 static int build_one(const tw_settings *s, const char *rule_name, int index,
                      tw_arena *arena, tw_action_spec *sp, char *err,
                      size_t errlen)
@@ -310,7 +392,7 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
         return tw_settings_error(s, tw_settings_find(s, "type"), err, errlen,
                                  "unknown action type '%s' (known: "
                                  "stop_training, webhook, signal, stop_file, "
-                                 "email, sms, alertmanager)",
+                                 "email, sms, alertmanager, capture)",
                                  type);
     /* Keys, types and bounds: config_schema.c (a key of another type is
      * unknown here). */
@@ -468,6 +550,8 @@ static int build_one(const tw_settings *s, const char *rule_name, int index,
             return TW_ERR;
         return aws_creds(s, arena, &sp->creds, err, errlen);
     }
+    case TW_ACTION_CAPTURE:
+        return capture_spec(s, arena, sp, err, errlen);
     default:
         break;
     }

@@ -43,6 +43,8 @@ struct tw_actions {
     size_t nrules;
     tw_action_claim_fn claim;
     void *claim_ud;
+    tw_action_capture_fn capture;
+    void *capture_ud;
     int64_t ledger_retry_ms;
     size_t max_queued;
     CURLM *multi;
@@ -135,7 +137,8 @@ static tw_action_task *task_new(const tw_action_spec *sp,
     if (sp->type == TW_ACTION_STOP_TRAINING || sp->type == TW_ACTION_SIGNAL ||
         sp->type == TW_ACTION_STOP_FILE)
         snprintf(id, sizeof(id), "%s/stop/%s", ev->job_id, type);
-    else if (sp->type == TW_ACTION_ALERTMANAGER)
+    else if (sp->type == TW_ACTION_ALERTMANAGER ||
+             sp->type == TW_ACTION_CAPTURE)
         snprintf(id, sizeof(id), "%s/%s/%d/%s/%s", ev->job_id, rule, sp->index,
                  type, ev->alert_id ? ev->alert_id : "once");
     else if (sp->repeat_after_us > 0)
@@ -211,6 +214,8 @@ int tw_actions_new(const tw_config *cfg, const tw_actions_options *opt,
     }
     a->claim = opt ? opt->claim : NULL;
     a->claim_ud = opt ? opt->claim_ud : NULL;
+    a->capture = opt ? opt->capture : NULL;
+    a->capture_ud = opt ? opt->capture_ud : NULL;
     a->ledger_retry_ms =
         opt && opt->ledger_retry_ms > 0 ? opt->ledger_retry_ms : 1000;
     a->max_queued = opt && opt->max_queued > 0 ? opt->max_queued : 10000;
@@ -258,6 +263,27 @@ int tw_actions_has_type(const tw_actions *a, size_t rule_index,
         if (a->specs[rule_index][i].type == t)
             return 1;
     return 0;
+}
+
+size_t tw_actions_capture_topics(const tw_actions *a, const char **out,
+                                 size_t max)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < a->nrules; r++)
+        for (size_t i = 0; i < a->nspecs[r]; i++) {
+            const tw_action_spec *sp = &a->specs[r][i];
+            if (sp->type != TW_ACTION_CAPTURE)
+                continue;
+            int seen = 0;
+            for (size_t k = 0; k < n && k < max; k++)
+                seen |= strcmp(out[k], sp->topic) == 0;
+            if (seen)
+                continue;
+            if (n < max)
+                out[n] = sp->topic;
+            n++;
+        }
+    return n;
 }
 
 int tw_actions_fire(tw_actions *a, const tw_action_event *ev)
@@ -531,6 +557,36 @@ static int claim(tw_actions *a, tw_action_task *t)
     return -1;
 }
 
+/* A capture: handed to the capture callback, which only queues. */
+static tw_act_outcome capture_run(tw_actions *a, const tw_action_task *t,
+                                  char *msg, size_t msglen)
+{
+    const tw_action_spec *sp = t->spec;
+    if (a->capture == NULL) {
+        snprintf(msg, msglen, "no control channel (capture needs `run`)");
+        return TW_ACT_SKIP;
+    }
+    char rid[1100];
+    snprintf(rid, sizeof(rid), "%s-%d", t->alert_id ? t->alert_id : "once",
+             sp->index);
+    tw_capture_request r = {.request_id = rid,
+                            .job = t->job,
+                            .rule = t->rule,
+                            .alert_id = t->alert_id ? t->alert_id : "",
+                            .alert_json = t->alert_json,
+                            .ranks = sp->ranks,
+                            .nranks = sp->nranks,
+                            .steps = sp->steps,
+                            .duration_us = sp->duration_us,
+                            .trace = sp->trace,
+                            .stacks = sp->stacks,
+                            .topic = sp->topic,
+                            .wait_us = sp->wait_us,
+                            .min_interval_us = sp->min_interval_us};
+    int rc = a->capture(a->capture_ud, &r, msg, msglen);
+    return rc == 1 ? TW_ACT_DONE : rc == 0 ? TW_ACT_NONE : TW_ACT_RETRY;
+}
+
 static void start(tw_actions *a, tw_action_task *t)
 {
     if (!t->claimed && claim(a, t) != 1)
@@ -541,6 +597,17 @@ static void start(tw_actions *a, tw_action_task *t)
     char msg[512] = "";
     if (sp->type == TW_ACTION_ALERTMANAGER && t->am_alert == NULL) {
         outcome(a, t, TW_ACT_SKIP, "no alert for Alertmanager in this event");
+        return;
+    }
+    if (sp->type == TW_ACTION_CAPTURE) {
+        tw_act_outcome o = capture_run(a, t, msg, sizeof(msg));
+        if (o == TW_ACT_NONE) { /* rate limited: a repeat, as repeat_after */
+            count(a, t, C_DEDUP);
+            tw_log(TW_LOG_DEBUG, "action %s: %s", t->id, msg);
+            task_free(a, t);
+            return;
+        }
+        outcome(a, t, o, msg);
         return;
     }
     if (sp->type == TW_ACTION_SIGNAL || sp->type == TW_ACTION_STOP_FILE) {

@@ -63,6 +63,15 @@ typedef struct tw_action_spec {
     /* alertmanager (url: its base URL, no trailing '/') */
     const char *severity;
     const char *report_base; /* NULL: no report_url annotation */
+    /* capture */
+    const int *ranks; /* NULL / nranks 0: all ranks */
+    size_t nranks;
+    int steps;
+    int64_t duration_us; /* > 0: capture for this long instead of steps */
+    int trace, stacks;
+    const char *topic;
+    int64_t wait_us;
+    int64_t min_interval_us;
 } tw_action_spec;
 
 /* Outcome of one attempt, decided by the transport. */
@@ -71,7 +80,8 @@ typedef enum {
     TW_ACT_RETRY, /* transient failure: retry if attempts are left */
     TW_ACT_FAIL,  /* permanent failure: do not retry */
     TW_ACT_NEXT,  /* one more request right away (ListTrainingJobs -> Stop) */
-    TW_ACT_SKIP   /* nothing to do (counted skipped) */
+    TW_ACT_SKIP,  /* nothing to do (counted skipped) */
+    TW_ACT_NONE   /* capture: rate limited (counted deduplicated) */
 } tw_act_outcome;
 
 typedef struct tw_action_task {

@@ -22,6 +22,10 @@
  *     and each resolution is posted once; Alertmanager merges them by
  *     their labels)
  *     plus an in-process minimum interval D between sends (event time).
+ *   capture: "<job>/<rule>/<n>/capture/<alert id>" (one request per alert
+ *     and action; the request's own id is "<alert id>-<n>"); handed to the
+ *     capture callback of the options, which publishes it on the control
+ *     topic and rate-limits per job (stream/run_capture.h).
  *
  * Ownership: tw_actions_new() copies everything it needs from the config
  * (the config may be freed afterwards) and reads secrets (AWS keys, SMTP
@@ -46,6 +50,7 @@ typedef enum tw_action_type {
     TW_ACTION_EMAIL,
     TW_ACTION_SMS,
     TW_ACTION_ALERTMANAGER,
+    TW_ACTION_CAPTURE,
     TW_ACTION_NTYPES
 } tw_action_type;
 
@@ -58,9 +63,36 @@ const char *tw_action_type_name(tw_action_type t);
  * the claim is tried again after opt->ledger_retry_ms). */
 typedef int (*tw_action_claim_fn)(void *ud, const char *action_id);
 
+/* A diagnostics capture to request from the training-side hooks (the
+ * `capture` action). Strings are borrowed for the call only. */
+typedef struct tw_capture_request {
+    const char *request_id; /* "<alert id>-<action index>" */
+    const char *job;
+    const char *rule;       /* the configured rule */
+    const char *alert_id;   /* the alert that fired it ("" when none) */
+    const char *alert_json; /* that alert as published (may be NULL) */
+    const int *ranks;       /* the ranks to capture; nranks 0: all */
+    size_t nranks;
+    int steps;               /* profile the next N steps ... */
+    int64_t duration_us;     /* ... or, when > 0, this long */
+    int trace, stacks;       /* what to capture */
+    const char *topic;       /* the control topic */
+    int64_t wait_us;         /* how long the ranks have to answer */
+    int64_t min_interval_us; /* per job: at most one capture this often */
+} tw_capture_request;
+
+/* Called on the worker thread for each claimed capture. Returns 1:
+ * requested (queued for publishing); 0: not sent, by the rate limit (msg
+ * says why; counted deduplicated, as a repeat within repeat_after);
+ * TW_ERR: failed (msg says why; retried as any transient failure). */
+typedef int (*tw_action_capture_fn)(void *ud, const tw_capture_request *r,
+                                    char *msg, size_t msglen);
+
 typedef struct tw_actions_options {
     tw_action_claim_fn claim; /* NULL: an in-memory ledger (this process) */
     void *claim_ud;
+    tw_action_capture_fn capture; /* NULL: capture actions are skipped */
+    void *capture_ud;
     int64_t ledger_retry_ms; /* 0: 1000 */
     size_t max_queued;       /* 0: 10000; fire() beyond it drops, counted */
 } tw_actions_options;
@@ -121,6 +153,12 @@ size_t tw_actions_count(const tw_actions *a, size_t rule_index);
 /* Whether rule i has an action of type t. */
 int tw_actions_has_type(const tw_actions *a, size_t rule_index,
                         tw_action_type t);
+
+/* The distinct control topics of the configured capture actions, at most
+ * max of them into out (borrowed until tw_actions_free); returns how many
+ * there are. */
+size_t tw_actions_capture_topics(const tw_actions *a, const char **out,
+                                 size_t max);
 
 /* Non-blocking: queue every action of ev->rule_index. TW_ERR when the event
  * is malformed (no job id, rule index out of range), after drain() began,

@@ -72,8 +72,9 @@ static const tw_cli_command tw_broker_command = {
         "stops), listening on 127.0.0.1 only. Any Kafka client on this\n"
         "host can use it (tested with kcat).\n"
         "\n"
-        "It creates the topics trainwatch.metrics, trainwatch.alerts and\n"
-        "trainwatch.deadletter, plus those given with --topic; a topic\n"
+        "It creates the topics trainwatch.metrics, trainwatch.alerts,\n"
+        "trainwatch.deadletter and trainwatch.control, plus those given\n"
+        "with --topic; a topic\n"
         "that does not exist is created on first use with the mock's\n"
         "defaults.\n"
         "\n"
@@ -201,7 +202,8 @@ static int tw_broker_cmd_load(tw_broker_cmd *b, int argc, char **argv,
                               int *status)
 {
     static const char *const defaults[] = {
-        "trainwatch.metrics", "trainwatch.alerts", "trainwatch.deadletter"};
+        "trainwatch.metrics", "trainwatch.alerts", "trainwatch.deadletter",
+        "trainwatch.control"};
     *status = 1;
     for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
         b->names[b->ntopics] = strdup(defaults[i]);

@@ -183,11 +183,14 @@ static const tw_cli_command tw_run_command = {
         "       skewed=N skewed_batches=N scan_cap_hits=N\n"
         "       and, when rules have actions:,\n"
         "       actions_fired=N actions_sent=N actions_failed=N ...\n"
+        "       (with capture actions: captures_requested=N ...)\n"
         "A rule's actions (stop_training, webhook, signal, stop_file,\n"
-        "email, sms, alertmanager) fire on its findings (a ProfilerReport's: "
-        "any\n"
-        "sub-rule's); with state.store: redis each action id is claimed\n"
-        "there first, so a restart never sends it again.\n"
+        "email, sms, alertmanager, capture) fire on its findings\n"
+        "(a ProfilerReport's: any sub-rule's); with state.store: redis\n"
+        "each action id is claimed there first, so a restart never sends\n"
+        "it again. A capture action\n"
+        "asks the job's hooks on trainwatch.control for a profiler trace\n"
+        "and stacks; its outcome is an alert of kind capture.\n"
         "\n"
         "With http.enabled: true (default 127.0.0.1:9468): /healthz,\n"
         "/readyz (503 with the reason when no partition is assigned or\n"
@@ -910,6 +913,12 @@ static int tw_run_connect(tw_run *r, char *err, size_t n)
     }
     if (tw_producer_new(r->s.brokers, (const char *const *)r->s.prop_kv,
                         r->s.nprops, &r->producer, err, n) != 0) {
+        tw_log(TW_LOG_ERROR, "run: %s", err);
+        return 1;
+    }
+    if (tw_run_actions_start_capture(
+            r->actions, r->s.brokers, (const char *const *)r->s.prop_kv,
+            r->s.nprops, r->s.alerts_topic, err, n) != TW_OK) {
         tw_log(TW_LOG_ERROR, "run: %s", err);
         return 1;
     }

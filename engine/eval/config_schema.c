@@ -233,8 +233,8 @@ static const tw_key_spec schema[] = {
 
     /* ---- one action -------------------------------------------------- */
     {TW_SECTION_ACTION, "type", TW_TYPE_ENUM, NULL, 0, 0,
-     "stop_training|webhook|signal|stop_file|email|sms|alertmanager", NULL,
-     "webhook", "required: what the action does"},
+     "stop_training|webhook|signal|stop_file|email|sms|alertmanager|capture",
+     NULL, "webhook", "required: what the action does"},
     ADUR("timeout", "10s", MS, NULL, "time allowed for one attempt"),
     {TW_SECTION_ACTION, "retries", TW_TYPE_INT, "3", 0, 100, NULL, NULL, NULL,
      "attempts after the first one fails"},
@@ -288,6 +288,22 @@ static const tw_key_spec schema[] = {
          "required: E.164 number (+ and 1 to 15 digits)"),
     ASTR("topic_arn", NULL, "sms", "arn:aws:sns:us-east-1:123456789012:ops",
          "publish to this SNS topic instead of the phone"),
+    {TW_SECTION_ACTION, "ranks", TW_TYPE_LIST, NULL, 1, 4096, NULL, "capture",
+     "[0, 3]", "the ranks to capture (default: all)"},
+    {TW_SECTION_ACTION, "steps", TW_TYPE_INT, "5", 1, 100000, NULL, "capture",
+     NULL, "profile the next N steps of each rank"},
+    ADUR("duration", NULL, MS, "capture",
+         "profile this long instead of a number of steps"),
+    {TW_SECTION_ACTION, "what", TW_TYPE_LIST, "trace,stacks", 1, 64, NULL,
+     "capture", "[stacks]",
+     "trace (torch.profiler), stacks (every thread's Python stack)"},
+    ASTR("topic", "trainwatch.control", "capture", NULL,
+         "the control topic the hooks listen on (key: the job id)"),
+    ADUR("wait", "120s", MS, "capture",
+         "how long the ranks have to answer; then timed out / rank "
+         "unreachable"),
+    ADUR("min_interval", "10m", 0, "capture",
+         "per job: at most one capture this often (later ones skipped)"),
 };
 
 const tw_key_spec *tw_schema_table(size_t *n)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "actions.h"
 #include "checkpoint.h"
@@ -16,6 +17,7 @@
 #include "log.h"
 #include "plugin_host.h"
 #include "results_file.h"
+#include "run_capture.h"
 #include "state_store.h"
 #include "tw_assert.h"
 
@@ -51,7 +53,22 @@ struct tw_run_actions {
     size_t nfiring, capfiring;
     char **ended; /* jobs ended since the last tw_run_actions_resolve_ended */
     size_t nended, capended;
+    /* capture actions' channel; set before the first alert, then read by
+     * the action worker (the inbox mutex orders the two) */
+    tw_run_capture *capture;
 };
+
+/* tw_action_capture_fn (action worker thread) */
+static int tw_ra_capture(void *ud, const tw_capture_request *r, char *msg,
+                         size_t msglen)
+{
+    tw_run_actions *ra = ud;
+    if (ra->capture == NULL) {
+        snprintf(msg, msglen, "no control channel (not started)");
+        return 0;
+    }
+    return tw_run_capture_submit(ra->capture, r, msg, msglen);
+}
 
 /* ---- the ledger (worker thread) --------------------------------------- */
 
@@ -151,7 +168,9 @@ int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
     if (tw_ra_open_ledger(ra, cfg, err, errlen) != TW_OK)
         goto fail;
     tw_actions_options opt = {.claim = ra->store ? tw_ra_claim : NULL,
-                              .claim_ud = ra};
+                              .claim_ud = ra,
+                              .capture = tw_ra_capture,
+                              .capture_ud = ra};
     if (tw_actions_new(cfg, &opt, &ra->actions, err, errlen) != TW_OK)
         goto fail;
     tw_log(TW_LOG_INFO, "actions: %zu configured; ledger: %s", total,
@@ -164,6 +183,42 @@ oom:
 fail:
     tw_run_actions_free(ra);
     return TW_ERR;
+}
+
+int tw_run_actions_start_capture(tw_run_actions *ra, const char *brokers,
+                                 const char *const *props, size_t nprops,
+                                 const char *alerts_topic, char *err,
+                                 size_t errlen)
+{
+    const char *topics[16];
+    size_t n = ra ? tw_actions_capture_topics(ra->actions, topics, 16) : 0;
+    if (n == 0)
+        return TW_OK;
+    if (n > 16) {
+        snprintf(err, errlen,
+                 "capture: %zu different control topics (at most 16)", n);
+        return TW_ERR;
+    }
+    /* a group of its own: every engine process sees every answer */
+    char group[128];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(group, sizeof(group), "trainwatch-capture-%ld-%lld",
+             (long)getpid(), (long long)ts.tv_nsec);
+    tw_run_capture_config cc = {.brokers = brokers,
+                                .props = props,
+                                .nprops = nprops,
+                                .alerts_topic = alerts_topic,
+                                .topics = topics,
+                                .ntopics = n,
+                                .group = group};
+    if (tw_run_capture_new(&cc, &ra->capture, err, errlen) != TW_OK)
+        return TW_ERR;
+    tw_log(TW_LOG_INFO,
+           "actions: capture requests on '%s'%s, answers read "
+           "by group %s",
+           topics[0], n > 1 ? " (and more)" : "", group);
+    return TW_OK;
 }
 
 /* ---- alerts -> events (consuming thread) ------------------------------- */
@@ -498,14 +553,25 @@ void tw_run_actions_format(const tw_run_actions *ra, char *buf, size_t len)
         s.skipped += c.type[t].skipped;
         s.retried += c.type[t].retried;
     }
-    snprintf(buf, len,
-             " actions_fired=%" PRIu64 " actions_sent=%" PRIu64
-             " actions_failed=%" PRIu64 " actions_deduplicated=%" PRIu64
-             " actions_skipped=%" PRIu64 " actions_retried=%" PRIu64
-             " actions_dropped=%" PRIu64 " actions_ledger_errors=%" PRIu64
-             " actions_queued=%" PRIu64,
-             s.fired, s.succeeded, s.failed, s.deduplicated, s.skipped,
-             s.retried, c.dropped, c.ledger_errors, c.queued);
+    int w =
+        snprintf(buf, len,
+                 " actions_fired=%" PRIu64 " actions_sent=%" PRIu64
+                 " actions_failed=%" PRIu64 " actions_deduplicated=%" PRIu64
+                 " actions_skipped=%" PRIu64 " actions_retried=%" PRIu64
+                 " actions_dropped=%" PRIu64 " actions_ledger_errors=%" PRIu64
+                 " actions_queued=%" PRIu64,
+                 s.fired, s.succeeded, s.failed, s.deduplicated, s.skipped,
+                 s.retried, c.dropped, c.ledger_errors, c.queued);
+    if (ra->capture == NULL || w < 0 || (size_t)w >= len)
+        return;
+    tw_capture_counters k;
+    tw_run_capture_counters(ra->capture, &k);
+    snprintf(buf + w, len - (size_t)w,
+             " captures_requested=%" PRIu64 " captures_captured=%" PRIu64
+             " captures_unreachable=%" PRIu64 " captures_timed_out=%" PRIu64
+             " captures_rate_limited=%" PRIu64,
+             k.requested, k.captured, k.unreachable, k.timed_out,
+             k.rate_limited);
 }
 
 void tw_run_actions_counters(const tw_run_actions *ra, tw_action_counters *out)
@@ -527,6 +593,7 @@ void tw_run_actions_free(tw_run_actions *ra)
     if (ra == NULL)
         return;
     tw_actions_free(ra->actions); /* stops the worker before the store goes */
+    tw_run_capture_free(ra->capture); /* after: the worker submits to it */
     tw_store_close(ra->store);
     for (size_t i = 0; i < ra->ntop; i++)
         free(ra->top[i].name);

@@ -60,6 +60,16 @@ int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
                        const char *results_dir, tw_run_actions **out, char *err,
                        size_t errlen);
 
+/* The capture actions' control channel (run_capture.h): started when a
+ * configured rule has a capture action, with its own producer and
+ * consumer on these brokers; outcomes go to alerts_topic. Call before the
+ * first alert. Without it capture actions are skipped ("no control
+ * channel"). TW_OK when there is nothing to start. NULL ra is fine. */
+int tw_run_actions_start_capture(tw_run_actions *ra, const char *brokers,
+                                 const char *const *props, size_t nprops,
+                                 const char *alerts_topic, char *err,
+                                 size_t errlen);
+
 /* One alert published by the router (its arguments as the router gives
  * them). Fires the configured actions on a finding or a status change to
  * IssuesFound; never blocks. NULL ra
@@ -70,7 +80,9 @@ void tw_run_actions_alert(tw_run_actions *ra, const char *job, const char *id,
 
 /* " actions_fired=N actions_sent=N actions_failed=N actions_deduplicated=N
  * actions_skipped=N actions_retried=N actions_dropped=N actions_queued=N"
- * (all action types summed) into buf; "" when ra is NULL. */
+ * (all action types summed; with capture actions also " captures_requested=N
+ * captures_captured=N captures_unreachable=N captures_timed_out=N
+ * captures_rate_limited=N") into buf; "" when ra is NULL. */
 void tw_run_actions_format(const tw_run_actions *ra, char *buf, size_t len);
 
 /* Alertmanager resolution. A job ended (router): its alerts posted to

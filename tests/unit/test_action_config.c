@@ -1,7 +1,8 @@
 /* test_action_config.c - each rule's `actions:` list is validated when the
  * actions are created: unknown type or key, missing url/to/phone/path,
  * bad prefix, phone, address, signal, durations and missing secrets are
- * errors naming file:line, the rule, the action and the key. */
+ * errors naming file:line, the rule, the action and the key; the capture
+ * action's keys reach its callback typed. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -201,12 +202,140 @@ static void test_valid_and_events(void **st)
     tw_config_free(c);
 }
 
+/* What the capture callback saw (the action worker thread writes it;
+ * the test reads it after tw_actions_drain has joined that thread). */
+typedef struct capture_seen {
+    int calls;
+    char request_id[128], rule[64], topic[64];
+    int ranks[4];
+    size_t nranks;
+    int steps, trace, stacks;
+    int64_t duration_us, wait_us, min_interval_us;
+} capture_seen;
+
+static int capture_fn(void *ud, const tw_capture_request *r, char *msg,
+                      size_t msglen)
+{
+    capture_seen *s = ud;
+    s->calls++;
+    snprintf(s->request_id, sizeof(s->request_id), "%s", r->request_id);
+    snprintf(s->rule, sizeof(s->rule), "%s", r->rule);
+    snprintf(s->topic, sizeof(s->topic), "%s", r->topic);
+    s->nranks = r->nranks < 4 ? r->nranks : 4;
+    for (size_t i = 0; i < s->nranks; i++)
+        s->ranks[i] = r->ranks[i];
+    s->steps = r->steps;
+    s->trace = r->trace;
+    s->stacks = r->stacks;
+    s->duration_us = r->duration_us;
+    s->wait_us = r->wait_us;
+    s->min_interval_us = r->min_interval_us;
+    snprintf(msg, msglen, "queued");
+    /* the second call is refused as rate limited */
+    return s->calls == 1 ? 1 : 0;
+}
+
+/* capture: keys validated; the callback gets the typed request once per
+ * alert id (the ledger), a rate-limited one counts as deduplicated. */
+static void test_capture(void **st)
+{
+    (void)st;
+    expect_error("{type: capture, ranks: [0, x]}", "key 'ranks'",
+                 "'x' is not a rank", NULL);
+    expect_error("{type: capture, ranks: [1, 1]}", "rank 1 listed twice", NULL);
+    expect_error("{type: capture, what: [trace, heap]}", "key 'what'",
+                 "'heap' is not trace or stacks", NULL);
+    expect_error("{type: capture, steps: 3, duration: 10s}", "key 'duration'",
+                 "give 'steps' or 'duration', not both", NULL);
+    expect_error("{type: capture, steps: 0}", "key 'steps'", NULL);
+    expect_error("{type: capture, url: 'http://x/'}", "key 'url'", NULL);
+
+    tw_config *c = tu_config("rules:\n"
+                             "  - name: A\n"
+                             "    actions:\n"
+                             "      - {type: capture, ranks: [0, 3], steps: "
+                             "7, what: [stacks], wait: 30s, min_interval: "
+                             "1m, topic: ctl}\n"
+                             "      - {type: capture, duration: 2s}\n");
+    capture_seen seen = {0};
+    tw_actions_options opt = {.capture = capture_fn, .capture_ud = &seen};
+    tw_actions *a = NULL;
+    char err[512];
+    if (tw_actions_new(c, &opt, &a, err, sizeof(err)) != TW_OK)
+        fail_msg("%s", err);
+    assert_true(tw_actions_has_type(a, 0, TW_ACTION_CAPTURE));
+    const char *topics[4];
+    assert_int_equal(tw_actions_capture_topics(a, topics, 4), 2);
+    assert_string_equal(topics[0], "ctl");
+    assert_string_equal(topics[1], "trainwatch.control");
+    tw_action_event ev = {.job_id = "j", .rule_index = 0, .alert_id = "abc"};
+    assert_int_equal(tw_actions_fire(a, &ev), TW_OK);
+    assert_int_equal(tw_actions_fire(a, &ev), TW_OK); /* same alert id */
+    assert_int_equal(tw_actions_drain(a, tw_actions_now_ms() + 5000), TW_OK);
+    assert_int_equal(seen.calls, 2); /* one per action, the repeat not */
+    tw_action_counters k;
+    tw_actions_get_counters(a, &k);
+    const tw_action_type_counters *t = &k.type[TW_ACTION_CAPTURE];
+    assert_int_equal(t->fired, 4);
+    assert_int_equal(t->succeeded, 1);
+    assert_int_equal(t->deduplicated, 3); /* 2 by the ledger, 1 rate limit */
+    /* the second action's request (the last call) */
+    assert_string_equal(seen.request_id, "abc-2");
+    assert_string_equal(seen.rule, "A");
+    assert_string_equal(seen.topic, "trainwatch.control");
+    assert_int_equal(seen.nranks, 0);
+    assert_int_equal(seen.duration_us, 2000000);
+    assert_true(seen.trace && seen.stacks);
+    assert_int_equal(seen.wait_us, 120000000);
+    assert_int_equal(seen.min_interval_us, 600000000);
+    tw_actions_free(a);
+    tw_config_free(c);
+
+    /* the first action's typed fields */
+    c = tu_config("rules:\n"
+                  "  - name: A\n"
+                  "    actions:\n"
+                  "      - {type: capture, ranks: [0, 3], steps: 7, what: "
+                  "[stacks], wait: 30s, min_interval: 1m, topic: ctl}\n");
+    memset(&seen, 0, sizeof(seen));
+    if (tw_actions_new(c, &opt, &a, err, sizeof(err)) != TW_OK)
+        fail_msg("%s", err);
+    assert_int_equal(tw_actions_fire(a, &ev), TW_OK);
+    assert_int_equal(tw_actions_drain(a, tw_actions_now_ms() + 5000), TW_OK);
+    assert_int_equal(seen.calls, 1);
+    assert_string_equal(seen.request_id, "abc-1");
+    assert_string_equal(seen.topic, "ctl");
+    assert_int_equal(seen.nranks, 2);
+    assert_int_equal(seen.ranks[0], 0);
+    assert_int_equal(seen.ranks[1], 3);
+    assert_int_equal(seen.steps, 7);
+    assert_int_equal(seen.duration_us, 0);
+    assert_true(!seen.trace && seen.stacks);
+    assert_int_equal(seen.wait_us, 30000000);
+    assert_int_equal(seen.min_interval_us, 60000000);
+    tw_actions_free(a);
+    tw_config_free(c);
+
+    /* without a capture callback (eval): skipped, never an error */
+    c = tu_config("rules:\n  - name: A\n    actions:\n"
+                  "      - {type: capture}\n");
+    if (tw_actions_new(c, NULL, &a, err, sizeof(err)) != TW_OK)
+        fail_msg("%s", err);
+    assert_int_equal(tw_actions_fire(a, &ev), TW_OK);
+    assert_int_equal(tw_actions_drain(a, tw_actions_now_ms() + 5000), TW_OK);
+    tw_actions_get_counters(a, &k);
+    assert_int_equal(k.type[TW_ACTION_CAPTURE].skipped, 1);
+    tw_actions_free(a);
+    tw_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_valid_and_events),
+        cmocka_unit_test(test_capture),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -84,7 +84,8 @@ class Hook:
                  node=None, topic="trainwatch.metrics", flush_interval=1.0,
                  max_queue=100000, close_timeout=10.0, kafka_config=None,
                  handle_sigterm=True, profiler_output=None,
-                 debugger_config=None, stop_file=None):
+                 debugger_config=None, stop_file=None,
+                 capture_dir=None, control_topic="trainwatch.control"):
         if profiler_config is None:
             profiler_config = ProfilerConfig()
         if not isinstance(profiler_config, ProfilerConfig):
@@ -127,6 +128,7 @@ class Hook:
         self._handles = []
         self._worker_queues = []
         self._profiling = None
+        self._control = None  # control.py: captures on the engine's request
         self.summary = None
         stop_file = stop_file if stop_file is not None else os.environ.get(
             "TRAINWATCH_STOP_FILE")
@@ -155,6 +157,7 @@ class Hook:
             self._sender = None
             return
         self._active = True
+        self._start_control(capture_dir, control_topic, kafka_config or {})
         if self._profiling is not None:
             self._profiling.start(self._mode, _now_us())
         atexit.register(_close_at_exit, weakref.ref(self))
@@ -227,6 +230,20 @@ class Hook:
                                       self._sender.tensor,
                                       self._sender.stats, writer)
 
+    def _start_control(self, capture_dir, topic, kafka_config):
+        """With capture_dir (or TRAINWATCH_CAPTURE_DIR): listen for the
+        engine's capture requests (control.py)."""
+        capture_dir = capture_dir or os.environ.get("TRAINWATCH_CAPTURE_DIR")
+        if not capture_dir:
+            return
+        from .control import Control
+        try:
+            self._control = Control(self.job, self.identity, self.brokers,
+                                    topic=topic, capture_dir=capture_dir,
+                                    kafka_config=kafka_config)
+        except Exception as e:  # training goes on without captures
+            log.warning("trainwatch: no capture requests (%s)", e)
+
     @property
     def enabled(self):
         """True while the hook records and sends."""
@@ -270,6 +287,9 @@ class Hook:
         """Ends the open step at now and starts the next; returns the new
         step's start time."""
         self._end_step(now)
+        c = self._control
+        if c is not None and c.pending:  # one flag while no capture
+            c.on_step(self._mode_steps[self._mode])
         now = self._begin_step(now)
         self._last_activity = now
         return now
@@ -491,6 +511,8 @@ class Hook:
                 except Exception:
                     log.exception("trainwatch: error closing the debug "
                                   "output folder")
+            if self._control is not None:
+                self._control.close()
             for h in self._handles:
                 try:
                     h.remove()

@@ -137,7 +137,8 @@ static const tw_synth_preset tw_synth_preset_table[] = {
      "every other node waits for it at each step, its GPUs 30-45 %. Fires "
      "Straggler naming algo-2 (fixed semantics), and LowGPUUtilization and "
      "BatchSize for the waiting nodes' GPUs, which fixed semantics marks "
-     "caused_by Straggler (also among --nodes 8 or 16)."},
+     "caused_by Straggler (also among --nodes 8 or 16; with --no-framework "
+     "Straggler names algo-2 from system metrics alone)."},
 };
 
 #define TW_SYNTH_NPRESETS                                                      \

@@ -203,6 +203,7 @@ void tw_synth_opts_default(tw_synth_opts *o)
     o->aligned_samples = 0;
     o->missing_gpu_series = 0;
     o->detailed_steps = 0;
+    o->final_s = 0;
     o->progress = NULL;
     o->progress_ctx = NULL;
 }
@@ -298,6 +299,13 @@ int tw_synth_opts_resolve(tw_synth_opts *o, char *err, size_t errlen)
                       "--step-ms: %g s is out of range (0 = the preset's, "
                       "at most 600 s)",
                       o->step_s);
+        return -1;
+    }
+    if (!(o->final_s >= 0) || o->final_s >= o->duration_s) {
+        tw_synth_errf(err, errlen,
+                      "--final-s: %g s is out of range 0..%g (below the "
+                      "duration)",
+                      o->final_s, o->duration_s);
         return -1;
     }
     if (!(o->rotate_s >= 1) || o->rotate_s > 3600) {
@@ -673,6 +681,7 @@ typedef struct tw_synth_node {
     int64_t next_t;   /* its first timestamp, 100 ns units            */
     double init_s;    /* first TRAIN step, seconds after job start    */
     double memload_s; /* model loaded onto the GPUs                   */
+    double final_at;  /* finalization from here on (s after start)    */
     int straggler;
     int waits; /* straggler_wait: a fast node that waits for the slow one */
     int bad;   /* bursty presets: in the bad regime            */
@@ -837,6 +846,7 @@ static int tw_synth_job_init(tw_synth_job *j)
             if (n->memload_s < n->init_s / 2)
                 n->memload_s = n->init_s / 2;
         }
+        n->final_at = o->duration_s - o->final_s;
         n->bad = (k == TW_SYNTH_CPU_BOTTLENECK || k == TW_SYNTH_IO_BOTTLENECK);
         n->regime_left = 0;
         for (uint32_t g = 0; g < G; g++) {
@@ -930,7 +940,8 @@ static void tw_synth_round_values(tw_synth_job *j, tw_synth_node *n, double t,
     const tw_synth_opts *o = &j->o;
     enum tw_synth_kind k = j->p->kind;
     tw_synth_rng *r = &n->sys;
-    int active = t >= n->init_s;
+    /* before the first step and in the finalization: no training */
+    int active = t >= n->init_s && t < n->final_at;
     int loaded = t >= n->memload_s;
     tw_synth_regime_step(j, n);
     int bad = active && n->bad;
@@ -1640,6 +1651,7 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
 
     uint64_t train_step = 0, eval_step = 0;
     double node_s = (double)(j->end_us - j->start_us);
+    int64_t final_us = (int64_t)llround(j->o.final_s * 1e6);
     for (;;) {
         int eval_now =
             eval_every > 0 && train_step > 0 && train_step % eval_every == 0 &&
@@ -1657,7 +1669,7 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
         }
         int64_t fetch = nw ? 1000 + (int64_t)tw_synth_below(r, 3000)
                            : 20000 + (int64_t)tw_synth_below(r, 40000);
-        if (cursor + 1000 + fetch + dur > j->end_us)
+        if (cursor + 1000 + fetch + dur > j->end_us - final_us)
             break;
         if (nw && tw_synth_flush_workers(&tr, wk, nw, cursor) != 0)
             goto done;

@@ -5,7 +5,10 @@
 # (straggler_wait among 4, 8 and 16 nodes, with step events and from
 # system metrics alone: --no-framework), a healthy job with a long
 # initialization that its configuration allows,
-# a healthy job with an evaluation pass every 600 steps), under the default
+# a healthy job with an evaluation pass every 600 steps, a healthy job
+# whose last 8 minutes are a finalization (no steps, idle GPUs), and one
+# with a 24-minute initialization, an evaluation pass every 300 steps and
+# a 10-minute finalization), under the default
 # rule set (ProfilerReport): the rules that end IssuesFound, each with the
 # nodes/GPUs its finding names first (and how many in all, when more
 # than two), split into root causes and the
@@ -93,6 +96,9 @@ PY
         -- --preset straggler_wait --nodes 8 --no-framework
     row healthy_long_init --rules "$WORK/long_init.yaml" -- --preset slow_init
     row healthy_eval_passes -- --preset healthy --duration 1800
+    row healthy_long_final -- --preset healthy --duration 1200 --final-s 480
+    row healthy_long_init_final_eval_300 --rules "$WORK/long_init.yaml" -- \
+        --preset slow_init --duration 2700 --final-s 600 --eval-every 300
 } > "$WORK/table.md"
 cat "$WORK/table.md"
 
@@ -100,6 +106,18 @@ cat "$WORK/table.md"
 n_eval=$(cat "$WORK"/healthy_eval_passes/framework/pevents/*/*.json |
     grep -c '"name": "Step:ModeKeys.EVAL", "pid"' || true)
 [ "$n_eval" -ge 60 ] || fail "healthy_eval_passes: $n_eval EVAL steps"
+
+# the finalization is there: reference semantics judges it (and fires)
+"$TW" eval "$WORK/healthy_long_final" --semantics reference --json --quiet |
+    "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+fired = [r["name"] for r in d["rules"] if r["status"] == "IssuesFound"]
+assert "LowGPUUtilization" in fired, fired' ||
+    fail "healthy_long_final: reference semantics does not see the idle end"
+n_eval=$(cat "$WORK"/healthy_long_init_final_eval_300/framework/pevents/*/*.json |
+    grep -c '"name": "Step:ModeKeys.EVAL", "pid"' || true)
+[ "$n_eval" -ge 60 ] || fail "healthy_long_init_final_eval_300: $n_eval EVAL steps"
 
 # the waiting nodes' GPUs are the consequences, never the slow node's
 for n in straggler_wait straggler_wait_8_nodes straggler_wait_16_nodes \
@@ -139,6 +157,8 @@ cat > "$WORK/want.md" <<'EOF2'
 | straggler_wait_system_judged_from_start | Straggler (algo-2) | LowGPUUtilization (algo-1/gpu0, algo-3/gpu0, ... 7 in all) <- Straggler; BatchSize (algo-1/gpu0, algo-3/gpu0, ... 7 in all) <- Straggler |
 | healthy_long_init | none | none |
 | healthy_eval_passes | none | none |
+| healthy_long_final | none | none |
+| healthy_long_init_final_eval_300 | none | none |
 EOF2
 diff "$WORK/want.md" "$WORK/table.md" || fail "the table differs (above)"
 echo "ok"

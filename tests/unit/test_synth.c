@@ -1415,6 +1415,55 @@ static void test_preset_slow_init(void **state)
     job_free(&j);
 }
 
+/* --final-s: no step event ends after the job's last final_s seconds
+ * begin, and the GPUs idle (< 10 %) there while they were busy before;
+ * a finalization as long as the job is refused. */
+static void test_final_phase(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new();
+    tw_synth_opts o;
+    tw_synth_opts_default(&o);
+    o.out_dir = dir;
+    o.duration_s = 300;
+    o.final_s = 100;
+    char err[512] = "";
+    if (tw_synth_write(&o, NULL, err, sizeof(err)) != 0)
+        fail_msg("tw_synth_write: %s", err);
+    job j = {.dir = dir};
+    memset(&j.sd, 0, sizeof(j.sd));
+    memset(&j.fd, 0, sizeof(j.fd));
+    sys_load(dir, &j.sd);
+    fw_load(dir, &j.fd);
+    double final_at = 1700000000.0 + 200.0;
+    size_t steps = 0;
+    for (size_t i = 0; i < j.fd.n; i++)
+        if (starts_with(j.fd.e[i].name, "Step:ModeKeys")) {
+            steps++;
+            assert_true((double)j.fd.e[i].end / 1e6 <= final_at);
+        }
+    assert_true(steps > 500);
+    size_t idle_after = 0, after = 0, busy_before = 0, before = 0;
+    for (size_t i = 0; i < j.sd.n; i++) {
+        const round_s *r = &j.sd.r[i];
+        if (r->t > final_at + 1) {
+            after++;
+            idle_after += r->gpu[0] < 10;
+        } else if (r->t > 1700000000.0 + 30 && r->t < final_at - 1) {
+            before++;
+            busy_before += r->gpu[0] >= 55;
+        }
+    }
+    assert_true(after > 150 && idle_after == after);
+    assert_true(before > 250 && busy_before == before);
+    job_free(&j);
+
+    tw_synth_opts_default(&o);
+    o.duration_s = 300;
+    o.final_s = 300;
+    expect_resolve_error(&o, "--final-s");
+}
+
 static void test_preset_dataloader(void **state)
 {
     (void)state;
@@ -1509,6 +1558,7 @@ int main(void)
         cmocka_unit_test(test_preset_step_outliers),
         cmocka_unit_test(test_preset_load_imbalance),
         cmocka_unit_test(test_preset_slow_init),
+        cmocka_unit_test(test_final_phase),
         cmocka_unit_test(test_preset_dataloader),
         cmocka_unit_test(test_preset_straggler),
         cmocka_unit_test(test_preset_straggler_wait),

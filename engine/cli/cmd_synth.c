@@ -41,6 +41,7 @@ enum {
     OPT_MISSING_GPU_SERIES,
     OPT_DETAILED_STEPS,
     OPT_FINAL_S,
+    OPT_HOROVOD,
     OPT_LIST_PRESETS
 };
 
@@ -101,6 +102,10 @@ static const tw_cli_option tw_synth_options[] = {
      "detailed profiling of TRAIN steps 5..5+N-1: each module's operator "
      "(phase cpu_functions) and GPU kernel (gpu_functions-dev:0) (default: 0)",
      OPT_DETAILED_STEPS},
+    {"horovod", 0, NULL,
+     "also write each rank's Horovod timeline (*_horovod_timeline.json: B/E "
+     "pairs, two tensors negotiated and all-reduced in every TRAIN step)",
+     OPT_HOROVOD},
     {"final-s", 0, "S",
      "a finalization phase: the job's last S seconds have no steps and idle "
      "GPUs (the model being saved), 0..86400 (default: 0, none)",
@@ -254,6 +259,9 @@ static int tw_synth_cmd_option(tw_synth_opts *o, int id, const char *val)
         return 0;
     case OPT_MISSING_GPU_SERIES:
         o->missing_gpu_series = 1;
+        return 0;
+    case OPT_HOROVOD:
+        o->horovod = 1;
         return 0;
     case OPT_RANKS_PER_NODE:
         bad = tw_synth_parse_u64(val, 8, &u) || u < 1;

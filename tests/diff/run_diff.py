@@ -55,6 +55,8 @@ SHAPES = {
     "aligned_samples": ["--aligned-samples"],
     "missing_gpu_series": ["--missing-gpu-series"],
     "detailed_profiling": ["--detailed-steps", "250"],
+    "horovod": ["--horovod"],
+    "horovod_rotating": ["--horovod", "--step-ms", "4300", "--rotate-s", "23"],
     "everything": [
         "--ranks-per-node", "2", "--step-ms", "2900", "--rotate-s", "13",
         "--eval-every", "5", "--start", HOUR_EDGE, "--aligned-samples",
@@ -91,7 +93,7 @@ def matrix(quick):
                 # Both modes where events span the scan boundaries most.
                 modes = ("report", "standalone") if shape in (
                     "long_steps_rotating", "everything",
-                    "detailed_profiling") else ("report",)
+                    "detailed_profiling", "horovod_rotating") else ("report",)
                 jobs.append(("%s-%s-n%d-s%d" % (shape, p, nodes, seed), args,
                              modes))
     return jobs

@@ -14,7 +14,10 @@
  *    empty GPUs while the job loads are no batch-size problem. Before
  *    the first step event, samples within `init_grace` minutes of the
  *    job's start count as initialization; a job without the hook is
- *    evaluated after that.
+ *    evaluated after that. The finalization (more than 10 s after the
+ *    newest step's end, job_phase.h) is skipped the same way: idle GPUs
+ *    while the model is saved are no batch-size problem either. EVAL
+ *    steps are judged with the TRAIN ones (docs/rules.md "Phases").
  *  - the same in both modes: 2 (Details["last_timestamp"] is the rule's
  *    clock, scan->rule_clock_us), 3 (a node without GPU series, or a GPU
  *    without a memory series, is skipped instead of crashing), 4 (CPU
@@ -326,7 +329,7 @@ static int bs_ingest(bs *r, const tw_scan *scan)
     for (size_t i = 0; i < scan->nsamples; i++) {
         const tw_sample *smp = &scan->samples[i];
         if (fixed &&
-            tw_job_phase_in_init(&r->phase, smp->ts, scan->first_timestamp_us,
+            tw_job_phase_outside(&r->phase, smp->ts, scan->first_timestamp_us,
                                  r->grace_us))
             continue;
         uint32_t id;

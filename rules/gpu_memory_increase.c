@@ -16,7 +16,10 @@
  *       event (a framework event with a Step:ModeKeys mode, seen in this or
  *       an earlier scan); while the job has shown no framework event at
  *       all, `patience` counts from the series' first non-zero value
- *       instead; framework events but no step yet => not eligible.
+ *       instead; framework events but no step yet => not eligible. A
+ *       sample of the finalization (more than 10 s after the newest
+ *       step's end, job_phase.h) is not eligible either: loading or
+ *       freeing while the model is saved is no leak.
  *  - the same in both modes: 2 (per-sample counting), 3 (reset at
  *    1 000 000 values: both modes clear every series and continue with the
  *    current sample as the first of a new series, Details kept; Datapoints
@@ -213,7 +216,8 @@ static int gmi_eligible(const gmi *r, const gmi_series *s, double ts)
         return (int64_t)s->n > r->patience;
     if (r->phase.step_seen)
         return (int64_t)s->n > r->patience &&
-               ts * 1e6 >= (double)r->phase.first_step_us;
+               ts * 1e6 >= (double)r->phase.first_step_us &&
+               !tw_job_phase_in_final(&r->phase, ts);
     if (!r->phase.fw_seen)
         return (int64_t)s->n_nonzero > r->patience;
     return 0;

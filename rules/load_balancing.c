@@ -19,7 +19,9 @@
  *    fixed, phase-aware: samples of the initialization (before the job's
  *    first step, rules/common/job_phase.h; before the first step event,
  *    those within `init_grace` minutes of the job's start) are not taken
- *    in: GPUs idle alike while the job loads say nothing of its balance.
+ *    in: GPUs idle alike while the job loads say nothing of its balance;
+ *    nor are those of the finalization (more than 10 s after the newest
+ *    step's end, job_phase.h).
  *  - the same in both modes: 2 (>98 % invisible), 3 (Datapoints = length
  *    of the series of the last sample), the 1 000 000 reset (all series
  *    and histograms cleared, the sample that overflowed is lost; Details
@@ -318,7 +320,7 @@ static int lb_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     for (size_t i = 0; i < scan->nsamples; i++) {
         const tw_sample *smp = &scan->samples[i];
         if (fixed &&
-            tw_job_phase_in_init(&r->phase, smp->ts, scan->first_timestamp_us,
+            tw_job_phase_outside(&r->phase, smp->ts, scan->first_timestamp_us,
                                  r->grace_us))
             continue;
         uint32_t id;

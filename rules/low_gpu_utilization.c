@@ -36,6 +36,9 @@
  *    `patience` counts from the first step. Before the first step event,
  *    samples within `init_grace` minutes of the job's start count as
  *    initialization; a job without the hook is evaluated after that.
+ *    The finalization (after the last step, job_phase.h) is skipped too:
+ *    its samples are not counted, and a scan whose end lies in it is
+ *    not judged (the host's window it reads holds every sample).
  *  - also different: the count map is capped at 10 001 distinct values
  *    per GPU in `fixed` (then coarsened to 0.01 steps, see countmap.h; max
  *    and min stay exact, quantiles of a non-percentage stream become
@@ -429,7 +432,7 @@ static int scan(void *state, const tw_scan *sc, tw_scan_result *out, char *err,
         if (s->series >= sc->nseries ||
             sc->series[s->series].metric != TW_METRIC_GPU_UTIL)
             continue;
-        if (fixed && tw_job_phase_in_init(&r->phase, s->ts,
+        if (fixed && tw_job_phase_outside(&r->phase, s->ts,
                                           sc->first_timestamp_us, r->grace_us))
             continue;
         gpu_series *g = gpu_of_series(r, sc, s->series);
@@ -477,6 +480,9 @@ static int scan(void *state, const tw_scan *sc, tw_scan_result *out, char *err,
         for (size_t gi = 0; gi < r->ngpus; gi++)
             order[start[r->gpus[gi].node_ord]++] = gi;
     }
+    /* fixed: the host's window holds every sample, the finalization's
+     * too, so a scan that reaches into it is not judged */
+    int final = fixed && tw_job_phase_in_final(&r->phase, sc->end_us / 1e6);
     int reset = 0, rc = TW_OK;
     for (size_t k = 0; k < r->ngpus && rc == TW_OK; k++) {
         size_t gi = order[k];
@@ -484,7 +490,7 @@ static int scan(void *state, const tw_scan *sc, tw_scan_result *out, char *err,
         r->datapoints = (int64_t)g->n;
         if (g->n > LOWGPU_MAX_DATAPOINTS)
             reset = 1;
-        if (g->n <= (uint64_t)r->patience)
+        if (g->n <= (uint64_t)r->patience || final)
             continue;
         double w95, w5;
         if (window_quantiles(r, sc, series_of[gi], g, &w95, &w5) != TW_OK) {

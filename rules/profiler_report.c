@@ -206,7 +206,14 @@ static const tw_param_spec pr_params[] = {
        "compared steps a node needs before it is judged"),
     OV("Straggler", "min_fraction", TW_PARAM_DOUBLE, "0.5", 0.0, 1.0,
        "a node is a straggler when more than this fraction of its window's "
-       "steps are slow"),
+       "steps (or scans) are slow"),
+    OV("Straggler", "sys_window", TW_PARAM_INT, "10", 1.0, 100000.0,
+       "system metrics: newest compared scans per node that decide"),
+    OV("Straggler", "sys_patience", TW_PARAM_INT, "3", 1.0, 1e9,
+       "system metrics: compared scans a node needs before it is judged"),
+    OV("Straggler", "sys_min_busy", TW_PARAM_DOUBLE, "50", 0.0, 100.0,
+       "system metrics: a node's GPUs must be busy at least this much (mean "
+       "%, in the scan) to be the one the others wait for"),
 };
 
 #define PR_NPARAMS (sizeof(pr_params) / sizeof(pr_params[0]))

@@ -5,6 +5,7 @@
  * the listing (listing_horizons), so memory stays bounded however long the
  * job.
  */
+#include <errno.h>
 #include <libgen.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "reader.h"
 #include "reader_debug.h"
 #include "reader_prefetch.h"
+#include "tw_assert.h"
 
 enum {
     OPT_RULES = 1,
@@ -36,6 +38,7 @@ enum {
     OPT_ROUNDTRIP,
     OPT_STEPS,
     OPT_TRACE_START,
+    OPT_TRIGGERED,
     OPT_THREADS
 };
 
@@ -68,6 +71,11 @@ static const tw_cli_option eval_options[] = {
      "Kineto): their ts 0 is this time (seconds since the epoch, fraction "
      "allowed) instead of the file's mtime minus its span",
      OPT_TRACE_START},
+    {"triggered", 0, "FILE",
+     "also write one JSON line per rule and scan whose check held to FILE: "
+     "{\"scan\", \"start_us\", \"end_us\", \"rule\", \"parent\"} (the "
+     "triggered windows, for comparing with the reference's)",
+     OPT_TRIGGERED},
     {"threads", 0, "N",
      "read the files on N threads, 1..256 (default: the online cores); "
      "the rules still see them in listing order, so the results do not "
@@ -113,6 +121,7 @@ typedef struct eval_opts {
     const char *rules_path, *job_name, *sem;
     tw_semantics semantics;
     int as_json, quiet, roundtrip, steps;
+    const char *triggered_path;
     int has_trace_start;
     int64_t trace_start_us;
     unsigned threads;
@@ -351,7 +360,72 @@ typedef struct eval_run_args {
     int quiet, progress, steps;
     unsigned threads; /* 1: read on the main thread */
     const char *rules_path;
+    FILE *triggered; /* --triggered, or NULL */
 } eval_run_args;
+
+/* --triggered: the rules whose conditions_met grew in a scan. */
+typedef struct eval_triggered_ctx {
+    FILE *out;
+    uint64_t *seen; /* conditions_met after the previous scan, per rule */
+    size_t nseen;
+    tw_json *line;
+    int failed;
+} eval_triggered_ctx;
+
+static void triggered_rule(eval_triggered_ctx *t, const tw_scan *scan,
+                           const tw_rule *r, const char *parent, size_t at)
+{
+    TW_ASSERT(at < t->nseen);
+    uint64_t met = tw_rule_conditions_met(r);
+    if (met == t->seen[at])
+        return;
+    t->seen[at] = met;
+    tw_json_reset(t->line);
+    tw_json_object_begin(t->line);
+    tw_json_key(t->line, "scan");
+    tw_json_int(t->line, (int64_t)scan->index);
+    tw_json_key(t->line, "start_us");
+    tw_json_int(t->line, scan->start_us);
+    tw_json_key(t->line, "end_us");
+    tw_json_int(t->line, scan->end_us);
+    tw_json_key(t->line, "rule");
+    tw_json_string(t->line, tw_rule_name(r));
+    tw_json_key(t->line, "parent");
+    if (parent != NULL)
+        tw_json_string(t->line, parent);
+    else
+        tw_json_null(t->line);
+    tw_json_object_end(t->line);
+    if (tw_json_failed(t->line) ||
+        fprintf(t->out, "%s\n", tw_json_str(t->line)) < 0)
+        t->failed = 1;
+}
+
+static void on_scan_triggered(void *ud, tw_job *job, const tw_scan *scan)
+{
+    eval_triggered_ctx *t = ud;
+    size_t n = 0;
+    for (size_t i = 0; i < tw_job_nrules(job); i++)
+        n += 1 + tw_rule_nchildren(tw_job_rule(job, i));
+    if (n > t->nseen) {
+        uint64_t *p = realloc(t->seen, n * sizeof(*p));
+        if (p == NULL) {
+            t->failed = 1;
+            return;
+        }
+        memset(p + t->nseen, 0, (n - t->nseen) * sizeof(*p));
+        t->seen = p;
+        t->nseen = n;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < tw_job_nrules(job); i++) {
+        tw_rule *top = tw_job_rule(job, i);
+        triggered_rule(t, scan, top, NULL, at++);
+        for (size_t k = 0; k < tw_rule_nchildren(top); k++)
+            triggered_rule(t, scan, tw_rule_child(top, k), tw_rule_name(top),
+                           at++);
+    }
+}
 
 /* --roundtrip: after each scan every rule goes through a checkpoint. */
 typedef struct eval_roundtrip_ctx {
@@ -396,8 +470,17 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
         tw_trace_state_free(ts);
         return TW_ERR;
     }
-    if (rt != NULL)
+    eval_triggered_ctx trig = {.out = a->triggered};
+    if (rt != NULL) {
         tw_job_on_scan(job, on_scan_roundtrip, rt);
+    } else if (a->triggered != NULL) {
+        if ((trig.line = tw_json_new()) == NULL) {
+            fprintf(stderr, "trainwatch eval: out of memory\n");
+            goto fail;
+        }
+        tw_json_set_compact(trig.line, 1);
+        tw_job_on_scan(job, on_scan_triggered, &trig);
+    }
     tw_job_set_first_timestamp(job, a->first_us);
     tw_job_set_scan_limit(job, a->limit_us);
     eval_ctx ec = {.job = job, .quiet = a->quiet, .steps = a->steps};
@@ -439,10 +522,20 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
         fprintf(stderr, "trainwatch eval: out of memory\n");
         goto fail;
     }
+    if (trig.failed) {
+        fprintf(stderr, "trainwatch eval: --triggered: writing failed (%s)\n",
+                strerror(errno));
+        goto fail;
+    }
+    tw_job_on_scan(job, NULL, NULL);
+    free(trig.seen);
+    tw_json_free(trig.line);
     tw_trace_state_free(ts);
     *out = job;
     return TW_OK;
 fail:
+    free(trig.seen);
+    tw_json_free(trig.line);
     tw_prefetch_free(pf);
     tw_trace_state_free(ts);
     tw_job_free(job);
@@ -543,6 +636,9 @@ static int eval_load_options(eval_opts *o, int argc, char **argv, int *status)
             break;
         case OPT_STEPS:
             o->steps = 1;
+            break;
+        case OPT_TRIGGERED:
+            o->triggered_path = p.arg;
             break;
         case OPT_THREADS: {
             char *end;
@@ -715,7 +811,16 @@ int tw_cmd_eval(int argc, char **argv)
     tw_reader_stats rs;
     status = 1;
     double t0 = (tw_mono_us() / 1e6);
-    if (eval_load(&o, &e) == 0 && eval_run(&e.ra, NULL, &rs, &job) == TW_OK) {
+    FILE *trig = NULL;
+    if (o.triggered_path != NULL &&
+        (trig = fopen(o.triggered_path, "w")) == NULL) {
+        fprintf(stderr, "trainwatch eval: --triggered: cannot write %s: %s\n",
+                o.triggered_path, strerror(errno));
+        return 1;
+    }
+    int loaded = eval_load(&o, &e) == 0;
+    e.ra.triggered = trig;
+    if (loaded && eval_run(&e.ra, NULL, &rs, &job) == TW_OK) {
         if (o.roundtrip) {
             status = eval_roundtrip(&e.ra, job);
         } else {
@@ -726,6 +831,11 @@ int tw_cmd_eval(int argc, char **argv)
                 print_table(job, e.folder, &rs, (tw_mono_us() / 1e6) - t0);
             status = 0;
         }
+    }
+    if (trig != NULL && fclose(trig) != 0 && status == 0) {
+        fprintf(stderr, "trainwatch eval: --triggered: writing %s: %s\n",
+                o.triggered_path, strerror(errno));
+        status = 1;
     }
     tw_job_free(job);
     eval_free(&e);

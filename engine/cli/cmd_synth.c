@@ -40,6 +40,8 @@ enum {
     OPT_ALIGNED_SAMPLES,
     OPT_MISSING_GPU_SERIES,
     OPT_DETAILED_STEPS,
+    OPT_FINAL_S,
+    OPT_HOROVOD,
     OPT_LIST_PRESETS
 };
 
@@ -100,6 +102,14 @@ static const tw_cli_option tw_synth_options[] = {
      "detailed profiling of TRAIN steps 5..5+N-1: each module's operator "
      "(phase cpu_functions) and GPU kernel (gpu_functions-dev:0) (default: 0)",
      OPT_DETAILED_STEPS},
+    {"horovod", 0, NULL,
+     "also write each rank's Horovod timeline (*_horovod_timeline.json: B/E "
+     "pairs, two tensors negotiated and all-reduced in every TRAIN step)",
+     OPT_HOROVOD},
+    {"final-s", 0, "S",
+     "a finalization phase: the job's last S seconds have no steps and idle "
+     "GPUs (the model being saved), 0..86400 (default: 0, none)",
+     OPT_FINAL_S},
     {"list-presets", 0, NULL,
      "list the presets, what each plants and which rules fire, then exit",
      OPT_LIST_PRESETS},
@@ -250,6 +260,9 @@ static int tw_synth_cmd_option(tw_synth_opts *o, int id, const char *val)
     case OPT_MISSING_GPU_SERIES:
         o->missing_gpu_series = 1;
         return 0;
+    case OPT_HOROVOD:
+        o->horovod = 1;
+        return 0;
     case OPT_RANKS_PER_NODE:
         bad = tw_synth_parse_u64(val, 8, &u) || u < 1;
         o->ranks_per_node = (uint32_t)u;
@@ -274,6 +287,11 @@ static int tw_synth_cmd_option(tw_synth_opts *o, int id, const char *val)
         bad = tw_synth_parse_u64(val, UINT32_MAX, &u);
         o->detailed_steps = (uint32_t)u;
         want = "an integer 0..4294967295";
+        break;
+    case OPT_FINAL_S:
+        bad = tw_synth_parse_u64(val, 86400, &u);
+        o->final_s = (double)u;
+        want = "an integer 0..86400";
         break;
     case OPT_ROTATE_S:
         bad = tw_synth_parse_u64(val, 3600, &u) || u < 1;

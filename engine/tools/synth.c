@@ -137,7 +137,8 @@ static const tw_synth_preset tw_synth_preset_table[] = {
      "every other node waits for it at each step, its GPUs 30-45 %. Fires "
      "Straggler naming algo-2 (fixed semantics), and LowGPUUtilization and "
      "BatchSize for the waiting nodes' GPUs, which fixed semantics marks "
-     "caused_by Straggler (also among --nodes 8 or 16)."},
+     "caused_by Straggler (also among --nodes 8 or 16; with --no-framework "
+     "Straggler names algo-2 from system metrics alone)."},
 };
 
 #define TW_SYNTH_NPRESETS                                                      \
@@ -202,6 +203,8 @@ void tw_synth_opts_default(tw_synth_opts *o)
     o->aligned_samples = 0;
     o->missing_gpu_series = 0;
     o->detailed_steps = 0;
+    o->final_s = 0;
+    o->horovod = 0;
     o->progress = NULL;
     o->progress_ctx = NULL;
 }
@@ -297,6 +300,13 @@ int tw_synth_opts_resolve(tw_synth_opts *o, char *err, size_t errlen)
                       "--step-ms: %g s is out of range (0 = the preset's, "
                       "at most 600 s)",
                       o->step_s);
+        return -1;
+    }
+    if (!(o->final_s >= 0) || o->final_s >= o->duration_s) {
+        tw_synth_errf(err, errlen,
+                      "--final-s: %g s is out of range 0..%g (below the "
+                      "duration)",
+                      o->final_s, o->duration_s);
         return -1;
     }
     if (!(o->rotate_s >= 1) || o->rotate_s > 3600) {
@@ -672,6 +682,7 @@ typedef struct tw_synth_node {
     int64_t next_t;   /* its first timestamp, 100 ns units            */
     double init_s;    /* first TRAIN step, seconds after job start    */
     double memload_s; /* model loaded onto the GPUs                   */
+    double final_at;  /* finalization from here on (s after start)    */
     int straggler;
     int waits; /* straggler_wait: a fast node that waits for the slow one */
     int bad;   /* bursty presets: in the bad regime            */
@@ -836,6 +847,7 @@ static int tw_synth_job_init(tw_synth_job *j)
             if (n->memload_s < n->init_s / 2)
                 n->memload_s = n->init_s / 2;
         }
+        n->final_at = o->duration_s - o->final_s;
         n->bad = (k == TW_SYNTH_CPU_BOTTLENECK || k == TW_SYNTH_IO_BOTTLENECK);
         n->regime_left = 0;
         for (uint32_t g = 0; g < G; g++) {
@@ -929,7 +941,8 @@ static void tw_synth_round_values(tw_synth_job *j, tw_synth_node *n, double t,
     const tw_synth_opts *o = &j->o;
     enum tw_synth_kind k = j->p->kind;
     tw_synth_rng *r = &n->sys;
-    int active = t >= n->init_s;
+    /* before the first step and in the finalization: no training */
+    int active = t >= n->init_s && t < n->final_at;
     int loaded = t >= n->memload_s;
     tw_synth_regime_step(j, n);
     int bad = active && n->bad;
@@ -1248,6 +1261,8 @@ enum tw_synth_phase {
     TW_SYNTH_PH_INIT,
     TW_SYNTH_PH_CPUF, /* detailed profiling: operators  */
     TW_SYNTH_PH_GPUF, /* detailed profiling: kernels    */
+    TW_SYNTH_PH_HVD0, /* Horovod: one tensor's ops      */
+    TW_SYNTH_PH_HVD1,
     TW_SYNTH_NPHASES
 };
 
@@ -1261,6 +1276,8 @@ static const char *const tw_synth_phase_name[TW_SYNTH_NPHASES] = {
     "DataLoaderIterInitialize",
     "cpu_functions",
     "gpu_functions-dev:0",
+    "Adam_Allreduce/HorovodAllreduce_grad_fc_weight_0",
+    "Adam_Allreduce/HorovodAllreduce_grad_conv1_weight_0",
 };
 
 /* Modules of the model: forward in this order, backward reversed; each
@@ -1295,12 +1312,13 @@ typedef struct tw_synth_trace {
     tw_synth_out *w;
     int64_t base_us; /* start_time_since_epoch_in_micros            */
     int open;
-    int64_t min_end;   /* earliest event end in the open file         */
-    int64_t max_end;   /* latest event end: the file's name           */
-    int64_t hour_key;  /* UTC hour (epoch s / 3600) of the open file  */
-    int64_t rotate_us; /* span of event ends that closes a file       */
-    uint32_t rank;     /* global rank: node × ranks_per_node + r      */
-    int nevents;       /* trace events in the open file               */
+    int64_t min_end;    /* earliest event end in the open file         */
+    int64_t max_end;    /* latest event end: the file's name           */
+    int64_t hour_key;   /* UTC hour (epoch s / 3600) of the open file  */
+    int64_t rotate_us;  /* span of event ends that closes a file       */
+    uint32_t rank;      /* global rank: node × ranks_per_node + r      */
+    const char *suffix; /* file name end: pythontimeline, horovod_timeline */
+    int nevents;        /* trace events in the open file               */
     int phase_pid[TW_SYNTH_NPHASES];
     int next_pid;
     char tmp_path[PATH_MAX];
@@ -1331,9 +1349,9 @@ static int tw_synth_trace_close(tw_synth_trace *tr)
             return -1;
         memcpy(tr->made_hour, hour, sizeof(hour));
     }
-    if (tw_synth_pathf(path, j->err, j->errlen,
-                       "%s/%lld_%u-algo-%u_pythontimeline.json", dir,
-                       (long long)tr->max_end, tr->rank, tr->n->idx + 1) != 0)
+    if (tw_synth_pathf(path, j->err, j->errlen, "%s/%lld_%u-algo-%u_%s.json",
+                       dir, (long long)tr->max_end, tr->rank, tr->n->idx + 1,
+                       tr->suffix) != 0)
         return -1;
     if (access(path, F_OK) == 0) {
         tw_synth_errf(j->err, j->errlen,
@@ -1385,18 +1403,16 @@ static inline void tw_synth_put_str(tw_synth_out *w, const char *s)
  * would span 60 s of event ends or more (the agent's close interval;
  * events are written roughly in completion order, so the span is taken
  * over all event ends of the file), at a new UTC hour, or at 10 MB. */
-static int tw_synth_trace_event(tw_synth_trace *tr, enum tw_synth_phase ph,
-                                const char *name, int64_t start_us,
-                                int64_t dur_us, tw_synth_args ak, uint64_t a1,
-                                uint64_t a2)
+static int tw_synth_trace_prepare(tw_synth_trace *tr, enum tw_synth_phase ph,
+                                  int64_t end_us, int may_rotate)
 {
     tw_synth_job *j = tr->j;
-    int64_t end_us = start_us + dur_us;
-    if (tr->open && ((end_us > tr->max_end ? end_us : tr->max_end) -
-                             (end_us < tr->min_end ? end_us : tr->min_end) >=
-                         tr->rotate_us ||
-                     end_us / 1000000 / 3600 != tr->hour_key ||
-                     tr->w->written >= TW_SYNTH_TRACE_MAX_BYTES)) {
+    if (tr->open && may_rotate &&
+        ((end_us > tr->max_end ? end_us : tr->max_end) -
+                 (end_us < tr->min_end ? end_us : tr->min_end) >=
+             tr->rotate_us ||
+         end_us / 1000000 / 3600 != tr->hour_key ||
+         tr->w->written >= TW_SYNTH_TRACE_MAX_BYTES)) {
         if (tw_synth_trace_close(tr) != 0)
             return -1;
     }
@@ -1420,6 +1436,55 @@ static int tw_synth_trace_event(tw_synth_trace *tr, enum tw_synth_phase ph,
         tw_synth_put_u64(w, (uint64_t)pid);
         TW_SYNTH_PUTS(w, "}}");
     }
+    return 0;
+}
+
+/* An event ending at end_us was written; `counts`: it is a whole event
+ * (an X event, or the B of a B/E pair) for the statistics. */
+static void tw_synth_trace_noted(tw_synth_trace *tr, int64_t end_us, int counts)
+{
+    if (end_us > tr->max_end)
+        tr->max_end = end_us;
+    if (end_us < tr->min_end)
+        tr->min_end = end_us;
+    tr->nevents++;
+    tr->j->st.events += (uint64_t)counts;
+}
+
+/* Writes one B event (name) or E event (name NULL: written as "", as the
+ * reference's rotation of Horovod's timeline does) of phase ph at ts_us;
+ * a file rotates on B events' times as on X events' ends, never between a
+ * B and its E: the reference crashes on a pair split over two files
+ * (tests/diff/README.md). */
+static int tw_synth_trace_be(tw_synth_trace *tr, enum tw_synth_phase ph,
+                             const char *name, int64_t ts_us)
+{
+    if (tw_synth_trace_prepare(tr, ph, ts_us, name != NULL) != 0)
+        return -1;
+    tw_synth_out *w = tr->w;
+    TW_SYNTH_PUTS(w, ",\n{\"name\": \"");
+    tw_synth_put_str(w, name ? name : "");
+    TW_SYNTH_PUTS(w, "\", \"pid\": ");
+    tw_synth_put_u64(w, (uint64_t)tr->phase_pid[ph]);
+    if (name)
+        TW_SYNTH_PUTS(w, ", \"ph\": \"B\", \"ts\": ");
+    else
+        TW_SYNTH_PUTS(w, ", \"ph\": \"E\", \"ts\": ");
+    tw_synth_put_u64(w, (uint64_t)(ts_us - tr->base_us));
+    TW_SYNTH_PUTS(w, "}");
+    tw_synth_trace_noted(tr, ts_us, name != NULL);
+    return 0;
+}
+
+static int tw_synth_trace_event(tw_synth_trace *tr, enum tw_synth_phase ph,
+                                const char *name, int64_t start_us,
+                                int64_t dur_us, tw_synth_args ak, uint64_t a1,
+                                uint64_t a2)
+{
+    int64_t end_us = start_us + dur_us;
+    if (tw_synth_trace_prepare(tr, ph, end_us, 1) != 0)
+        return -1;
+    tw_synth_out *w = tr->w;
     TW_SYNTH_PUTS(w, ",\n{\"name\": \"");
     tw_synth_put_str(w, name);
     TW_SYNTH_PUTS(w, "\", \"pid\": ");
@@ -1455,12 +1520,7 @@ static int tw_synth_trace_event(tw_synth_trace *tr, enum tw_synth_phase ph,
         break;
     }
     TW_SYNTH_PUTS(w, "}}");
-    if (end_us > tr->max_end)
-        tr->max_end = end_us;
-    if (end_us < tr->min_end)
-        tr->min_end = end_us;
-    tr->nevents++;
-    j->st.events++;
+    tw_synth_trace_noted(tr, end_us, 1);
     return 0;
 }
 
@@ -1562,6 +1622,77 @@ static int tw_synth_step(tw_synth_trace *tr, int eval, uint64_t step_num,
 
 #define TW_SYNTH_EVAL_STEPS 30
 
+/* --horovod: the TRAIN steps of a rank (end, duration), kept while its
+ * pythontimeline trace is written, then written as Horovod allreduces. */
+typedef struct tw_synth_hvd_steps {
+    int64_t *end_us; /* pairs: end, duration */
+    size_t n, cap;
+} tw_synth_hvd_steps;
+
+static int tw_synth_note_step(tw_synth_hvd_steps *h, int64_t end_us,
+                              int64_t dur_us)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 1024;
+        int64_t *p = realloc(h->end_us, cap * 2 * sizeof(*p));
+        if (p == NULL)
+            return -1;
+        h->end_us = p;
+        h->cap = cap;
+    }
+    h->end_us[2 * h->n] = end_us;
+    h->end_us[2 * h->n + 1] = dur_us;
+    h->n++;
+    return 0;
+}
+
+/* The rank's Horovod timeline, as the reference's hook rotates Horovod's
+ * own timeline into framework/pevents (`*_horovod_timeline.json`, B/E
+ * pairs, the E events named ""): in the last 30 % of every TRAIN step
+ * (its backward pass), each of two gradient tensors is negotiated and
+ * then all-reduced, one after the other. Written after the rank's
+ * pythontimeline trace, with the same start time and rotation. */
+static int tw_synth_write_horovod(tw_synth_job *j, tw_synth_node *n,
+                                  const tw_synth_trace *py,
+                                  const tw_synth_hvd_steps *h)
+{
+    tw_synth_trace hv;
+    memset(&hv, 0, sizeof(hv));
+    hv.j = j;
+    hv.n = n;
+    hv.w = py->w;
+    hv.rank = py->rank;
+    hv.suffix = "horovod_timeline";
+    hv.rotate_us = py->rotate_us;
+    hv.base_us = py->base_us;
+    if (tw_synth_pathf(hv.tmp_path, j->err, j->errlen,
+                       "%s/framework/pevents/.%u-algo-%u.hvd.tmp", j->o.out_dir,
+                       hv.rank, n->idx + 1) != 0)
+        return -1;
+    static const enum tw_synth_phase tensor[2] = {TW_SYNTH_PH_HVD0,
+                                                  TW_SYNTH_PH_HVD1};
+    int rc = 0;
+    for (size_t i = 0; i < h->n && rc == 0; i++) {
+        int64_t end = h->end_us[2 * i], dur = h->end_us[2 * i + 1];
+        int64_t t = end - dur * 3 / 10;
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            int64_t neg = dur / 50 + 1, red = dur / 10 + 1;
+            rc = tw_synth_trace_be(&hv, tensor[k], "NEGOTIATE_ALLREDUCE", t) ||
+                 tw_synth_trace_be(&hv, tensor[k], NULL, t + neg) ||
+                 tw_synth_trace_be(&hv, tensor[k], "ALLREDUCE", t + neg) ||
+                 tw_synth_trace_be(&hv, tensor[k], NULL, t + neg + red);
+            t += neg + red;
+        }
+    }
+    if (rc == 0)
+        rc = tw_synth_trace_close(&hv);
+    if (rc != 0 && hv.open) {
+        tw_synth_out_close(hv.w, NULL, 0);
+        unlink(hv.tmp_path);
+    }
+    return rc != 0 ? -1 : 0;
+}
+
 /* The trace of rank `lr` (0-based within the node) of node n. */
 static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
                                      uint32_t lr)
@@ -1572,10 +1703,12 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
         tw_synth_rng_init(r, j->o.seed, n->idx, 100 + lr);
     tw_synth_trace tr;
     memset(&tr, 0, sizeof(tr));
+    tw_synth_hvd_steps hv = {NULL, 0, 0};
     tr.j = j;
     tr.n = n;
     tr.w = &j->fww;
     tr.rank = n->idx * j->o.ranks_per_node + lr;
+    tr.suffix = "pythontimeline";
     tr.rotate_us = (int64_t)llround(j->o.rotate_s * 1e6);
     tr.base_us = j->start_us + 200000 + (int64_t)tw_synth_below(r, 1300000);
     if (tw_synth_pathf(tr.tmp_path, j->err, j->errlen,
@@ -1639,6 +1772,7 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
 
     uint64_t train_step = 0, eval_step = 0;
     double node_s = (double)(j->end_us - j->start_us);
+    int64_t final_us = (int64_t)llround(j->o.final_s * 1e6);
     for (;;) {
         int eval_now =
             eval_every > 0 && train_step > 0 && train_step % eval_every == 0 &&
@@ -1656,7 +1790,7 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
         }
         int64_t fetch = nw ? 1000 + (int64_t)tw_synth_below(r, 3000)
                            : 20000 + (int64_t)tw_synth_below(r, 40000);
-        if (cursor + 1000 + fetch + dur > j->end_us)
+        if (cursor + 1000 + fetch + dur > j->end_us - final_us)
             break;
         if (nw && tw_synth_flush_workers(&tr, wk, nw, cursor) != 0)
             goto done;
@@ -1679,6 +1813,8 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
             if (tw_synth_step(&tr, 0, train_step, dur, fetch, main_pid,
                               iter_name, detailed, &cursor) != 0)
                 goto done;
+            if (j->o.horovod && tw_synth_note_step(&hv, cursor, dur) != 0)
+                goto done;
             train_step++;
         }
         if ((train_step & 1023) == 0 && !eval_now)
@@ -1687,11 +1823,14 @@ static int tw_synth_write_node_trace(tw_synth_job *j, tw_synth_node *n,
     if (nw && tw_synth_flush_workers(&tr, wk, nw, cursor) != 0)
         goto done;
     rc = tw_synth_trace_close(&tr);
+    if (rc == 0 && j->o.horovod)
+        rc = tw_synth_write_horovod(j, n, &tr, &hv);
 done:
     if (rc != 0 && tr.open) {
         tw_synth_out_close(tr.w, NULL, 0);
         unlink(tr.tmp_path);
     }
+    free(hv.end_us);
     free(wk);
     return rc;
 }

@@ -67,6 +67,11 @@ typedef struct tw_synth_opts {
     uint32_t detailed_steps; /* TRAIN steps 5 .. 5+N-1 also get detailed
                                 profiling events (cpu_functions,
                                 gpu_functions-dev:0); 0 = none        */
+    int horovod;             /* also Horovod timelines: B/E pairs of
+                                two tensors' allreduces per TRAIN step */
+    double final_s;          /* a finalization phase: the job's last
+                                final_s seconds have no steps and idle
+                                GPUs (saving the model); 0 = none      */
     tw_synth_progress_fn progress; /* optional, NULL = silent            */
     void *progress_ctx;            /* passed to progress                 */
 } tw_synth_opts;

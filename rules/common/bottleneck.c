@@ -131,11 +131,13 @@ static int fixed(const bneck *b)
     return b->ring_max > 0;
 }
 
-/* fixed: a sample of the initialization makes no snapshot. */
-static int in_init(const bneck *b, const tw_scan *sc, const tw_sample *s)
+/* fixed: a sample of the initialization or finalization makes no
+ * snapshot. */
+static int outside_training(const bneck *b, const tw_scan *sc,
+                            const tw_sample *s)
 {
     return fixed(b) &&
-           tw_job_phase_in_init(&b->phase, s->ts, sc->first_timestamp_us,
+           tw_job_phase_outside(&b->phase, s->ts, sc->first_timestamp_us,
                                 b->grace_us);
 }
 
@@ -231,7 +233,7 @@ static int note_nodes(bneck *b, const tw_scan *sc, double anchor)
     }
     for (size_t i = 0; i < sc->nsamples; i++) {
         const tw_sample *s = &sc->samples[i];
-        if (in_init(b, sc, s))
+        if (outside_training(b, sc, s))
             continue;
         if (fabs(anchor - s->ts) > BNECK_SNAPSHOT_S)
             anchor = s->ts;
@@ -285,7 +287,7 @@ int tw_bneck_scan(void *state, const tw_scan *sc, tw_scan_result *out,
     double anchor0 = b->anchor;
     for (size_t i = 0; i < sc->nsamples; i++) {
         const tw_sample *s = &sc->samples[i];
-        if (in_init(b, sc, s))
+        if (outside_training(b, sc, s))
             continue;
         if (fabs(b->anchor - s->ts) > BNECK_SNAPSHOT_S) {
             b->anchor = s->ts;

@@ -36,7 +36,10 @@
  *    first step, job_phase.h; before the first step event, those within
  *    `init_grace` minutes of the job's start) make no snapshot: idle GPUs
  *    while the job loads (its CPUs busy loading) are no bottleneck, and
- *    they do not dilute the ratio either;
+ *    they do not dilute the ratio either; nor do those of the
+ *    finalization (more than 10 s after the newest step's end: idle GPUs
+ *    while the model is saved); EVAL steps count with the TRAIN ones (a
+ *    starved GPU is starved in either);
  *  - the §4 aggregation: `reference` reproduces the swapped ratio,
  *    `fixed` pairs labels with their own totals (fwagg.h).
  *

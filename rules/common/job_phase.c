@@ -1,5 +1,6 @@
 /*
- * job_phase.c - the initialization phase of a job (job_phase.h).
+ * job_phase.c - the initialization and finalization phases of a job
+ * (job_phase.h).
  */
 #include "job_phase.h"
 
@@ -10,11 +11,13 @@ void tw_job_phase_note(tw_job_phase *p, const tw_scan *scan)
     for (size_t i = 0; i < scan->nevents; i++) {
         const tw_fw_event *e = &scan->events[i];
         p->fw_seen = 1;
-        if (e->mode != TW_MODE_NONE &&
-            (!p->step_seen || e->start_us < p->first_step_us)) {
-            p->step_seen = 1;
+        if (e->mode == TW_MODE_NONE)
+            continue;
+        if (!p->step_seen || e->start_us < p->first_step_us)
             p->first_step_us = e->start_us;
-        }
+        if (!p->step_seen || e->end_us > p->last_step_end_us)
+            p->last_step_end_us = e->end_us;
+        p->step_seen = 1;
     }
 }
 
@@ -26,11 +29,25 @@ int tw_job_phase_in_init(const tw_job_phase *p, double ts, int64_t first_us,
     return ts * 1e6 < (double)first_us + (double)grace_us;
 }
 
+int tw_job_phase_in_final(const tw_job_phase *p, double ts)
+{
+    return p->step_seen && ts * 1e6 > (double)p->last_step_end_us +
+                                          (double)TW_JOB_PHASE_FINAL_GAP_US;
+}
+
+int tw_job_phase_outside(const tw_job_phase *p, double ts, int64_t first_us,
+                         int64_t grace_us)
+{
+    return tw_job_phase_in_init(p, ts, first_us, grace_us) ||
+           tw_job_phase_in_final(p, ts);
+}
+
 void tw_job_phase_save(const tw_job_phase *p, tw_ser *s)
 {
     tw_ser_u8(s, (uint8_t)p->fw_seen);
     tw_ser_u8(s, (uint8_t)p->step_seen);
     tw_ser_i64(s, p->first_step_us);
+    tw_ser_i64(s, p->last_step_end_us);
 }
 
 void tw_job_phase_load(tw_job_phase *p, tw_deser *d)
@@ -38,6 +55,7 @@ void tw_job_phase_load(tw_job_phase *p, tw_deser *d)
     p->fw_seen = tw_deser_u8(d) != 0;
     p->step_seen = tw_deser_u8(d) != 0;
     p->first_step_us = tw_deser_i64(d);
+    p->last_step_end_us = tw_deser_i64(d);
 }
 
 int tw_job_phase_params_text(const tw_param_spec *specs, const tw_params *p,

@@ -38,8 +38,10 @@ def main():
             d = os.path.join(work, name)
             subprocess.run([tw, "synth", d] + args, check=True,
                            stderr=subprocess.DEVNULL)
+            trig = d + ".triggered"
             r = subprocess.run(
-                [tw, "eval", d, "--semantics", "reference", "--json"],
+                [tw, "eval", d, "--semantics", "reference", "--json",
+                 "--triggered", trig],
                 stdout=subprocess.PIPE, text=True)
             if r.returncode not in (0, 1):
                 failed.append(name)
@@ -47,12 +49,13 @@ def main():
                 continue
             with open(os.path.join(gdir, name + ".json")) as f:
                 ref = json.load(f)
-            rc, crashes = compare.ref_cells(ref)
+            rc, crashes = compare.ref_cells(ref, windows=True)
             if crashes or not rc:
                 sys.exit("FAIL: golden %s holds a reference crash or no rule"
                          % name)
-            n, eq, diffs = compare.compare(compare.tw_cells(json.loads(
-                r.stdout)), rc)
+            n, eq, diffs = compare.compare(compare.tw_cells(
+                json.loads(r.stdout), triggered=compare.read_triggered(trig)),
+                rc)
             total += n
             same += eq
             print("%-40s cells %5d equal %5d" % (name, n, eq))

@@ -4,12 +4,15 @@ report mode). Shared by the differential harness (run_diff.py) and the
 golden-file test (check_golden.py).
 
 A cell is one compared value of one sub-rule of ProfilerReport: status,
-Datapoints, Violations, RuleTriggered, the number of triggered windows, and
-every numeric leaf of the report's Details (the reference runner rounds
+Datapoints, Violations, RuleTriggered, the triggered windows (each scan
+whose check held, as [index, start_us, end_us]: `eval --triggered` against
+the runner's triggered_intervals; their number when no such file is
+given), and every numeric leaf of the report's Details (the reference runner rounds
 floats to 6 decimals and summarises CPU/IOBottleneck's per-timestamp map, so
 trainwatch's side is normalised the same way here).
 """
 
+import json
 import math
 
 REL_TOL = 1e-6
@@ -84,6 +87,8 @@ def flatten(obj, prefix, out):
 
 
 def equal(a, b):
+    if isinstance(a, list) or isinstance(b, list):
+        return a == b
     if a == NONFINITE or b == NONFINITE:
         return {a, b} <= {NONFINITE, "nan", "inf", "-inf"}
     if a is None or b is None or isinstance(a, str) or isinstance(b, str):
@@ -93,8 +98,22 @@ def equal(a, b):
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
 
 
-def tw_rule_cells(rule):
-    """Cells of one trainwatch sub-rule (an entry of eval --json's rules)."""
+def read_triggered(path):
+    """{(parent, rule): [[scan, start_us, end_us], ...]} from the JSON lines
+    of `trainwatch eval --triggered FILE`."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                t = json.loads(line)
+                out.setdefault((t["parent"], t["rule"]), []).append(
+                    [t["scan"], t["start_us"], t["end_us"]])
+    return out
+
+
+def tw_rule_cells(rule, triggered=None):
+    """Cells of one trainwatch sub-rule (an entry of eval --json's rules);
+    triggered: read_triggered()'s map, or None to compare counts only."""
     rep = rule.get("report") or {}
     cells = {
         "status": rule.get("status"),
@@ -103,20 +122,25 @@ def tw_rule_cells(rule):
         "RuleTriggered": rep.get("RuleTriggered", rule.get("rule_triggered")),
         "triggered_windows": rule.get("conditions_met"),
     }
+    if triggered is not None:
+        cells["triggered_windows"] = triggered.get(
+            (rule.get("parent"), rule["name"]), [])
     nulls = bool(rule.get("nonfinite_nulls"))
     flatten(tw_details(rule["name"], rep.get("Details"), nulls), "Details",
             cells)
     return cells
 
 
-def ref_rule_cells(entry):
-    """Cells of one reference sub-rule (ProfilerReport.rules[name])."""
+def ref_rule_cells(entry, windows=False):
+    """Cells of one reference sub-rule (ProfilerReport.rules[name]);
+    windows: the triggered windows themselves, not their number."""
+    got = [list(t) for t in entry.get("triggered_intervals") or []]
     cells = {
         "status": entry.get("status"),
         "Datapoints": entry.get("Datapoints"),
         "Violations": entry.get("Violations"),
         "RuleTriggered": entry.get("RuleTriggered"),
-        "triggered_windows": len(entry.get("triggered_intervals") or []),
+        "triggered_windows": got if windows else len(got),
     }
     flatten(entry.get("Details") or {}, "Details", cells)
     return cells
@@ -129,18 +153,18 @@ STANDALONE = [
 ]
 
 
-def tw_cells(tw_json, standalone=False):
+def tw_cells(tw_json, standalone=False, triggered=None):
     """{rule: cells} for ProfilerReport's sub-rules in trainwatch's output,
     or (standalone) for the rules run each on its own."""
     want = None if standalone else "ProfilerReport"
     return {
-        r["name"]: tw_rule_cells(r)
+        r["name"]: tw_rule_cells(r, triggered)
         for r in tw_json.get("rules", [])
         if r.get("parent") == want and r["name"] != "ProfilerReport"
     }
 
 
-def ref_standalone_cells(ref_json):
+def ref_standalone_cells(ref_json, windows=False):
     """({rule: cells}, {rule: crash}) from the runner's standalone mode
     (each rule in its own process with its own trial)."""
     cells, crashes = {}, {}
@@ -151,11 +175,11 @@ def ref_standalone_cells(ref_json):
                 e.get("error"), e.get("windows"),
                 " | ".join(str(x).strip() for x in tail[-4:-2]))
             continue
-        cells[name] = ref_rule_cells(e)
+        cells[name] = ref_rule_cells(e, windows)
     return cells, crashes
 
 
-def ref_cells(ref_json):
+def ref_cells(ref_json, windows=False):
     """({rule: cells}, {rule: crash text}) from the reference's output."""
     pr = ref_json.get("ProfilerReport") or {}
     cells, crashes = {}, {}
@@ -174,7 +198,7 @@ def ref_cells(ref_json):
                 tail = " | ".join(tail[-3:])
             crashes[name] = "%s (%s)" % (e.get("error"), str(tail)[-300:])
             continue
-        cells[name] = ref_rule_cells(e)
+        cells[name] = ref_rule_cells(e, windows)
     return cells, crashes
 
 

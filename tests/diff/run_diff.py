@@ -55,6 +55,8 @@ SHAPES = {
     "aligned_samples": ["--aligned-samples"],
     "missing_gpu_series": ["--missing-gpu-series"],
     "detailed_profiling": ["--detailed-steps", "250"],
+    "horovod": ["--horovod"],
+    "horovod_rotating": ["--horovod", "--step-ms", "4300", "--rotate-s", "23"],
     "everything": [
         "--ranks-per-node", "2", "--step-ms", "2900", "--rotate-s", "13",
         "--eval-every", "5", "--start", HOUR_EDGE, "--aligned-samples",
@@ -91,7 +93,7 @@ def matrix(quick):
                 # Both modes where events span the scan boundaries most.
                 modes = ("report", "standalone") if shape in (
                     "long_steps_rotating", "everything",
-                    "detailed_profiling") else ("report",)
+                    "detailed_profiling", "horovod_rotating") else ("report",)
                 jobs.append(("%s-%s-n%d-s%d" % (shape, p, nodes, seed), args,
                              modes))
     return jobs
@@ -155,18 +157,21 @@ def standalone(tw, ref_runner, d):
         f.write("semantics: reference\nrules:\n")
         for rule in compare.STANDALONE:
             f.write("  - name: %s\n" % rule)
-    r = run([tw, "eval", d, "--rules", cfg, "--json"])
+    trig = d + ".standalone.triggered"
+    r = run([tw, "eval", d, "--rules", cfg, "--json", "--triggered", trig])
     if r.returncode not in (0, 1):
         raise RuntimeError("eval standalone rc %d: %s" % (r.returncode,
                                                          r.stderr[-500:]))
     tw_json = json.loads(r.stdout)
+    triggered = compare.read_triggered(trig)
     out = d + ".ref-standalone.json"
     run(["/usr/bin/python3", ref_runner, d, "--modes", "standalone",
          "-o", out])
     with open(out) as f:
         ref_json = json.load(f)
-    rc, crashes = compare.ref_standalone_cells(ref_json)
-    n, same, diffs = compare.compare(compare.tw_cells(tw_json, True), rc)
+    rc, crashes = compare.ref_standalone_cells(ref_json, windows=True)
+    n, same, diffs = compare.compare(
+        compare.tw_cells(tw_json, True, triggered), rc)
     diffs = [("standalone/" + d[0],) + tuple(d[1:]) for d in diffs]
     crashes = {"standalone/" + k: v for k, v in crashes.items()}
     return n, same, diffs, crashes
@@ -178,7 +183,9 @@ def one_job(tw, ref_runner, work, name, args, modes=("report",)):
     if r.returncode != 0:
         return {"name": name, "error": "synth: " + r.stderr.strip()}
     t0 = time.time()
-    r = run([tw, "eval", d, "--semantics", "reference", "--json"])
+    trig = d + ".triggered"
+    r = run([tw, "eval", d, "--semantics", "reference", "--json",
+             "--triggered", trig])
     t_tw = time.time() - t0
     if r.returncode not in (0, 1):
         return {"name": name, "error": "eval rc %d: %s" % (r.returncode,
@@ -193,10 +200,11 @@ def one_job(tw, ref_runner, work, name, args, modes=("report",)):
         return {"name": name, "error": "reference: " + r.stderr[-500:]}
     with open(out) as f:
         ref_json = json.load(f)
-    rc, crashes = compare.ref_cells(ref_json)
+    rc, crashes = compare.ref_cells(ref_json, windows=True)
     if "ProfilerReport" in crashes:
         crashes["ProfilerReport"] += "; " + crash_cause(ref_json)
-    n, same, diffs = compare.compare(compare.tw_cells(tw_json), rc)
+    n, same, diffs = compare.compare(
+        compare.tw_cells(tw_json, triggered=compare.read_triggered(trig)), rc)
     if "standalone" in modes:
         t0 = time.time()
         try:

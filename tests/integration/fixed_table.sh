@@ -2,9 +2,13 @@
 # fixed_table.sh BUILD_DIR - what `fixed` semantics reports on every synth
 # preset and on the shapes of issue 13 (a straggler among 8 and 16 nodes,
 # and in synchronous training where the other nodes wait for it
-# (straggler_wait among 4, 8 and 16 nodes), a healthy job with a long
+# (straggler_wait among 4, 8 and 16 nodes, with step events and from
+# system metrics alone: --no-framework), a healthy job with a long
 # initialization that its configuration allows,
-# a healthy job with an evaluation pass every 600 steps), under the default
+# a healthy job with an evaluation pass every 600 steps, a healthy job
+# whose last 8 minutes are a finalization (no steps, idle GPUs), and one
+# with a 24-minute initialization, an evaluation pass every 300 steps and
+# a 10-minute finalization), under the default
 # rule set (ProfilerReport): the rules that end IssuesFound, each with the
 # nodes/GPUs its finding names first (and how many in all, when more
 # than two), split into root causes and the
@@ -29,6 +33,15 @@ cat > "$WORK/long_init.yaml" <<'YAML'
 rules:
   - name: ProfilerReport
     parameters: {MaxInitializationTime_threshold: 30}
+YAML
+
+# A job without the hook judged from its start (docs/rules.md "Phases").
+cat > "$WORK/no_grace.yaml" <<'YAML'
+rules:
+  - name: ProfilerReport
+    parameters: {LowGPUUtilization_init_grace: 0, BatchSize_init_grace: 0,
+                 LoadBalancing_init_grace: 0, CPUBottleneck_init_grace: 0,
+                 IOBottleneck_init_grace: 0}
 YAML
 
 # row NAME [--rules FILE] -- SYNTH ARGS...: one table row
@@ -74,8 +87,18 @@ PY
     row straggler_wait -- --preset straggler_wait
     row straggler_wait_8_nodes -- --preset straggler_wait --nodes 8
     row straggler_wait_16_nodes -- --preset straggler_wait --nodes 16
+    row straggler_wait_system -- --preset straggler_wait --no-framework
+    row straggler_wait_system_8_nodes -- --preset straggler_wait --nodes 8 \
+        --no-framework
+    row straggler_wait_system_16_nodes -- --preset straggler_wait \
+        --nodes 16 --no-framework
+    row straggler_wait_system_judged_from_start --rules "$WORK/no_grace.yaml" \
+        -- --preset straggler_wait --nodes 8 --no-framework
     row healthy_long_init --rules "$WORK/long_init.yaml" -- --preset slow_init
     row healthy_eval_passes -- --preset healthy --duration 1800
+    row healthy_long_final -- --preset healthy --duration 1200 --final-s 480
+    row healthy_long_init_final_eval_300 --rules "$WORK/long_init.yaml" -- \
+        --preset slow_init --duration 2700 --final-s 600 --eval-every 300
 } > "$WORK/table.md"
 cat "$WORK/table.md"
 
@@ -84,8 +107,21 @@ n_eval=$(cat "$WORK"/healthy_eval_passes/framework/pevents/*/*.json |
     grep -c '"name": "Step:ModeKeys.EVAL", "pid"' || true)
 [ "$n_eval" -ge 60 ] || fail "healthy_eval_passes: $n_eval EVAL steps"
 
+# the finalization is there: reference semantics judges it (and fires)
+"$TW" eval "$WORK/healthy_long_final" --semantics reference --json --quiet |
+    "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+fired = [r["name"] for r in d["rules"] if r["status"] == "IssuesFound"]
+assert "LowGPUUtilization" in fired, fired' ||
+    fail "healthy_long_final: reference semantics does not see the idle end"
+n_eval=$(cat "$WORK"/healthy_long_init_final_eval_300/framework/pevents/*/*.json |
+    grep -c '"name": "Step:ModeKeys.EVAL", "pid"' || true)
+[ "$n_eval" -ge 60 ] || fail "healthy_long_init_final_eval_300: $n_eval EVAL steps"
+
 # the waiting nodes' GPUs are the consequences, never the slow node's
-for n in straggler_wait straggler_wait_8_nodes straggler_wait_16_nodes; do
+for n in straggler_wait straggler_wait_8_nodes straggler_wait_16_nodes \
+         straggler_wait_system_judged_from_start; do
     "$PY" - "$WORK/$n.json" <<'PY' || fail "$n: algo-2 listed as waiting"
 import json, sys
 for r in json.load(open(sys.argv[1]))["rules"]:
@@ -115,8 +151,14 @@ cat > "$WORK/want.md" <<'EOF2'
 | straggler_wait | Straggler (algo-2-1) | LowGPUUtilization (algo-1/gpu0, algo-3/gpu0, ... 3 in all) <- Straggler; BatchSize (algo-1/gpu0, algo-3/gpu0, ... 3 in all) <- Straggler |
 | straggler_wait_8_nodes | Straggler (algo-2-1) | LowGPUUtilization (algo-1/gpu0, algo-3/gpu0, ... 7 in all) <- Straggler; BatchSize (algo-1/gpu0, algo-3/gpu0, ... 7 in all) <- Straggler |
 | straggler_wait_16_nodes | Straggler (algo-2-1) | LowGPUUtilization (algo-1/gpu0, algo-10/gpu0, ... 15 in all) <- Straggler; BatchSize (algo-1/gpu0, algo-10/gpu0, ... 15 in all) <- Straggler |
+| straggler_wait_system | Straggler (algo-2) | none |
+| straggler_wait_system_8_nodes | Straggler (algo-2) | none |
+| straggler_wait_system_16_nodes | Straggler (algo-2) | none |
+| straggler_wait_system_judged_from_start | Straggler (algo-2) | LowGPUUtilization (algo-1/gpu0, algo-3/gpu0, ... 7 in all) <- Straggler; BatchSize (algo-1/gpu0, algo-3/gpu0, ... 7 in all) <- Straggler |
 | healthy_long_init | none | none |
 | healthy_eval_passes | none | none |
+| healthy_long_final | none | none |
+| healthy_long_init_final_eval_300 | none | none |
 EOF2
 diff "$WORK/want.md" "$WORK/table.md" || fail "the table differs (above)"
 echo "ok"

@@ -326,7 +326,8 @@ static void test_bad_parameters(void **state)
  * loads at 97 (very different); from the first step on both run at 90.
  * fixed judges only the samples from the first step on: balanced. With
  * the first step before every sample, the same data is imbalanced. */
-static const tw_scan_result *run_init(rt_env *e, rt_job *job, int64_t step_us)
+static const tw_scan_result *run_steps(rt_env *e, rt_job *job, int64_t step_us,
+                                       int64_t end_us)
 {
     const char *kv[] = {"threshold", "0.2", "patience", "0", NULL};
     assert_int_equal(rt_create(e, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
@@ -337,9 +338,15 @@ static const tw_scan_result *run_init(rt_env *e, rt_job *job, int64_t step_us)
     n += two_gpus(s + n, g0, 90.0, g1, 90.0, 4, 10.0); /* 10-13 s */
     tw_fw_event ev =
         rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1",
-                 step_us, step_us + 100000, TW_SOURCE_PYTHONTIMELINE);
+                 step_us, end_us, TW_SOURCE_PYTHONTIMELINE);
     tw_scan sc = rt_job_scan(job, 0, 0, MIN_US, s, n, &ev, 1);
     return rt_run(e, &sc);
+}
+
+/* The training runs until 14 s (one long step): no finalization. */
+static const tw_scan_result *run_init(rt_env *e, rt_job *job, int64_t step_us)
+{
+    return run_steps(e, job, step_us, 14000000);
 }
 
 static void test_fixed_skips_initialization(void **state)
@@ -361,10 +368,26 @@ static void test_fixed_skips_initialization(void **state)
     rt_env_free(e);
 }
 
+/* The last step ends at 0.6 s: the samples of 11-13 s lie more than 10 s
+ * after it, in the finalization, and are not taken in; those of 1-4 s
+ * (imbalanced) and 10 s (within the gap) are. */
+static void test_fixed_skips_finalization(void **state)
+{
+    (void)state;
+    rt_env *e = rt_env_new();
+    rt_job job;
+    rt_job_init(&job);
+    const tw_scan_result *r = run_steps(e, &job, 500000, 600000);
+    assert_true(r->condition_met);
+    assert_int_equal(r->datapoints, 5);
+    rt_env_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed_skips_initialization),
+        cmocka_unit_test(test_fixed_skips_finalization),
         cmocka_unit_test(test_reference_never_triggers),
         cmocka_unit_test(test_fixed_fires_for_different_gpus),
         cmocka_unit_test(test_fixed_quiet_for_similar_gpus),

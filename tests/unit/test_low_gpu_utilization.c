@@ -442,6 +442,51 @@ static void test_fixed_skips_initialization(void **st)
     rt_env_free(e);
 }
 
+/* Phases (fixed): training with busy GPUs in scan 0 (steps until 116 s),
+ * then a finalization in scan 1 (no step, GPUs idle). fixed neither counts
+ * the idle samples nor judges scan 1 (its window would hold them);
+ * reference does, and its window of 10 idle samples is a violation. */
+static const tw_scan_result *run_busy_then_final(rt_env *e, rt_job *job,
+                                                 tw_semantics sem)
+{
+    const char *kv[] = {"window",     "10", "patience", "2",
+                        "init_grace", "0",  NULL};
+    assert_int_equal(rt_create(e, RULE, sem, kv), TW_OK);
+    uint32_t g0 = rt_job_series(job, "algo-1", "gpu", "gpu0", "GPUUtilization");
+    tw_sample s[30];
+    for (size_t i = 0; i < 30; i++)
+        s[i] = rt_sample(101.0 + (double)i * 0.5, 95.0, g0);
+    tw_fw_event ev =
+        rt_event("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "algo-1",
+                 100500000, 116000000, TW_SOURCE_PYTHONTIMELINE);
+    tw_scan sc = rt_job_scan(job, 0, 100000000, 160000000, s, 30, &ev, 1);
+    assert_false(rt_run(e, &sc)->condition_met);
+    tw_sample f[40];
+    for (size_t i = 0; i < 40; i++)
+        f[i] = rt_sample(161.0 + (double)i * 0.5, 0.0, g0);
+    sc = rt_job_scan(job, 1, 160000000, 220000000, f, 40, NULL, 0);
+    return rt_run(e, &sc);
+}
+
+static void test_fixed_skips_finalization(void **st)
+{
+    (void)st;
+    rt_env *e = rt_env_new();
+    rt_job job;
+    rt_job_init(&job);
+    const tw_scan_result *r = run_busy_then_final(e, &job, TW_SEMANTICS_FIXED);
+    assert_false(r->condition_met);
+    assert_int_equal(r->datapoints, 30);
+    rt_env_free(e);
+
+    e = rt_env_new();
+    rt_job_init(&job);
+    r = run_busy_then_final(e, &job, TW_SEMANTICS_REFERENCE);
+    assert_true(r->condition_met);
+    assert_int_equal(r->datapoints, 70);
+    rt_env_free(e);
+}
+
 /* Without any framework event, fixed counts samples only from init_grace
  * minutes after the job's first timestamp (F = 100 s here): a job without
  * the hook is evaluated after the grace. */
@@ -483,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_save_restore_equivalence),
         cmocka_unit_test(test_bad_parameters),
         cmocka_unit_test(test_fixed_skips_initialization),
+        cmocka_unit_test(test_fixed_skips_finalization),
         cmocka_unit_test(test_fixed_init_grace_without_framework),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 
 // clang-format on
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -1415,6 +1416,142 @@ static void test_preset_slow_init(void **state)
     job_free(&j);
 }
 
+/* B and E events, E events named "", in the *_horovod_timeline.json
+ * files under dir/framework/pevents/<hour>/. */
+typedef struct hvd_counts {
+    size_t files, b, e, e_unnamed, py_files;
+} hvd_counts;
+
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static hvd_counts hvd_scan(const char *dir)
+{
+    hvd_counts c = {0, 0, 0, 0, 0};
+    char pev[PATH_MAX / 2];
+    snprintf(pev, sizeof(pev), "%s/framework/pevents", dir);
+    DIR *hours = opendir(pev);
+    assert_non_null(hours);
+    struct dirent *h;
+    while ((h = readdir(hours)) != NULL) {
+        if (h->d_name[0] == '.')
+            continue;
+        char hp[PATH_MAX];
+        int w = snprintf(hp, sizeof(hp), "%s/%.64s", pev, h->d_name);
+        assert_true(w > 0 && (size_t)w < sizeof(hp) - 300);
+        DIR *d = opendir(hp);
+        assert_non_null(d);
+        struct dirent *f;
+        while ((f = readdir(d)) != NULL) {
+            c.py_files += strstr(f->d_name, "_pythontimeline.json") != NULL;
+            if (strstr(f->d_name, "_horovod_timeline.json") == NULL)
+                continue;
+            char fp[PATH_MAX + 256];
+            snprintf(fp, sizeof(fp), "%s/%s", hp, f->d_name);
+            size_t len;
+            char *text = read_all(fp, &len);
+            json_error_t je;
+            json_t *v = json_loadb(text, len, 0, &je);
+            if (v == NULL)
+                fail_msg("%s is not JSON: %s", fp, je.text);
+            json_decref(v);
+            c.files++;
+            c.b += count_of(text, "\"ph\": \"B\"");
+            c.e += count_of(text, "\"ph\": \"E\"");
+            c.e_unnamed += count_of(text, "{\"name\": \"\", \"pid\"");
+            free(text);
+        }
+        closedir(d);
+    }
+    closedir(hours);
+    return c;
+}
+
+/* --horovod: per rank Horovod timeline files whose B/E pairs balance (4
+ * per TRAIN step: two tensors negotiated and all-reduced), E events named
+ * "" as the reference's rotation writes them; the pythontimeline files
+ * are the same as without it. */
+static void test_horovod(void **state)
+{
+    (void)state;
+    hvd_counts c[2];
+    for (int with = 0; with < 2; with++) {
+        char *dir = tmpdir_new();
+        tw_synth_opts o;
+        tw_synth_opts_default(&o);
+        o.out_dir = dir;
+        o.duration_s = 120;
+        o.nodes = 2;
+        o.horovod = with;
+        char err[512] = "";
+        if (tw_synth_write(&o, NULL, err, sizeof(err)) != 0)
+            fail_msg("tw_synth_write: %s", err);
+        c[with] = hvd_scan(dir);
+        tmpdir_free(dir);
+    }
+    assert_int_equal(c[0].files, 0);
+    assert_true(c[1].files >= 2 * 2); /* two ranks, 60 s files */
+    assert_int_equal(c[1].py_files, c[0].py_files);
+    assert_true(c[1].b > 4 * 300); /* ~430 steps of 0.25 s per rank */
+    assert_int_equal(c[1].b % 4, 0);
+    assert_int_equal(c[1].b, c[1].e);
+    assert_int_equal(c[1].e_unnamed, c[1].e);
+}
+
+/* --final-s: no step event ends after the job's last final_s seconds
+ * begin, and the GPUs idle (< 10 %) there while they were busy before;
+ * a finalization as long as the job is refused. */
+static void test_final_phase(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new();
+    tw_synth_opts o;
+    tw_synth_opts_default(&o);
+    o.out_dir = dir;
+    o.duration_s = 300;
+    o.final_s = 100;
+    char err[512] = "";
+    if (tw_synth_write(&o, NULL, err, sizeof(err)) != 0)
+        fail_msg("tw_synth_write: %s", err);
+    job j = {.dir = dir};
+    memset(&j.sd, 0, sizeof(j.sd));
+    memset(&j.fd, 0, sizeof(j.fd));
+    sys_load(dir, &j.sd);
+    fw_load(dir, &j.fd);
+    double final_at = 1700000000.0 + 200.0;
+    size_t steps = 0;
+    for (size_t i = 0; i < j.fd.n; i++)
+        if (starts_with(j.fd.e[i].name, "Step:ModeKeys")) {
+            steps++;
+            assert_true((double)j.fd.e[i].end / 1e6 <= final_at);
+        }
+    assert_true(steps > 500);
+    size_t idle_after = 0, after = 0, busy_before = 0, before = 0;
+    for (size_t i = 0; i < j.sd.n; i++) {
+        const round_s *r = &j.sd.r[i];
+        if (r->t > final_at + 1) {
+            after++;
+            idle_after += r->gpu[0] < 10;
+        } else if (r->t > 1700000000.0 + 30 && r->t < final_at - 1) {
+            before++;
+            busy_before += r->gpu[0] >= 55;
+        }
+    }
+    assert_true(after > 150 && idle_after == after);
+    assert_true(before > 250 && busy_before == before);
+    job_free(&j);
+
+    tw_synth_opts_default(&o);
+    o.duration_s = 300;
+    o.final_s = 300;
+    expect_resolve_error(&o, "--final-s");
+}
+
 static void test_preset_dataloader(void **state)
 {
     (void)state;
@@ -1509,6 +1646,8 @@ int main(void)
         cmocka_unit_test(test_preset_step_outliers),
         cmocka_unit_test(test_preset_load_imbalance),
         cmocka_unit_test(test_preset_slow_init),
+        cmocka_unit_test(test_final_phase),
+        cmocka_unit_test(test_horovod),
         cmocka_unit_test(test_preset_dataloader),
         cmocka_unit_test(test_preset_straggler),
         cmocka_unit_test(test_preset_straggler_wait),

@@ -71,6 +71,9 @@ def parse(argv):
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--eval-steps", type=int, default=2)
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--step-ms", type=float, default=0,
+                    help="sleep this long in every training step (a step "
+                         "as long as a real one: the stop channel's test)")
     ap.add_argument("--local-output",
                     help="also write the legacy debug-output folder there "
                          "(container_local_output_path)")
@@ -111,6 +114,8 @@ def run(argv):
             print(f"step {i} {time.time_ns() // 1000}", flush=True)
         if s == "stall" and i == a.stall_at:
             time.sleep(a.stall_s)
+        if a.step_ms > 0:
+            time.sleep(a.step_ms / 1000)
         model.train()
         loss = crit(model(x), y)
         if fault is None and not torch.isfinite(loss):

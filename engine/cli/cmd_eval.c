@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "commands.h"
 #include "config.h"
+#include "eval_debug.h"
 #include "eval_results.h"
 #include "finding_text.h"
 #include "job.h"
@@ -699,6 +700,7 @@ static int eval_load_options(eval_opts *o, int argc, char **argv, int *status)
 /* The folder's listing, the rule configuration and the run's arguments;
  * -1 after a message. */
 typedef struct eval_setup {
+    int debug; /* a legacy debug-output folder (eval_debug.h) */
     tw_folder *folder;
     tw_config *cfg;
     tw_registry *reg;
@@ -724,15 +726,8 @@ static int eval_load(const eval_opts *o, eval_setup *e)
     for (size_t i = 0; i < e->folder->nproblems; i++)
         tw_log(TW_LOG_WARN, "eval: folder not read: %s: %s",
                e->folder->problems[i].path, e->folder->problems[i].reason);
-    if (e->folder->nfiles == 0 && tw_debug_folder_detect(o->dir)) {
-        fprintf(stderr,
-                "trainwatch eval: '%s' is a legacy debug-output folder "
-                "(tensors): `trainwatch debug-dump` reads it; the "
-                "debugging rules do not run on it yet\n",
-                o->dir);
-        return -1;
-    }
-    if (e->folder->nfiles == 0) {
+    e->debug = e->folder->nfiles == 0 && tw_debug_folder_detect(o->dir);
+    if (e->folder->nfiles == 0 && !e->debug) {
         fprintf(stderr,
                 "trainwatch eval: no agent files under '%s' (expected "
                 "system/incremental/.../<epoch>.algo-N.json, "
@@ -820,7 +815,26 @@ int tw_cmd_eval(int argc, char **argv)
     }
     int loaded = eval_load(&o, &e) == 0;
     e.ra.triggered = trig;
-    if (loaded && eval_run(&e.ra, NULL, &rs, &job) == TW_OK) {
+    if (loaded && e.debug && (o.roundtrip || trig != NULL)) {
+        fprintf(stderr, "trainwatch eval: --roundtrip and --triggered are "
+                        "for profiler folders, not debug-output folders\n");
+        loaded = 0;
+    }
+    int ran = 0;
+    if (loaded && e.debug) {
+        tw_eval_debug_args da = {.dir = o.dir,
+                                 .id = e.ra.id,
+                                 .reg = e.reg,
+                                 .jc = &e.jc,
+                                 .have_rules_file = o.rules_path != NULL,
+                                 .rules = e.cfg->rules,
+                                 .nrules = e.cfg->nrules,
+                                 .quiet = o.quiet};
+        ran = tw_eval_debug_job(&da, &job, &rs) == TW_OK;
+    } else if (loaded) {
+        ran = eval_run(&e.ra, NULL, &rs, &job) == TW_OK;
+    }
+    if (ran) {
         if (o.roundtrip) {
             status = eval_roundtrip(&e.ra, job);
         } else {

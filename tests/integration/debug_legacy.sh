@@ -17,8 +17,9 @@
 #      each reported with file and offset, counted, and skipped; every
 #      other tensor is printed as before; exit status 0;
 #  (4) not a debug-output folder: exit 1; bad usage: exit 2; `eval` of a
-#      debug-output folder names it as such (exit 1) until the debugging
-#      rules run on it, and `replay` says it sends none of its tensors.
+#      debug-output folder runs the debugging rules whose tensors are
+#      present and finds the golden folder's NaN and dead ReLU, and
+#      `replay` says it sends none of its tensors.
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
 TW=$BUILD/trainwatch
@@ -141,11 +142,23 @@ PYEOF
 [ $? -eq 2 ] || fail "no DIR should exit 2"
 "$TW" debug-dump --raw-max x "$WORK/py" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--raw-max x should exit 2"
-# eval recognises the folder and says what reads it.
-"$TW" eval "$DL/golden/ref_small" >/dev/null 2>"$WORK/eval.err"
-[ $? -eq 1 ] || fail "eval of a debug-output folder should exit 1"
-grep -q "is a legacy debug-output folder" "$WORK/eval.err" ||
-    fail "eval did not recognise the folder: $(cat "$WORK/eval.err")"
+# eval runs the debugging rules whose tensors are present on the folder
+# the reference's hook wrote: its planted NaN batch and dead ReLU are found
+"$TW" eval "$DL/golden/ref_small" --json >"$WORK/eval.json" 2>"$WORK/eval.err" ||
+    fail "eval of a debug-output folder: $(cat "$WORK/eval.err")"
+grep -q "debug-output folder: 49 tensors, the debugging rules ExplodingTensor" \
+    "$WORK/eval.err" || fail "eval did not say which rules run: $(cat "$WORK/eval.err")"
+"$PY" - "$WORK/eval.json" <<'PY' || fail "eval's findings on the golden folder"
+import json, sys
+r = json.load(open(sys.argv[1]))
+found = {x["name"]: x for x in r["rules"] if x["status"] == "IssuesFound"}
+for want in ("ExplodingTensor", "DeadRelu"):
+    assert want in found, (want, sorted(found))
+assert "LossNotDecreasing" not in found, sorted(found)
+print("eval of the reference-written folder: " + ", ".join(sorted(found)))
+PY
+"$TW" eval "$DL/golden/ref_small" --roundtrip >/dev/null 2>&1 &&
+    fail "--roundtrip on a debug-output folder should be refused"
 # replay says it sends no tensors of it yet.
 tw_broker_start || fail "broker start"
 timeout 60 "$TW" replay "$DL/golden/ref_small" --brokers "$BOOTSTRAP" \

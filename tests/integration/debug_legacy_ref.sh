@@ -17,6 +17,9 @@
 #      byte for byte as the reference wrote it; the same for a run with a
 #      learning rate of 0 (update_l2 0 on every parameter) and a deep
 #      sigmoid network (first-layer gradient abs_mean < 1e-3 of the last's);
+#      `trainwatch eval` of those folders finds the NaN and the dead ReLU
+#      (ExplodingTensor, DeadRelu), lr 0 (UnchangedTensor) and the
+#      vanishing gradient (VanishingGradient);
 #  (2) a folder written by trainwatch's Python writer (two workers), read
 #      by the reference's trial: the values it reads are those written, and
 #      debug-dump agrees with it as in (1).
@@ -44,6 +47,20 @@ export SMDEBUG_LOG_LEVEL=error
 for f in ref:default small:default lr0:lr0 sigmoid:sigmoid; do
     "$PY" "$DL/compare.py" "$TW" "$WORK/${f%%:*}" --pathologies "${f#*:}" \
         --bytes || fail "reference-written folder ${f%%:*}"
+done
+# the planted pathologies found by `eval` (the debugging rules whose
+# tensors are present) on the reference-written folders
+for f in ref:ExplodingTensor,DeadRelu lr0:UnchangedTensor sigmoid:VanishingGradient; do
+    "$TW" eval "$WORK/${f%%:*}" --json --quiet >"$WORK/${f%%:*}.eval.json" ||
+        fail "eval of the reference-written folder ${f%%:*}"
+    "$PY" - "$WORK/${f%%:*}.eval.json" "${f#*:}" <<'PY' || fail "eval ${f%%:*}"
+import json, sys
+r = json.load(open(sys.argv[1]))
+found = {x["name"] for x in r["rules"] if x["status"] == "IssuesFound"}
+want = set(sys.argv[2].split(","))
+assert want <= found, (sorted(want), sorted(found))
+print(f"eval {r['job']}: {', '.join(sorted(found))}")
+PY
 done
 "$PY" "$DL/write_python.py" --workers 2 "$WORK/py" || fail "write_python.py"
 "$PY" "$DL/compare.py" "$TW" "$WORK/py" --written "$WORK/py.npz" --bytes ||

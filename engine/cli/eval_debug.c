@@ -164,8 +164,8 @@ static void on_error(void *ud, const char *msg)
 }
 
 /* The default debugging rules: those whose tensors are present. */
-static size_t default_rules(const present *p, tw_rule_spec *specs,
-                            size_t max, char *skipped, size_t skiplen)
+static size_t default_rules(const present *p, tw_rule_spec *specs, size_t max,
+                            char *skipped, size_t skiplen)
 {
     static const char *const unchanged_keys[] = {"collection_names"};
     static const char *const unchanged_vals[] = {"losses,weights"};
@@ -248,8 +248,7 @@ int tw_eval_debug_job(const tw_eval_debug_args *a, tw_job **out,
             for (size_t i = 0; i < nuse; i++)
                 fprintf(stderr, "%s%s", i ? ", " : "the debugging rules ",
                         specs[i].rule);
-            fprintf(stderr, "%s%s\n", skipped[0] ? "; skipped: " : "",
-                    skipped);
+            fprintf(stderr, "%s%s\n", skipped[0] ? "; skipped: " : "", skipped);
         }
     }
     tw_job_config jc = *a->jc;

@@ -18,7 +18,7 @@ typedef struct tw_eval_debug_args {
     const char *id; /* the job id */
     tw_registry *reg;
     const tw_job_config *jc;
-    int have_rules_file; /* 0: the debugging rules whose tensors exist */
+    int have_rules_file;       /* 0: the debugging rules whose tensors exist */
     const tw_rule_spec *rules; /* with a rules file: its rules */
     size_t nrules;
     int quiet;

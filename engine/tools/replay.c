@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "debug_batches.h"
 #include "event_time.h"
 #include "log.h"
-#include "reader_debug.h"
 #include "signals.h"
 #include "tw_assert.h"
 #include "wire.h"
@@ -750,6 +750,54 @@ static int64_t tw_replay_latest_ts(const tw_folder *f)
     return t;
 }
 
+/* A legacy debug-output folder's batch: the job starts at its first
+ * tensor's time, as the hook's would. */
+static int tw_replay_debug_sink(void *ud, tw_batch *b)
+{
+    tw_replay *r = ud;
+    if (r->first_ts_us == 0)
+        for (size_t i = 0; i < b->ntensors; i++)
+            if (r->first_ts_us == 0 || b->tensors[i].wall_us < r->first_ts_us)
+                r->first_ts_us = b->tensors[i].wall_us;
+    return tw_replay_sink(r, b);
+}
+
+static void tw_replay_debug_error(void *ud, const char *msg)
+{
+    tw_replay *r = ud;
+    r->rstats.bad_lines++;
+    if (!r->quiet)
+        tw_log(TW_LOG_WARN, "replay: bad input: %s", msg);
+}
+
+/* A legacy debug-output folder (debug_batches.h): its tensors as the
+ * hook sends them, one batch per (worker, step), paced by their times.
+ * Read once (no --follow: the reference's hook finalizes a step's file
+ * only at the next step). */
+static int tw_replay_debug_folder(tw_replay *r)
+{
+    char err[512];
+    tw_debug_summary sum;
+    if (!r->quiet)
+        tw_log(TW_LOG_INFO,
+               "replay: %s: a legacy debug-output folder "
+               "(tensors)%s",
+               r->dir, r->follow ? "; --follow does not apply to it" : "");
+    int rc = tw_debug_folder_batches(r->dir, r->job, tw_replay_debug_sink, r,
+                                     tw_replay_debug_error, r, &sum, err,
+                                     sizeof(err));
+    r->rstats.files += sum.counts.index_files;
+    r->rstats.bad_files += sum.counts.bad_files;
+    r->latest_ts_us = sum.last_us;
+    if (rc != TW_OK) {
+        if (r->interrupted && !r->failed)
+            return 0;
+        tw_log(TW_LOG_ERROR, "replay: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
 static int tw_replay_folder(tw_replay *r)
 {
     char err[512];
@@ -781,13 +829,11 @@ static int tw_replay_folder(tw_replay *r)
         }
         r->unreadable_dirs = folder->unreadable_dirs;
         r->skipped_dirs = folder->skipped_dirs;
-        if (pass == 0 && folder->nfiles == 0 && tw_debug_folder_detect(r->dir))
-            tw_log(TW_LOG_WARN,
-                   "replay: %s: a legacy debug-output folder (tensors): "
-                   "replay does not send its tensors yet (trainwatch "
-                   "debug-dump reads it)",
-                   r->dir);
-        else if (pass == 0 && folder->nfiles == 0 && !r->follow)
+        if (folder->nfiles == 0 && tw_debug_folder_detect(r->dir)) {
+            tw_folder_free(folder);
+            return tw_replay_debug_folder(r);
+        }
+        if (pass == 0 && folder->nfiles == 0 && !r->follow)
             tw_log(TW_LOG_WARN,
                    "replay: %s: no agent files: the job is sent with no data",
                    r->dir);

@@ -19,7 +19,7 @@
 #  (4) not a debug-output folder: exit 1; bad usage: exit 2; `eval` of a
 #      debug-output folder runs the debugging rules whose tensors are
 #      present and finds the golden folder's NaN and dead ReLU, and
-#      `replay` says it sends none of its tensors.
+#      `replay` sends its tensors into `run`, which finds the same.
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
 TW=$BUILD/trainwatch
@@ -29,13 +29,17 @@ DL=$HERE/../debug_legacy
 WORK=$(mktemp -d /tmp/tw-debug-legacy.XXXXXX)
 BROKER_PID=
 . "$HERE/lib/broker.sh"
+. "$HERE/lib/run.sh"
+export TRAINWATCH_RULES_DIR=${TRAINWATCH_RULES_DIR:-$BUILD/rules}
 cleanup() {
+    [ -n "${RUN_PID_A:-}" ] && kill -KILL "$RUN_PID_A" 2>/dev/null
     [ -n "${BROKER_PID:-}" ] && kill -KILL "$BROKER_PID" 2>/dev/null
     [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 fail() {
     echo "FAIL: $*" >&2
+    [ -f "$WORK/A.err" ] && tail -n 20 "$WORK/A.err" >&2
     exit 1
 }
 
@@ -159,11 +163,40 @@ print("eval of the reference-written folder: " + ", ".join(sorted(found)))
 PY
 "$TW" eval "$DL/golden/ref_small" --roundtrip >/dev/null 2>&1 &&
     fail "--roundtrip on a debug-output folder should be refused"
-# replay says it sends no tensors of it yet.
+# replay sends the folder's tensors as the hook would: `run` finds the
+# same as eval
 tw_broker_start || fail "broker start"
+mkdir -p "$WORK/res"
+cat >"$WORK/run.yaml" <<YAML
+kafka:
+  group: debug-legacy
+engine:
+  results_dir: $WORK/res
+  progress_interval: 0
+tick: continuous
+lateness: 0s
+rules:
+  - name: ExplodingTensor
+  - name: DeadRelu
+  - name: VanishingGradient
+YAML
+tw_run_start A "$WORK/run.yaml"
+wait_for 60 grep -q "assigned partition" "$WORK/A.err" || fail "run: no partition assigned"
 timeout 60 "$TW" replay "$DL/golden/ref_small" --brokers "$BOOTSTRAP" \
-    >/dev/null 2>"$WORK/replay.err" || fail "replay: $(cat "$WORK/replay.err")"
-grep -q "a legacy debug-output folder (tensors): replay does not send" \
-    "$WORK/replay.err" || fail "replay did not say: $(cat "$WORK/replay.err")"
+    --job ref_small >"$WORK/replay.out" 2>"$WORK/replay.err" ||
+    fail "replay: $(cat "$WORK/replay.err")"
+grep -q "a legacy debug-output folder (tensors)" "$WORK/replay.err" ||
+    fail "replay did not say what it reads: $(cat "$WORK/replay.err")"
+wait_for 60 test -f "$WORK/res/ref_small.json" || fail "run: no results for the replayed folder"
+tw_run_stop A || fail "run exit status"
+"$PY" - "$WORK/res/ref_small.json" "$WORK/eval.json" <<'PY' || fail "replayed folder in run"
+import json, sys
+r, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert r["input"]["tensors"] == 49, r["input"]
+got = {x["name"]: x["status"] for x in r["rules"]}
+want = {x["name"]: x["status"] for x in e["rules"] if x["name"] in got}
+assert got == want, (got, want)
+print("replay -> run: 49 tensors, " + ", ".join(f"{k} {v}" for k, v in sorted(got.items())))
+PY
 tw_broker_stop || fail "broker stop"
 echo "debug_legacy: ok"

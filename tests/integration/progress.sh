@@ -11,7 +11,8 @@
 #      1-localhost as behind and the two others as waiting (in the
 #      allreduce section), while `trainwatch agent` beside it keeps
 #      reporting (the finding says the machines are up); the time from
-#      the hang to the alert is printed;
+#      the hang to the alert is printed; its capture action brings every
+#      rank's Python stack (rank 1 in its sleep, the others in all_reduce);
 #  (b) every rank (2) spends 6 s in hook.section("checkpoint") (longer than
 #      the 3 s floor, within the checkpoint budget) -> no finding;
 #  (d) a healthy run (2 ranks) with an evaluation pass every 60 steps ->
@@ -54,6 +55,8 @@ fail() {
 
 tw_broker_start || fail "broker start"
 mkdir -p "$WORK/res"
+# every hook listens for capture requests (control.py)
+export TRAINWATCH_CAPTURE_DIR=$WORK/cap
 cat >"$WORK/run.yaml" <<YAML
 tick: 1s
 lateness: 1s
@@ -67,6 +70,8 @@ rules:
   - name: Progress
     parameters:
       floor: 3
+    # the hung ranks' Python stacks, taken by the hooks' control threads
+    actions: [{type: capture, what: [stacks], wait: 20s}]
   - name: StalledTrainingRule
     parameters:
       threshold: 4
@@ -103,6 +108,11 @@ HANG_US=$(sed -n 's/.*hang_us=\([0-9]*\).*/\1/p' "$WORK/hang.out")
 got_hang() { alerts && [ -n "$(finding hang Progress)" ]; }
 wait_for 60 got_hang || fail "hang: no Progress finding within 60 s of the hang"
 LINE=$(finding hang Progress)
+# the capture action: the stacks of every rank while rank 1 still hangs
+capture_alert() { grep "^[0-9]* hang " "$WORK/alerts.txt" | grep '"kind":"capture"' | head -n 1; }
+got_capture() { alerts && [ -n "$(capture_alert)" ]; }
+wait_for 40 got_capture || fail "hang: no capture alert after the Progress finding"
+CAPTURE=$(capture_alert)
 kill -KILL -- "-$HANG_PID" 2>/dev/null
 wait "$HANG_PID" 2>/dev/null
 HANG_PID=
@@ -124,6 +134,25 @@ delay = int(sys.argv[3]) / 1e3 - int(sys.argv[2]) / 1e6
 assert 0 < delay <= 60, delay
 print("hang: rank 1 hung at step 60; Progress alert after %.1f s: %s"
       % (delay, f["summary"]))
+PYEOF
+"$PY" - "${LINE#* hang }" "${CAPTURE#* hang }" "$AT_MS" "${CAPTURE%% *}" <<'PYEOF' || fail "hang: captured stacks"
+import json, os, sys
+f, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+cap = c["capture"]
+# fired by Progress's alert (its finding or its status change: both
+# run the rule's actions)
+assert c["rule"] == "Progress" and c["job"] == "hang", (c["rule"], c["job"])
+assert cap["outcome"] == "captured", cap
+ranks = {r["rank"]: r for r in cap["ranks"]}
+assert sorted(ranks) == [0, 1, 2], sorted(ranks)
+hung = open(ranks[1]["stacks"]).read()
+# rank 1 sleeps before its all_reduce; the others wait inside it
+assert "sleep" in hung and "ddp_train.py" in hung, hung[-600:]
+waiting = open(ranks[0]["stacks"]).read()
+assert "all_reduce" in waiting, waiting[-600:]
+print("hang: the Progress finding's capture: stacks of ranks 0-2, %.1f s "
+      "after the alert; rank 1 in time.sleep, rank 0 in all_reduce (%s)"
+      % ((int(sys.argv[4]) - int(sys.argv[3])) / 1e3, ranks[1]["stacks"]))
 PYEOF
 
 # ---- (b), (d), (f) side by side ---------------------------------------------

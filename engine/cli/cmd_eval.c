@@ -97,7 +97,11 @@ static const tw_cli_command eval_command = {
         "decided. In fixed semantics a finding that another explains (a\n"
         "GPU idle for a CPU or I/O bottleneck, a data loader or a "
         "straggler;\na straggler that FailSlow finds slower than itself) "
-        "is printed under its\ncause (\"caused by it:\").\n",
+        "is printed under its\ncause (\"caused by it:\").\n\n"
+        "A legacy debug-output folder (index/, events/: the tensors the\n"
+        "reference's hook saves) runs through the debugging rules: with\n"
+        "--rules the configured ones, else those whose tensors are present\n"
+        "(the rules skipped are named on stderr).\n",
     .options = eval_options,
     .epilogue =
         "PyTorch traces: ProfilerStep#N is step N (Step:ModeKeys.TRAIN), "

@@ -107,6 +107,8 @@ static const tw_cli_command tw_replay_command = {
         "the job id, in the order the engine reads files: a JOB_START\n"
         "marker, every batch, a JOB_END marker. Sequence numbers start at\n"
         "1 per (job, node); markers come from node \"replay\".\n"
+        "A legacy debug-output folder's tensors go as the training\n"
+        "hook sends them: one batch per (worker, step).\n"
         "Batches larger than 900000 bytes are split; a single record\n"
         "larger than that (eval accepts it) goes alone in a message of\n"
         "its own, up to 64 MiB, with a warning: the broker must accept\n"

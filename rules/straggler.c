@@ -83,6 +83,8 @@ static const tw_param_spec sg_params[P_COUNT] = {
 };
 
 #define SG_MAGIC 0x53544732u /* "STG2" */
+/* the layout before the system-metrics part: still restored */
+#define SG_MAGIC_V1 0x53544731u /* "STG1" */
 
 typedef struct sg_node {
     tw_dring rel;     /* relative scores, newest `window` */
@@ -609,7 +611,8 @@ static int sg_restore(void *state, const void *data, size_t len, char *err,
     sg_state *s = state;
     tw_deser d;
     tw_deser_init(&d, data, len);
-    if (tw_deser_u32(&d) != SG_MAGIC)
+    uint32_t magic = tw_deser_u32(&d);
+    if (magic != SG_MAGIC && magic != SG_MAGIC_V1)
         tw_deser_fail(&d);
     s->triggered = tw_deser_i64(&d);
     s->violations = tw_deser_i64(&d);
@@ -642,11 +645,13 @@ static int sg_restore(void *state, const void *data, size_t len, char *err,
         nd->slow_share = tw_deser_f64(&d);
     }
     tw_namemap_free(&names);
-    s->by_system = tw_deser_u8(&d) != 0;
     tw_namemap snames;
     tw_namemap_init(&snames);
-    if (tw_deser_ok(&d) && tw_namemap_load(&snames, &d) != TW_OK)
-        tw_deser_fail(&d);
+    if (magic == SG_MAGIC) {
+        s->by_system = tw_deser_u8(&d) != 0;
+        if (tw_deser_ok(&d) && tw_namemap_load(&snames, &d) != TW_OK)
+            tw_deser_fail(&d);
+    }
     for (uint32_t i = 0; i < snames.count && tw_deser_ok(&d); i++) {
         uint32_t idx;
         if (sg_sysnode_of(s, tw_namemap_key(&snames, i), &idx) != TW_OK ||

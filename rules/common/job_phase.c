@@ -42,9 +42,13 @@ int tw_job_phase_outside(const tw_job_phase *p, double ts, int64_t first_us,
            tw_job_phase_in_final(p, ts);
 }
 
+/* The first byte's high bit marks the layout with the newest step end;
+ * checkpoints written before it (fw_seen 0 or 1, no step end) still load. */
+#define TW_JOB_PHASE_HAS_END 0x80u
+
 void tw_job_phase_save(const tw_job_phase *p, tw_ser *s)
 {
-    tw_ser_u8(s, (uint8_t)p->fw_seen);
+    tw_ser_u8(s, (uint8_t)(TW_JOB_PHASE_HAS_END | (p->fw_seen ? 1u : 0u)));
     tw_ser_u8(s, (uint8_t)p->step_seen);
     tw_ser_i64(s, p->first_step_us);
     tw_ser_i64(s, p->last_step_end_us);
@@ -52,10 +56,15 @@ void tw_job_phase_save(const tw_job_phase *p, tw_ser *s)
 
 void tw_job_phase_load(tw_job_phase *p, tw_deser *d)
 {
-    p->fw_seen = tw_deser_u8(d) != 0;
+    uint8_t first = tw_deser_u8(d);
+    p->fw_seen = (first & 1u) != 0;
     p->step_seen = tw_deser_u8(d) != 0;
     p->first_step_us = tw_deser_i64(d);
-    p->last_step_end_us = tw_deser_i64(d);
+    /* an older checkpoint knows no step end: the first step's start until
+     * the next scan's step events move it (they come before any judging) */
+    p->last_step_end_us = (first & TW_JOB_PHASE_HAS_END) != 0
+                              ? tw_deser_i64(d)
+                              : p->first_step_us;
 }
 
 int tw_job_phase_params_text(const tw_param_spec *specs, const tw_params *p,

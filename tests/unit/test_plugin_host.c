@@ -591,11 +591,11 @@ static void test_checkpoints_without_finding_trailer(void **st)
     static const struct {
         const char *rule;
         size_t trailer;
-    } cases[] = {{"LowGPUUtilization", 26}, /* finding 16 + phase 10 */
+    } cases[] = {{"LowGPUUtilization", 34}, /* finding 16 + phase 18 */
                  {"Dataloader", 32},
                  {"GPUMemoryIncrease", 24},
-                 {"BatchSize", 50},      /* finding 40 + phase 10 */
-                 {"LoadBalancing", 26}}; /* finding 16 + phase 10 */
+                 {"BatchSize", 58},      /* finding 40 + phase 18 */
+                 {"LoadBalancing", 34}}; /* finding 16 + phase 18 */
     tw_registry *reg = tw_registry_new();
     tw_windows *w = tw_windows_new();
     tw_host_ctx *h = tw_host_ctx_new(reg, w, "job-old");

@@ -461,6 +461,7 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
 {
     char err[1024];
     tw_job *job = NULL;
+    tw_prefetch *pf = NULL; /* before the first goto fail, which frees it */
     tw_trace_state *ts = tw_trace_state_new();
     memset(rs, 0, sizeof(*rs));
     if (ts == NULL) {
@@ -489,7 +490,6 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
     tw_job_set_first_timestamp(job, a->first_us);
     tw_job_set_scan_limit(job, a->limit_us);
     eval_ctx ec = {.job = job, .quiet = a->quiet, .steps = a->steps};
-    tw_prefetch *pf = NULL;
     /* a few files per thread ahead: enough to keep every core busy, and
      * memory bounded by the window whatever the folder's size */
     if (a->threads > 1 &&

@@ -31,6 +31,8 @@
  *   prev step, str dtype, iv numel, uv nshape + iv each, uv nreductions +
  *   (str op, f64 value), uv nraw + f64 each; the node is the batch's).
  *   Version 3 appends uv tensors, late tensors after the data-loss record.
+ *   Version 4 writes each chunk's samples and events compactly (see
+ *   "version 4" below); the rest is as in version 3.
  *
  * "rule.<i>" (magic "TWJR", version 1) payload: uv i, uv rule count, str
  * rule name, str plugin name, then tw_rule_save's bytes.
@@ -57,9 +59,10 @@
 #define CORE_MAGIC 0x434a5754u /* "TWJC" */
 #define RULE_MAGIC 0x524a5754u /* "TWJR" */
 /* Version 2 appends the data-loss record (job_loss.h) to "core"; version 3
- * the buffered debugging tensors and their counters. Older blobs (no
- * record, no tensors) are still read. */
-#define STATE_VERSION 3u
+ * the buffered debugging tensors and their counters; version 4 writes the
+ * buffered samples and events compactly (see the head comment). Older
+ * blobs are still read. */
+#define STATE_VERSION 4u
 #define STATE_VERSION_MIN 1u
 #define HEADER_BYTES 20u
 #define CKPT_KEEP_BYTES (256u * 1024u)
@@ -208,6 +211,122 @@ static void put_seen(tw_ckw *w, const uint64_t *seen)
         tw_ckw_uv(w, runs[i]);
 }
 
+/* ---- version 4: compact buffered samples and events ------------------------
+ * Samples: one uv header, series << 3 | has flags << 2 | same ts as the
+ * previous sample << 1 | value in exact hundredths; then the ts bits unless
+ * the same, the value as iv hundredths or f64 bits, the flags if any. An
+ * agent's batch samples every series at one instant with values of limited
+ * precision, so a sample takes 3-5 bytes instead of 18.
+ * Events: the deltas of start (from the previous event's), end (from its
+ * start), pid and tid (from the previous event's), as iv with wrapping
+ * arithmetic so every int64 round-trips; their strings through the chunk's
+ * dictionary: uv 0 NULL, 1 + str a new string (remembered while the chunk
+ * has fewer than DICT_MAX), k >= 2 the (k - 2)th remembered one. */
+#define DICT_MAX 256
+#define DICT_SLOTS 512 /* the writer's hash of the remembered strings */
+
+typedef struct str_dict_w {
+    const char *s[DICT_MAX];
+    size_t n;
+    uint16_t slot[DICT_SLOTS]; /* index + 1 into s, 0 = empty */
+} str_dict_w;
+
+typedef struct str_dict_r {
+    const char *s[DICT_MAX];
+    size_t len[DICT_MAX];
+    size_t n;
+} str_dict_r;
+
+static int64_t wrap_sub(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static int64_t wrap_add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+/* *k such that k / 100.0 is v bit for bit (so -0.0, NaN and huge values
+ * are not), or 0. The reader computes exactly (double)k / 100.0. */
+static int exact_hundredths(double v, int64_t *k)
+{
+    if (!(v > -1e15 && v < 1e15))
+        return 0;
+    double scaled = v * 100.0;
+    int64_t q = (int64_t)(scaled < 0 ? scaled - 0.5 : scaled + 0.5);
+    double back = (double)q / 100.0;
+    if (memcmp(&back, &v, sizeof(v)) != 0)
+        return 0;
+    *k = q;
+    return 1;
+}
+
+static uint32_t str_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s != '\0'; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static void put_dict_str(tw_ckw *w, str_dict_w *d, const char *s)
+{
+    if (s == NULL) {
+        tw_ckw_uv(w, 0);
+        return;
+    }
+    uint32_t slot = str_hash(s) % DICT_SLOTS;
+    uint16_t at = d->slot[slot];
+    if (at != 0 && strcmp(d->s[at - 1], s) == 0) {
+        tw_ckw_uv(w, (uint64_t)at + 1);
+        return;
+    }
+    tw_ckw_uv(w, 1);
+    tw_ckw_str(w, s);
+    if (d->n < DICT_MAX) {
+        d->s[d->n++] = s;
+        if (at == 0)
+            d->slot[slot] = (uint16_t)d->n;
+    }
+}
+
+/* The string put_dict_str wrote: *s NULL for NULL; 0 on a malformed blob. */
+static int get_dict_str(tw_ckr *r, str_dict_r *d, const char **s, size_t *n)
+{
+    *s = NULL;
+    *n = 0;
+    uint64_t k = tw_ckr_uv(r);
+    if (r->why != NULL || k == 0)
+        return r->why == NULL;
+    if (k == 1) {
+        if (!tw_ckr_str(r, s, n))
+            return 0;
+        if (*s == NULL) {
+            tw_ckr_fail(r, "a new dictionary string that is NULL");
+            return 0;
+        }
+        if (d->n < DICT_MAX) {
+            d->s[d->n] = *s;
+            d->len[d->n++] = *n;
+        }
+        return 1;
+    }
+    if (k - 2 >= d->n) {
+        tw_ckr_fail(r, "a string reference past the chunk's dictionary");
+        return 0;
+    }
+    *s = d->s[k - 2];
+    *n = d->len[k - 2];
+    return 1;
+}
+
+/* A chunk string: through the dictionary from version 4 (d != NULL). */
+static int get_str(tw_ckr *r, str_dict_r *d, const char **s, size_t *n)
+{
+    return d != NULL ? get_dict_str(r, d, s, n) : tw_ckr_str(r, s, n);
+}
+
 static void put_batch_chunk(tw_ckw *w, const chunk *c)
 {
     const tw_batch *b = c->batch;
@@ -224,37 +343,55 @@ static void put_batch_chunk(tw_ckw *w, const chunk *c)
     tw_ckw_iv(w, b->file_ts_us);
     tw_ckw_str(w, b->file_path);
     tw_ckw_uv(w, b->nsamples);
+    uint64_t prev_ts = 0; /* bits of the previous sample's ts */
     for (size_t i = 0; i < b->nsamples; i++) {
         const tw_sample *s = &b->samples[i];
-        tw_ckw_f64(w, s->ts);
-        tw_ckw_f64(w, s->value);
-        tw_ckw_uv(w, s->series);
-        tw_ckw_uv(w, s->flags);
+        uint64_t ts_bits;
+        memcpy(&ts_bits, &s->ts, sizeof(ts_bits));
+        int64_t k = 0;
+        int same_ts = ts_bits == prev_ts, hund = exact_hundredths(s->value, &k);
+        tw_ckw_uv(w, (uint64_t)s->series << 3 | (uint64_t)(s->flags != 0) << 2 |
+                         (uint64_t)same_ts << 1 | (uint64_t)hund);
+        if (!same_ts)
+            tw_ckw_u64(w, ts_bits);
+        if (hund)
+            tw_ckw_iv(w, k);
+        else
+            tw_ckw_f64(w, s->value);
+        if (s->flags != 0)
+            tw_ckw_uv(w, s->flags);
+        prev_ts = ts_bits;
     }
     tw_ckw_uv(w, b->nevents);
+    str_dict_w dict;
+    memset(&dict, 0, sizeof(dict));
+    int64_t prev_start = 0, prev_pid = 0, prev_tid = 0;
     for (size_t i = 0; i < b->nevents; i++) {
         const tw_fw_event *e = &b->events[i];
-        tw_ckw_str(w, e->name);
-        tw_ckw_str(w, e->phase);
+        put_dict_str(w, &dict, e->name);
+        put_dict_str(w, &dict, e->phase);
         if (e->node == NULL) {
             tw_ckw_u8(w, 0);
         } else if (b->node != NULL && strcmp(e->node, b->node) == 0) {
             tw_ckw_u8(w, 1);
         } else {
             tw_ckw_u8(w, 2);
-            tw_ckw_str(w, e->node);
+            put_dict_str(w, &dict, e->node);
         }
-        tw_ckw_iv(w, e->start_us);
-        tw_ckw_iv(w, e->end_us);
-        tw_ckw_iv(w, e->pid);
-        tw_ckw_iv(w, e->tid);
+        tw_ckw_iv(w, wrap_sub(e->start_us, prev_start));
+        tw_ckw_iv(w, wrap_sub(e->end_us, e->start_us));
+        tw_ckw_iv(w, wrap_sub(e->pid, prev_pid));
+        tw_ckw_iv(w, wrap_sub(e->tid, prev_tid));
+        prev_start = e->start_us;
+        prev_pid = e->pid;
+        prev_tid = e->tid;
         tw_ckw_u8(w, (uint8_t)e->source);
         tw_ckw_u8(w, (uint8_t)e->mode);
         tw_ckw_uv(w, e->flags);
         tw_ckw_uv(w, e->args == NULL ? 0 : (uint64_t)e->nargs + 1);
         for (uint32_t a = 0; e->args != NULL && a < e->nargs; a++) {
-            tw_ckw_str(w, e->args[a].key);
-            tw_ckw_str(w, e->args[a].value);
+            put_dict_str(w, &dict, e->args[a].key);
+            put_dict_str(w, &dict, e->args[a].value);
             tw_ckw_u8(w, (uint8_t)e->args[a].kind);
         }
     }
@@ -708,7 +845,8 @@ static void get_chunk(core_pass *cp)
     uint64_t seq = tw_ckr_uv(r);
     int64_t file_ts = tw_ckr_iv(r);
     tw_ckr_str(r, &path, &npath);
-    size_t nsamples = tw_ckr_count(r, 18);
+    int compact = cp->version >= 4;
+    size_t nsamples = tw_ckr_count(r, compact ? 2 : 18);
     if (r->why != NULL)
         return;
     if (order_key > 1 || (order_key == 1 && path == NULL) ||
@@ -737,12 +875,23 @@ static void get_chunk(core_pass *cp)
         if (cp->oom)
             goto out;
     }
+    double prev_ts = 0.0;
     for (size_t i = 0; i < nsamples; i++) {
         tw_sample s;
-        s.ts = tw_ckr_f64(r);
-        s.value = tw_ckr_f64(r);
-        uint64_t series = tw_ckr_uv(r);
-        uint64_t flags = tw_ckr_uv(r);
+        uint64_t series, flags;
+        if (compact) {
+            uint64_t h = tw_ckr_uv(r);
+            s.ts = (h & 2) ? prev_ts : tw_ckr_f64(r);
+            s.value = (h & 1) ? (double)tw_ckr_iv(r) / 100.0 : tw_ckr_f64(r);
+            flags = (h & 4) ? tw_ckr_uv(r) : 0;
+            series = h >> 3;
+            prev_ts = s.ts;
+        } else {
+            s.ts = tw_ckr_f64(r);
+            s.value = tw_ckr_f64(r);
+            series = tw_ckr_uv(r);
+            flags = tw_ckr_uv(r);
+        }
         if (r->why != NULL)
             goto out;
         if (series >= cp->nseries || flags > UINT32_MAX) {
@@ -764,20 +913,33 @@ static void get_chunk(core_pass *cp)
             goto out;
         }
     }
+    str_dict_r dict;
+    dict.n = 0;
+    int64_t prev_start = 0, prev_pid = 0, prev_tid = 0;
     for (size_t i = 0; i < nevents; i++) {
         tw_fw_event e;
         memset(&e, 0, sizeof(e));
         const char *name, *phase, *enode = NULL;
         size_t nname, nphase, nenode = 0;
-        tw_ckr_str(r, &name, &nname);
-        tw_ckr_str(r, &phase, &nphase);
+        get_str(r, compact ? &dict : NULL, &name, &nname);
+        get_str(r, compact ? &dict : NULL, &phase, &nphase);
         uint8_t node_kind = tw_ckr_u8(r);
         if (node_kind == 2)
-            tw_ckr_str(r, &enode, &nenode);
-        e.start_us = tw_ckr_iv(r);
-        e.end_us = tw_ckr_iv(r);
-        e.pid = tw_ckr_iv(r);
-        e.tid = tw_ckr_iv(r);
+            get_str(r, compact ? &dict : NULL, &enode, &nenode);
+        if (compact) {
+            e.start_us = wrap_add(prev_start, tw_ckr_iv(r));
+            e.end_us = wrap_add(e.start_us, tw_ckr_iv(r));
+            e.pid = wrap_add(prev_pid, tw_ckr_iv(r));
+            e.tid = wrap_add(prev_tid, tw_ckr_iv(r));
+            prev_start = e.start_us;
+            prev_pid = e.pid;
+            prev_tid = e.tid;
+        } else {
+            e.start_us = tw_ckr_iv(r);
+            e.end_us = tw_ckr_iv(r);
+            e.pid = tw_ckr_iv(r);
+            e.tid = tw_ckr_iv(r);
+        }
         uint8_t esrc = tw_ckr_u8(r), mode = tw_ckr_u8(r);
         uint64_t flags = tw_ckr_uv(r);
         uint64_t nargs1 = tw_ckr_uv(r);
@@ -814,8 +976,8 @@ static void get_chunk(core_pass *cp)
         for (uint32_t a = 0; a < e.nargs; a++) {
             const char *k, *v;
             size_t nk, nv;
-            tw_ckr_str(r, &k, &nk);
-            tw_ckr_str(r, &v, &nv);
+            get_str(r, compact ? &dict : NULL, &k, &nk);
+            get_str(r, compact ? &dict : NULL, &v, &nv);
             uint8_t kind = tw_ckr_u8(r);
             if (r->why != NULL)
                 goto out;

@@ -41,7 +41,9 @@ static int write_seed(const gen *g, const char *part, int sealed,
     head[0] = strcmp(part, "core") == 0
                   ? 0
                   : (uint8_t)(1 + strtoul(part + 5, NULL, 10));
-    head[1] = sealed ? 3 : 0; /* sealed as version 2, or raw */
+    /* sealed (bit 0) as the version it was written in (bits 1-2: the
+     * version - 1, fuzz_state.c), or raw */
+    head[1] = sealed ? (uint8_t)(1u | (((d[4] - 1u) & 3u) << 1)) : 0;
     size_t skip = sealed ? 20 : 0;
     int ok = fwrite(head, 1, 2, f) == 2 &&
              fwrite(d + skip, 1, len - skip, f) == len - skip;

@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (blob == NULL)
             return 0;
         put_le(blob, data[0] == 0 ? 0x434a5754u : 0x524a5754u, 4);
-        put_le(blob + 4, 1u + ((data[1] >> 1) & 1u), 2);
+        put_le(blob + 4, 1u + ((data[1] >> 1) & 3u), 2);
         put_le(blob + 6, 0, 2);
         put_le(blob + 8, n, 8);
         put_le(blob + 16, (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), body, n),

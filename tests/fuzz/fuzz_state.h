@@ -5,7 +5,7 @@
  *
  *   u8 part selector (0: "core", k > 0: "rule.<(k-1) mod rule count>")
  *   u8 mode: bit 0 set: the rest is a payload that the target seals with a
- *            correct header and CRC (version 1 + bit 1), so mutations reach
+ *            correct header and CRC (version 1 + bits 1-2), so mutations reach
  *            the payload parsers; clear: the rest is the whole stored value
  *   bytes
  */

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include <zlib.h>
 
 #include "job.h"
+#include "job_internal.h"
 #include "json_writer.h"
 #include "log.h"
 #include "reader.h"
@@ -471,12 +473,54 @@ static char *run_with_restarts(const setup *su, const stream *s,
     return r1;
 }
 
-static void check_preset(const char *preset, uint32_t nodes, double dur,
-                         const tw_rule_spec *specs, size_t nspecs,
-                         int eval_mode)
+/* Values the compact chunk encoding (job_state.c, version 4) must carry bit
+ * for bit: not hundredths, -0.0, extremes, NaN and infinities. */
+static const double edge_values[] = {
+    -0.0,  0.1 + 0.2,    1e300, -1e-300,  12.34,     99.99, 1e15,  -1e15 - 0.25,
+    0.005, 123456789.01, NAN,   INFINITY, -INFINITY, 0.0,   100.0, 3.0};
+
+/* Rewrites every batch of s: edge values for the samples; tids at the
+ * int64 limits (wrapping deltas); a distinct argument value per event, so
+ * a chunk holds more strings than its dictionary. */
+static void stream_mutate(stream *s)
+{
+    size_t nedge = sizeof(edge_values) / sizeof(edge_values[0]), uniq = 0;
+    size_t most = 0; /* distinct values in one batch */
+    for (size_t i = 0; i < s->n; i++) {
+        tw_batch *b = decode(&s->b[i]);
+        size_t before = uniq;
+        for (size_t k = 0; k < b->nsamples; k++)
+            b->samples[k].value = edge_values[(i + k) % nedge];
+        for (size_t k = 0; k < b->nevents; k++) {
+            tw_fw_event *e = &b->events[k];
+            e->tid = k % 3 == 0 ? INT64_MIN : k % 3 == 1 ? INT64_MAX : -1;
+            if (e->args != NULL && e->nargs > 0) {
+                char *v = tw_arena_alloc(&b->arena, 24);
+                assert_non_null(v);
+                snprintf(v, 24, "v%zu", uniq++);
+                ((tw_arg *)(uintptr_t)e->args)[0].value = v;
+            }
+        }
+        if (uniq - before > most)
+            most = uniq - before;
+        free(s->b[i].data);
+        tw_wire_status st = tw_wire_encode(b, &s->b[i].data, &s->b[i].len);
+        if (st != TW_WIRE_OK)
+            fail_msg("encode: %s", tw_wire_status_name(st));
+        tw_batch_free(b);
+    }
+    if (most <= 256)
+        fail_msg("no batch overflows a chunk's dictionary (%zu values)", most);
+}
+
+static void check_preset_ex(const char *preset, uint32_t nodes, double dur,
+                            const tw_rule_spec *specs, size_t nspecs,
+                            int eval_mode, int mutate)
 {
     stream s;
     stream_load(&s, preset, nodes, 0, 1, dur, 7);
+    if (mutate)
+        stream_mutate(&s);
     setup su;
     memset(&su, 0, sizeof(su));
     su.reg = tw_registry_new();
@@ -533,6 +577,90 @@ static void check_preset(const char *preset, uint32_t nodes, double dur,
     free(want);
     free(got);
     free(split);
+    tw_registry_free(su.reg);
+    stream_free(&s);
+}
+
+static void check_preset(const char *preset, uint32_t nodes, double dur,
+                         const tw_rule_spec *specs, size_t nspecs,
+                         int eval_mode)
+{
+    check_preset_ex(preset, nodes, dur, specs, nspecs, eval_mode, 0);
+}
+
+static void assert_same_str(const char *a, const char *b, const char *what)
+{
+    if ((a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0))
+        fail_msg("restored %s: '%s' instead of '%s'", what, b ? b : "(null)",
+                 a ? a : "(null)");
+}
+
+/* Every buffered sample and event of b, bit for bit as in a. */
+static void assert_same_chunks(const tw_job *a, const tw_job *b)
+{
+    assert_int_equal(a->nchunks, b->nchunks);
+    for (size_t c = 0; c < a->nchunks; c++) {
+        const tw_batch *x = a->chunks[c].batch, *y = b->chunks[c].batch;
+        assert_int_equal(x->nsamples, y->nsamples);
+        if (x->nsamples > 0 &&
+            memcmp(x->samples, y->samples, x->nsamples * sizeof(tw_sample)))
+            fail_msg("chunk %zu: restored samples differ", c);
+        assert_int_equal(x->nevents, y->nevents);
+        for (size_t k = 0; k < x->nevents; k++) {
+            const tw_fw_event *e = &x->events[k], *f = &y->events[k];
+            assert_same_str(e->name, f->name, "event name");
+            assert_same_str(e->phase, f->phase, "event phase");
+            assert_same_str(e->node, f->node, "event node");
+            assert_true(e->start_us == f->start_us && e->end_us == f->end_us &&
+                        e->pid == f->pid && e->tid == f->tid &&
+                        e->source == f->source && e->mode == f->mode &&
+                        e->flags == f->flags && e->nargs == f->nargs &&
+                        (e->args == NULL) == (f->args == NULL));
+            for (uint32_t i = 0; e->args != NULL && i < e->nargs; i++) {
+                assert_same_str(e->args[i].key, f->args[i].key, "arg key");
+                assert_same_str(e->args[i].value, f->args[i].value,
+                                "arg value");
+                assert_int_equal(e->args[i].kind, f->args[i].kind);
+            }
+        }
+    }
+}
+
+/* The compact chunk encoding restores what was buffered bit for bit (the
+ * results comparison alone would miss -0.0 turned into 0.0), and the job
+ * then ends as the uninterrupted one. */
+static void test_compact_edge_values(void **st)
+{
+    (void)st;
+    check_preset_ex("dataloader", 1, 0, profiler_report, 1, 0, 1);
+
+    stream s;
+    stream_load(&s, "dataloader", 1, 0, 1, 0, 7);
+    stream_mutate(&s);
+    setup su;
+    memset(&su, 0, sizeof(su));
+    su.reg = tw_registry_new();
+    assert_non_null(su.reg);
+    tw_job_config_default(&su.cfg);
+    su.specs = profiler_report;
+    su.nspecs = 1;
+    tw_job *j = job_new(&su);
+    int checked = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        feed(&su, j, &s, i);
+        if (i % 7 != 3)
+            continue;
+        store full;
+        memset(&full, 0, sizeof(full));
+        save(j, 0, &full);
+        tw_job *r = restore(&su, &full);
+        assert_same_chunks(j, r);
+        checked += j->nchunks > 0;
+        tw_job_free(r);
+        store_clear(&full);
+    }
+    assert_true(checked > 0);
+    tw_job_free(j);
     tw_registry_free(su.reg);
     stream_free(&s);
 }
@@ -823,11 +951,11 @@ static void test_corrupt_payload(void **st)
 
     /* Wrong version, wrong magic, unknown parts: named. */
     memcpy(buf, core, clen);
-    buf[4] = 4; /* this engine reads versions 1 to 3 */
+    buf[4] = 5; /* this engine reads versions 1 to 4 */
     j = job_new(&su);
     assert_int_equal(
         tw_job_restore_part(j, "core", buf, clen, err, sizeof(err)), TW_ERR);
-    assert_non_null(strstr(err, "version 4"));
+    assert_non_null(strstr(err, "version 5"));
     assert_int_equal(
         tw_job_restore_part(j, "rule.0", core, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "'rule.0'"));
@@ -1040,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_mismatched_job),
         cmocka_unit_test(test_out_of_order_across_checkpoint),
         cmocka_unit_test(test_cpu_bottleneck),
+        cmocka_unit_test(test_compact_edge_values),
         cmocka_unit_test(test_low_gpu_two_nodes),
         cmocka_unit_test(test_healthy_eval_mode),
         cmocka_unit_test(test_dataloader_framework),

@@ -158,14 +158,13 @@ static int channel_sums(const tw_tensor *t, double *sums)
 
 /* Adds t to its accumulator; 1 with *hit when a window closed over the
  * threshold, 0 otherwise, TW_ERR on a channel-axis mismatch or OOM. */
-static int add_tensor(cii_state *s, const tw_tensor *t, dbg_hit *hit,
-                      char *err, size_t errlen)
+static int add_tensor(cii_state *s, const tw_tensor *t, dbg_hit *hit, char *err,
+                      size_t errlen)
 {
     double axis, count, sums[CII_MAX_CHANNELS];
     if (!tw_tensor_get(t, "channel_count", &count))
         return 0;
-    if (tw_tensor_get(t, "channel_axis", &axis) &&
-        axis != (double)s->channel) {
+    if (tw_tensor_get(t, "channel_axis", &axis) && axis != (double)s->channel) {
         snprintf(err, errlen,
                  "CheckInputImages: %s: its channel sums are along axis %g, "
                  "the rule's channel is %lld; set the same channel in the "

@@ -251,9 +251,8 @@ static void test_restart_mid_window(void **st)
         assert_int_equal(met, b->condition_met);
         /* 64-image batches: windows close at the 8th and 16th batch */
         assert_int_equal(met, k == 7);
-        rt_env *c =
-            rt_clone_via_checkpoint(cut, "CheckInputImages", TW_SEMANTICS_FIXED,
-                                    kv);
+        rt_env *c = rt_clone_via_checkpoint(cut, "CheckInputImages",
+                                            TW_SEMANTICS_FIXED, kv);
         rt_env_free(cut);
         cut = c;
     }

@@ -70,8 +70,10 @@ static size_t channel_sums(const tw_debug_tensor_values *t,
             return 0; /* a shape that does not fit the elements */
         inner *= (size_t)t->shape[d];
     }
-    if (inner > t->n / channels || t->n % (channels * inner) != 0)
-        return 0;
+    if (inner > t->n / channels || t->shape[0] <= 0 ||
+        (size_t)t->shape[0] != t->n / (channels * inner) ||
+        t->n % (channels * inner) != 0)
+        return 0; /* the elements are not shape's product */
     double sums[TW_DEBUG_MAX_CHANNELS] = {0};
     for (size_t i = 0; i < t->n; i++)
         sums[(i / inner) % channels] += t->x[i];

@@ -121,6 +121,14 @@ static void test_fires_after_threshold_samples(void **st)
                                       "over 512 images"));
     assert_non_null(strstr(f.recommendation, "Normalize(mean, std)"));
     assert_true(fabs(f.value - 0.5) < 1e-12);
+    /* stop_at_first_fire (default true): a second bad window is not
+     * evaluated */
+    s.n = 0;
+    batch(&s, "Net_input_0", 2000, 1, 512, 3, m);
+    r = run(e, &s, 2);
+    assert_int_equal(r->condition_met, 0);
+    assert_int_equal(r->violations, 1);
+    assert_int_equal(r->datapoints, 4);
     rt_env_free(e);
 }
 

@@ -68,6 +68,8 @@ static size_t default_rules(const tw_debug_summary *p, tw_rule_spec *specs,
         {"DeadRelu", p->relu_output, "no relu_output"},
         {"Overfit", p->eval_losses, "no losses in EVAL mode"},
         {"Overtraining", p->eval_losses, "no losses in EVAL mode"},
+        {"CheckInputImages", p->input_images,
+         "no input_image tensor of 2 to 64 channels"},
     };
     size_t n = 0, at = 0;
     skipped[0] = '\0';

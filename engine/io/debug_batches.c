@@ -35,8 +35,12 @@ static void note(tw_debug_summary *s, const tw_tensor *t)
     s->gradients |= in_collection(t, "gradients");
     s->weights |= in_collection(t, "weights");
     s->relu_output |= in_collection(t, "relu_output");
-    for (uint32_t i = 0; i < t->nreductions; i++)
+    int image = in_collection(t, "input_image");
+    for (uint32_t i = 0; i < t->nreductions; i++) {
         s->update_l2 |= strcmp(t->reductions[i].op, "update_l2") == 0;
+        s->input_images |=
+            image && strcmp(t->reductions[i].op, "channel_count") == 0;
+    }
     if (s->first_us == 0 || t->wall_us < s->first_us)
         s->first_us = t->wall_us;
     if (t->wall_us > s->last_us)

@@ -20,6 +20,7 @@
 /* What the folder held, for choosing rules and markers. */
 typedef struct tw_debug_summary {
     int losses, eval_losses, gradients, weights, relu_output, update_l2;
+    int input_images;          /* tensors of input_image with channel sums */
     int64_t first_us, last_us; /* tensors' wall times; 0 when none */
     uint64_t batches;
     tw_debug_counts counts;

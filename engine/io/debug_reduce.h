@@ -9,7 +9,12 @@
  * (the L2 norm of the change since the previous saved step of the same
  * tensor and worker) for parameters (tw_debug_is_parameter) when that
  * step's values are known and have as many elements; dead_fraction for
- * ReLU outputs (tw_debug_is_relu_output).
+ * ReLU outputs (tw_debug_is_relu_output); for input images (tensors of
+ * the collection `input_image`, CheckInputImages) with 2 or more
+ * dimensions and at most TW_DEBUG_MAX_CHANNELS channels along axis 1
+ * (NCHW, the hook's default channel), `channel_sum/<c>` for each channel
+ * c, `channel_count` (elements per channel) and `channel_axis` (1), as
+ * the hook publishes them.
  * NaN and Inf propagate into abs_mean, l2, variance and update_l2 as in
  * numpy.
  */
@@ -21,8 +26,14 @@
 
 #include "trainwatch/plugin.h"
 
+/* Channels of an input image that get channel sums (the hook's cap). */
+#define TW_DEBUG_MAX_CHANNELS 64
+
+/* The channel axis of input images read from a folder (NCHW). */
+#define TW_DEBUG_IMAGE_AXIS 1
+
 /* The most reductions tw_debug_reduce writes. */
-#define TW_DEBUG_MAX_DERIVED 8
+#define TW_DEBUG_MAX_DERIVED (8 + TW_DEBUG_MAX_CHANNELS + 2)
 
 /* DeadRelu's default threshold_inactivity, percent. */
 #define TW_DEBUG_DEFAULT_INACTIVITY 1.0
@@ -35,6 +46,7 @@ typedef struct tw_debug_tensor_values {
     const double *prev; /* the previous saved step's values; NULL: none */
     size_t nprev;
     int relu_output;
+    int input_image; /* of the collection input_image: channel sums */
     double threshold_inactivity; /* percent */
 } tw_debug_tensor_values;
 

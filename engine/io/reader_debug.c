@@ -339,6 +339,14 @@ typedef struct step_file {
     off_t size;
 } step_file;
 
+static int in_collection(const char *const *colls, uint32_t n, const char *name)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(colls[i], name) == 0)
+            return 1;
+    return 0;
+}
+
 /* Reads one tensor's records, derives its reductions and hands it out.
  * TW_OK, or TW_ERR when the callback stopped the read. */
 static int emit_group(debug_reader *r, const step_file *sf,
@@ -401,6 +409,9 @@ static int emit_group(debug_reader *r, const step_file *sf,
     }
     if (!have_head)
         return TW_OK; /* every record of it was bad (reported) */
+    uint32_t ncolls;
+    const char *const *colls =
+        tw_debug_collections_of(&r->colls, g->name, &ncolls);
     if (have_values) {
         prev_values *p = tw_debug_is_parameter(g->name)
                              ? prev_of(r, sf->worker, g->name)
@@ -413,6 +424,7 @@ static int emit_group(debug_reader *r, const step_file *sf,
             .prev = p && p->step >= 0 ? p->x : NULL,
             .nprev = p ? p->n : 0,
             .relu_output = tw_debug_is_relu_output(g->name),
+            .input_image = in_collection(colls, ncolls, "input_image"),
             .threshold_inactivity = r->opts.threshold_inactivity,
         };
         if (tv.prev != NULL && tv.nprev == n)
@@ -430,8 +442,8 @@ static int emit_group(debug_reader *r, const step_file *sf,
     memset(&t, 0, sizeof(t));
     t.node = sf->worker;
     t.name = g->name;
-    t.collections =
-        tw_debug_collections_of(&r->colls, g->name, &t.ncollections);
+    t.collections = colls;
+    t.ncollections = ncolls;
     t.mode = head.mode ? (tw_mode)head.mode : sf->ix->mode;
     t.step = sf->step;
     t.mode_step = head.has_mode_step ? head.mode_step : sf->ix->mode_step;

@@ -248,6 +248,43 @@ static void test_reductions(void **state)
     assert_false(tw_debug_is_parameter("fc1_output_0"));
 }
 
+/* Input images (collection input_image): the sum of each channel along
+ * axis 1, the elements per channel, the axis; none beyond 64 channels or
+ * when the shape does not fit the elements. */
+static void test_channel_sums(void **state)
+{
+    (void)state;
+    tw_tensor_reduction r[TW_DEBUG_MAX_DERIVED];
+    /* (2, 3, 2): image 0 channels 0..2 = {1,2}, {3,4}, {5,6}; image 1 the
+     * same plus 10 */
+    double x[12];
+    for (int i = 0; i < 12; i++)
+        x[i] = (double)(i % 6 + 1) + (i >= 6 ? 10.0 : 0.0);
+    const int64_t shape[] = {2, 3, 2};
+    tw_debug_tensor_values t = {
+        .x = x, .n = 12, .shape = shape, .nshape = 3, .input_image = 1};
+    size_t n = tw_debug_reduce(&t, r);
+    assert_int_equal(n, 6 + 3 + 2);
+    assert_true(op(r, n, "channel_sum/0") == 1 + 2 + 11 + 12);
+    assert_true(op(r, n, "channel_sum/1") == 3 + 4 + 13 + 14);
+    assert_true(op(r, n, "channel_sum/2") == 5 + 6 + 15 + 16);
+    assert_true(op(r, n, "channel_count") == 4.0);
+    assert_true(op(r, n, "channel_axis") == 1.0);
+    /* not of input_image: no channel sums */
+    t.input_image = 0;
+    assert_int_equal(tw_debug_reduce(&t, r), 6);
+    /* 65 channels: none; a shape that does not fit the elements: none */
+    static double many[65];
+    const int64_t wide[] = {1, 65};
+    tw_debug_tensor_values w = {
+        .x = many, .n = 65, .shape = wide, .nshape = 2, .input_image = 1};
+    assert_int_equal(tw_debug_reduce(&w, r), 6);
+    const int64_t lies[] = {2, 3, 4};
+    t.shape = lies;
+    t.input_image = 1;
+    assert_int_equal(tw_debug_reduce(&t, r), 6);
+}
+
 static void test_index_and_names(void **state)
 {
     (void)state;
@@ -320,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_event_decode),
         cmocka_unit_test(test_dtypes),
         cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_channel_sums),
         cmocka_unit_test(test_index_and_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

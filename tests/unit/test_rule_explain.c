@@ -111,8 +111,8 @@ static void test_every_builtin_rule(void **st)
     }
     /* CPU/IO bottleneck, LowGPU, StepOutlier, MaxInit, Dataloader, GMI,
      * BatchSize, LoadBalancing, Straggler, Progress, StalledTrainingRule,
-     * FailSlow; the 14 debugging rules */
-    assert_int_equal(with_findings, 13 + 14);
+     * FailSlow; the 15 debugging rules (CheckInputImages the 15th) */
+    assert_int_equal(with_findings, 13 + 15);
     tw_host_ctx_free(h);
     tw_windows_free(w);
     tw_registry_free(reg);

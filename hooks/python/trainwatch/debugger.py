@@ -33,6 +33,8 @@ RELU_OUTPUT_OPS = ("dead_fraction", "zero_fraction", "nan_count",
                    "inf_count")
 RELU_INPUT_OPS = ("variance", "nan_count", "inf_count")
 OTHER_OPS = ("nan_count", "inf_count")
+# CheckInputImages: per-channel sums of at most this many channels
+MAX_IMAGE_CHANNELS = 64
 
 
 def _now_us():
@@ -76,6 +78,7 @@ class Debugger:
         self._params = []          # (name, parameter) of watched models
         self._models = []
         self._warned_raw = False
+        self._warned_channels = False
 
     # ---- selection ---------------------------------------------------------
     def _collections_for(self, name, relu=None):
@@ -135,6 +138,10 @@ class Debugger:
             return []  # watched already: its tensors come once
         self._models.append(model)
         root = type(model).__name__
+        for c in self._colls:
+            if c.root_input:  # input_image: the model's input batch
+                c.tensor_names.add(f"{root}_input_0")
+        self._cache.clear()
         handles = []
         for path, p in model.named_parameters():
             name = f"{root}_{path}"
@@ -211,6 +218,29 @@ class Debugger:
             self._save(name, value, colls, "other")
 
     # ---- one record --------------------------------------------------------
+    def _channel_ops(self, name, colls, t):
+        """channel_sum/<c> for each channel c along the axis of the first
+        collection with a channel, channel_count, channel_axis; () when
+        none has one, or (with one warning) the tensor has no such axis or
+        more than MAX_IMAGE_CHANNELS channels."""
+        axis = next((c.channel for c in colls if c.channel is not None),
+                    None)
+        if axis is None:
+            return (), None
+        n = t.shape[axis] if t.dim() > axis else 0
+        if not 1 <= n <= MAX_IMAGE_CHANNELS:
+            if not self._warned_channels:
+                self._warned_channels = True
+                import logging
+                logging.getLogger("trainwatch").warning(
+                    "trainwatch: %s of shape %s has no channel axis %d of "
+                    "1 to %d channels: no channel sums are sent "
+                    "(CheckInputImages does not evaluate it)", name,
+                    tuple(t.shape), axis, MAX_IMAGE_CHANNELS)
+            return (), None
+        return tuple(f"channel_sum/{c}" for c in range(n)) + (
+            "channel_count", "channel_axis"), axis
+
     def _ops(self, name, colls, kind, numel):
         if any(c.scalar for c in colls):
             ops = ["value"]
@@ -238,13 +268,16 @@ class Debugger:
         if numel == 0:
             return  # empty tensors are never written (5.7)
         ops = self._ops(name, colls, kind, numel)
+        channel_ops, axis = self._channel_ops(name, colls, t)
+        ops += [op for op in channel_ops if op not in ops]
         prev_step = -1
         prev = None
         if kind == "param":
             hit = self._prev.get(name)
             if hit is not None:
                 prev, prev_step = hit
-        values = reduce(t, ops, prev, self.config.relu_threshold_inactivity)
+        values = reduce(t, ops, prev, self.config.relu_threshold_inactivity,
+                        channel_axis=axis)
         if kind == "param":
             self._prev[name] = (t.detach().clone(), self._step)
         raw = None

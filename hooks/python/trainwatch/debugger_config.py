@@ -37,10 +37,21 @@ BUILTIN_REGEXES = {
     "gradients": ["^gradient"],
     "relu_output": [".*relu_output"],
     "relu_input": [".*relu_input"],
+    "input_image": [],
     "default": [],
     "all": [],
 }
 SCALAR_COLLECTIONS = ("losses", "metrics", "sm_metrics")
+
+# CheckInputImages (DEBUG_RULES.md 4.8): the collection input_image
+# publishes per-channel sums along `channel` (default 1, NCHW). Its
+# reference default regex is MXNet's and matches no PyTorch name, so with
+# that regex (or none) it also takes each watched model's root input,
+# <RootClass>_input_0 (5.3).
+IMAGE_COLLECTION = "input_image"
+IMAGE_DEFAULT_CHANNEL = 1
+MAX_CHANNEL_AXIS = 7  # CheckInputImages' `channel` range
+MXNET_INPUT_REGEX = ".*hybridsequential0_input_0"
 NOT_IN_EVAL = ("gradients", "optimizer_variables")
 
 # The reference's reduction strings (5.7): the op name published for each.
@@ -55,7 +66,8 @@ for _n in ("l1", "l2"):
 del _r, _n
 
 _COLLECTION_KEYS = set(SAVE_KEYS) | {"include_regex", "reductions",
-                                     "save_raw_tensor", "save_histogram"}
+                                     "save_raw_tensor", "save_histogram",
+                                     "channel"}
 _HOOK_KEYS = set(SAVE_KEYS) | {"include_regex", "reductions", "save_all",
                                "include_workers", "export_tensorboard",
                                "tensorboard_dir"}
@@ -221,7 +233,9 @@ class CollectionConfig:
     min max mean std variance sum prod l1_norm l2_norm and abs_ forms),
     save_raw_tensor (true: the whole tensor too, only when it has at most
     DebuggerHookConfig.raw_tensor_max_elements elements), save_histogram
-    (accepted, ignored), and the save keys."""
+    (accepted, ignored), channel (trainwatch's: publish per-channel sums
+    along this axis, for CheckInputImages; the collection input_image
+    has 1), and the save keys."""
 
     def __init__(self, name, parameters=None):
         if not isinstance(name, str) or not name:
@@ -243,6 +257,12 @@ class CollectionConfig:
             if "save_raw_tensor" in params else False
         if "save_histogram" in params:
             _bool(f"{where}.save_histogram", params["save_histogram"])
+        self.channel = _int(f"{where}.channel", params["channel"], 0) \
+            if "channel" in params else None
+        if self.channel is not None and self.channel > MAX_CHANNEL_AXIS:
+            raise ConfigError(f"{where}.channel must be an axis in [0, "
+                              f"{MAX_CHANNEL_AXIS}], not {self.channel}",
+                              [f"{where}.channel"])
         self.save_values = _save_values(where, params)
 
     def __repr__(self):
@@ -254,7 +274,7 @@ class Collection:
     and raw flag."""
 
     def __init__(self, name, regexes, save, reductions, save_raw_tensor,
-                 relu_by_type=None):
+                 relu_by_type=None, channel=None):
         self.name = name
         self.regexes = [re.compile(r) for r in regexes]
         self.save = save
@@ -263,6 +283,11 @@ class Collection:
         self.relu_by_type = relu_by_type  # "input" / "output" / None
         self.scalar = name in SCALAR_COLLECTIONS
         self.tensor_names = set()  # names added by hook.save_tensor
+        # the axis of per-channel sums (CheckInputImages); None: none
+        self.channel = channel
+        # takes each watched model's <RootClass>_input_0 (Debugger.watch)
+        self.root_input = name == IMAGE_COLLECTION and all(
+            r in ("", MXNET_INPUT_REGEX) for r in regexes)
 
     def matches(self, name):
         return name in self.tensor_names or any(
@@ -280,6 +305,8 @@ class Collection:
             d["reductions"] = list(self.reductions)
         if self.save_raw_tensor:
             d["save_raw_tensor"] = True
+        if self.channel is not None:
+            d["channel"] = self.channel
         return d
 
 
@@ -351,13 +378,16 @@ class DebuggerHookConfig:
         merged = {}
         for c in self.collection_configs:
             m = merged.setdefault(c.name, {"regex": [], "save": [],
-                                           "reductions": None, "raw": None})
+                                           "reductions": None, "raw": None,
+                                           "channel": None})
             m["regex"] += [r for r in c.include_regex if r not in m["regex"]]
             m["save"].append(c.save_values)
             if "reductions" in c.parameters:
                 m["reductions"] = c.reductions
             if "save_raw_tensor" in c.parameters:
                 m["raw"] = c.save_raw_tensor
+            if c.channel is not None:
+                m["channel"] = c.channel
         names = ["losses"] + [n for n in merged if n != "losses"]
         if self.include_regex and "default" not in names:
             names.append("default")
@@ -366,7 +396,7 @@ class DebuggerHookConfig:
         out = {}
         for n in names:
             m = merged.get(n, {"regex": [], "save": [], "reductions": None,
-                               "raw": None})
+                               "raw": None, "channel": None})
             regex = list(BUILTIN_REGEXES.get(n, [])) + m["regex"]
             if n == "default":
                 regex += self.include_regex
@@ -378,7 +408,11 @@ class DebuggerHookConfig:
             if n in SCALAR_COLLECTIONS:
                 red = []  # scalars: the value, never reductions (5.4)
             relu = {"relu_output": "output", "relu_input": "input"}.get(n)
-            out[n] = Collection(n, regex, save, red, bool(m["raw"]), relu)
+            channel = m["channel"]
+            if channel is None and n == IMAGE_COLLECTION:
+                channel = IMAGE_DEFAULT_CHANNEL
+            out[n] = Collection(n, regex, save, red, bool(m["raw"]), relu,
+                                channel)
         return out
 
     @classmethod

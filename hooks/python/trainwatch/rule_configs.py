@@ -261,6 +261,20 @@ def _text(v):
     return str(v)
 
 
+def _follow_rule(rule, collection, cparams, rparams):
+    """CheckInputImages' collection input_image takes the rule's regex and
+    channel when given (the SDK leaves the collection at MXNet's regex and
+    NCHW, so the rule would watch a tensor that is not saved, or summed
+    along another axis): the hook then saves the tensor the rule reads."""
+    cparams = dict(cparams or {})
+    if rule == "CheckInputImages" and collection == "input_image":
+        if "regex" in rparams:
+            cparams["include_regex"] = rparams["regex"]
+        if "channel" in rparams:
+            cparams["channel"] = rparams["channel"]
+    return cparams
+
+
 class Rule:
     """A rule to run: Rule.sagemaker(base_config, ...) as in the SDK."""
 
@@ -305,7 +319,9 @@ class Rule:
             colls = list(collections_to_save)  # replaces the base's (2.3)
         else:
             colls = [CollectionConfig(c["CollectionName"],
-                                      c.get("CollectionParameters"))
+                                      _follow_rule(rule, c["CollectionName"],
+                                                   c.get("CollectionParameters"),
+                                                   params))
                      for c in base_config.get("CollectionConfigurations",
                                               [])]
         if actions is not None and not isinstance(actions, ActionList):

@@ -11,7 +11,9 @@ batch axis 0) active, x > 0, in fewer than `threshold_inactivity` percent
 of the batch; zero_fraction the fraction of elements equal to 0; p5/p95
 torch.quantile's linear interpolation (above 2**24 elements, where
 torch.quantile refuses, the nearest rank by kthvalue); "value" the mean
-(the value itself for a scalar).
+(the value itself for a scalar); channel_sum/<c> the sum of channel c
+along `channel_axis` (CheckInputImages), channel_count the elements per
+channel, channel_axis that axis.
 """
 import torch
 
@@ -36,10 +38,11 @@ def _dead_fraction(y, threshold_inactivity):
     return (active_pct < threshold_inactivity).to(torch.float64).mean()
 
 
-def reduce(x, ops, prev=None, threshold_inactivity=1.0):
+def reduce(x, ops, prev=None, threshold_inactivity=1.0, channel_axis=None):
     """x's reductions named by ops, as one float64 vector on x's device
     (p5 and p95 are one element each). prev: the tensor's previously
-    published value, for update_l2."""
+    published value, for update_l2. channel_axis: the axis of the
+    channel_* ops."""
     with torch.no_grad():
         if len(ops) == 1 and ops[0] == "value" and x.numel() == 1:
             return x.detach().reshape(1).to(torch.float64)  # a loss
@@ -48,6 +51,7 @@ def reduce(x, ops, prev=None, threshold_inactivity=1.0):
         parts = []
         a = None
         quant = None
+        csum = None
         for op in ops:
             base = op
             src = flat
@@ -88,6 +92,17 @@ def reduce(x, ops, prev=None, threshold_inactivity=1.0):
                 v = (flat == 0).sum(dtype=torch.float64) / flat.numel()
             elif op == "dead_fraction":
                 v = _dead_fraction(y, threshold_inactivity)
+            elif op.startswith("channel_sum/"):
+                if csum is None:  # every channel in one reduction
+                    dims = [d for d in range(y.dim()) if d != channel_axis]
+                    csum = y.sum(dim=dims) if dims else y
+                v = csum[int(op[len("channel_sum/"):])]
+            elif op == "channel_count":
+                # a fill on the device: no host-to-device copy
+                v = flat.new_full((), float(flat.numel() //
+                                            y.shape[channel_axis]))
+            elif op == "channel_axis":
+                v = flat.new_full((), float(channel_axis))
             elif op in ("p5", "p95"):
                 if quant is None:
                     quant = _quantiles(flat)

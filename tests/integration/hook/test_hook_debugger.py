@@ -65,6 +65,12 @@ class Config(unittest.TestCase):
             (lambda: trainwatch.CollectionConfig(
                 "labels", {"save_raw_tensor": "yes"}),
              "collection_configs[labels].save_raw_tensor"),
+            (lambda: trainwatch.CollectionConfig(
+                "input_image", {"channel": "-1"}),
+             "collection_configs[input_image].channel"),
+            (lambda: trainwatch.CollectionConfig(
+                "input_image", {"channel": 8}),
+             "collection_configs[input_image].channel"),
             (lambda: trainwatch.DebuggerHookConfig(
                 hook_parameters={"end_step": "-1"}),
              "hook_parameters.end_step"),
@@ -316,6 +322,80 @@ class Reductions(unittest.TestCase):
         for op, got, w in zip(ops, v, want):
             self.assertAlmostEqual(got, float(w), places=10, msg=op)
         self.assertAlmostEqual(v[13], 2 / 7)
+
+
+class ChannelSums(unittest.TestCase):
+    """CheckInputImages' reductions against numpy, and the collection
+    input_image: the root input, the channel axis, the channel cap."""
+
+    def test_against_numpy(self):
+        g = torch.Generator().manual_seed(5)
+        x = torch.rand(4, 3, 5, 6, generator=g)
+        ops = ["channel_sum/0", "channel_sum/1", "channel_sum/2",
+               "channel_count", "channel_axis"]
+        a = x.numpy().astype(np.float64)
+        v = reduce(x, ops, channel_axis=1).tolist()
+        want = list(a.sum(axis=(0, 2, 3))) + [120.0, 1.0]
+        for op, got, w in zip(ops, v, want):
+            self.assertAlmostEqual(got, float(w), places=9, msg=op)
+        y = x.permute(0, 2, 3, 1).contiguous()  # NHWC, channel 3
+        v = reduce(y, ops, channel_axis=3).tolist()
+        for op, got, w in zip(ops, v, list(a.sum(axis=(0, 2, 3))) +
+                              [120.0, 3.0]):
+            self.assertAlmostEqual(got, float(w), places=9, msg=op)
+
+    def records(self, model, x, params=None, rule_params=None):
+        from trainwatch.debugger import Debugger
+        from trainwatch.sender import SenderStats
+        rule = trainwatch.Rule.sagemaker(rule_configs.check_input_images(),
+                                         rule_parameters=rule_params)
+        extra = [trainwatch.CollectionConfig("input_image", dict(
+            {"save_interval": "1"}, **(params or {})))]
+        cfg = rule_configs.hook_config([rule], collection_configs=extra)
+        out = []
+        d = Debugger(cfg, out.append, SenderStats())
+        d.watch(model)
+        d.step_begin("TRAIN", 0, 0)
+        model(x)
+        return [r for r in out if r[0] != "heartbeat"]
+
+    def test_collection(self):
+        class ImageNet(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = torch.nn.Conv2d(3, 2, 1)
+
+            def forward(self, x):
+                return self.conv1(x)
+        m = ImageNet()
+        x = torch.rand(2, 3, 4, 4)
+        # the reference's (MXNet) regex: the root input, nothing else
+        recs = self.records(m, x)
+        self.assertEqual([r[0] for r in recs], ["ImageNet_input_0"])
+        ops = recs[0][9]
+        self.assertEqual(ops[-5:], ("channel_sum/0", "channel_sum/1",
+                                    "channel_sum/2", "channel_count",
+                                    "channel_axis"))
+        vals = recs[0][10].tolist()
+        self.assertAlmostEqual(vals[ops.index("channel_sum/2")],
+                               float(x[:, 2].double().sum()), places=9)
+        self.assertEqual(vals[ops.index("channel_count")], 32.0)
+        # the rule's regex: that tensor instead of the root input
+        recs = self.records(m, x, rule_params={"regex": "conv1_input_0"})
+        self.assertEqual([r[0] for r in recs], ["conv1_input_0"])
+        # the rule's channel goes to the collection: NHWC sums along 3
+        xl = torch.rand(2, 4, 4, 3)
+        recs = self.records(torch.nn.Identity(), xl,
+                            rule_params={"channel": 3})
+        ops, vals = recs[0][9], recs[0][10].tolist()
+        self.assertEqual(vals[ops.index("channel_axis")], 3.0)
+        self.assertAlmostEqual(vals[ops.index("channel_sum/1")],
+                               float(xl[..., 1].double().sum()), places=9)
+        # more than 64 channels: the record without channel sums, warned
+        with self.assertLogs("trainwatch", "WARNING") as log:
+            recs = self.records(torch.nn.Identity(), torch.rand(1, 65, 2))
+        self.assertFalse(any(o.startswith("channel_") for o in recs[0][9]))
+        self.assertIn("no channel sums", log.output[0])
 
 
 class Naming(unittest.TestCase):

@@ -64,15 +64,15 @@ const char *mode_name(tww::Mode m)
 }
 
 /* The gate of wire_codec.cc; on refusal its diagnosis. */
-tw_wire_status refused(const uint8_t *buf, size_t len, char *err,
-                       size_t errlen)
+tw_wire_status refused(const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
     tw_batch *b = nullptr;
     tw_wire_status st = tw_wire_decode(buf, len, &b, err, errlen);
     if (st == TW_WIRE_OK) { /* both gates are the same: not expected */
         tw_batch_free(b);
-        set_err(err, errlen, "verification failed: the %zu-byte buffer "
-                             "was refused",
+        set_err(err, errlen,
+                "verification failed: the %zu-byte buffer "
+                "was refused",
                 len);
         return TW_WIRE_VERIFY_FAILED;
     }
@@ -243,7 +243,8 @@ tw_wire_status Copier::functions(fb::uoffset_t i, const tww::PythonProfile *p,
         const tww::FunctionStats *f = vec->Get(static_cast<fb::uoffset_t>(k));
         tw_pstats_func *o = &s->funcs[k];
         o->function = s->strings + at[f->function()];
-        o->file = f->file() == nullptr ? s->strings : s->strings + at[f->file()];
+        o->file =
+            f->file() == nullptr ? s->strings : s->strings + at[f->file()];
         o->line = f->line();
         o->cc = static_cast<int64_t>(f->primitive_calls());
         o->nc = static_cast<int64_t>(f->total_calls());

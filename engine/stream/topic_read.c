@@ -208,8 +208,7 @@ static int one(rd_kafka_message_t *m, partition_span *p, int32_t n,
 
 static int consume(rd_kafka_t *rk, const tw_topic_read_opts *o,
                    partition_span *p, int32_t n, tw_topic_read_fn fn, void *ud,
-                   tw_topic_read_stats *st, reader *r, char *err,
-                   size_t errlen)
+                   tw_topic_read_stats *st, reader *r, char *err, size_t errlen)
 {
     int64_t quiet_since = tw_mono_us(), last_progress = quiet_since;
     while (!all_done(p, n)) {

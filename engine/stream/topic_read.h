@@ -24,7 +24,7 @@ typedef struct tw_topic_read_opts {
     const tw_source_prop *props; /* librdkafka properties, applied last */
     size_t nprops;
     int timeout_ms;
-    FILE *progress; /* a line every few seconds on long reads; NULL: none */
+    FILE *progress;  /* a line every few seconds on long reads; NULL: none */
     const char *who; /* progress lines start "<who>: " */
 } tw_topic_read_opts;
 
@@ -38,10 +38,10 @@ typedef struct tw_topic_msg {
 } tw_topic_msg;
 
 typedef struct tw_topic_read_stats {
-    int32_t partitions;  /* the topic's */
-    int64_t messages;    /* delivered to the callback */
-    int64_t bytes;       /* their values' bytes */
-    int64_t to_read;     /* messages below the watermarks at the start */
+    int32_t partitions; /* the topic's */
+    int64_t messages;   /* delivered to the callback */
+    int64_t bytes;      /* their values' bytes */
+    int64_t to_read;    /* messages below the watermarks at the start */
 } tw_topic_read_stats;
 
 /* Called per message in offset order within a partition; a non-zero

@@ -89,8 +89,7 @@ static int add_profiles(job_read *r, const tw_topic_msg *m,
     return TW_OK;
 }
 
-static int on_message(void *ud, const tw_topic_msg *m, char *err,
-                      size_t errlen)
+static int on_message(void *ud, const tw_topic_msg *m, char *err, size_t errlen)
 {
     job_read *r = ud;
     size_t jl = strlen(r->jo->job);

@@ -22,10 +22,11 @@ typedef struct tw_pystats_job_opts {
     const char *job;
     const char *brokers;
     const char *topic;
-    const tw_source_prop *props; /* librdkafka properties (kafka.properties.*) */
+    const tw_source_prop
+        *props; /* librdkafka properties (kafka.properties.*) */
     size_t nprops;
-    int timeout_ms;  /* for the brokers' answers (topic_read.h) */
-    FILE *progress;  /* progress lines on long reads; NULL: none */
+    int timeout_ms; /* for the brokers' answers (topic_read.h) */
+    FILE *progress; /* progress lines on long reads; NULL: none */
 } tw_pystats_job_opts;
 
 /* TW_OK, or TW_ERR with a sentence in err (no profile of the job on the

@@ -41,7 +41,8 @@ static tw_wire_status decode(const char *name, size_t shift,
 {
     size_t len;
     uint8_t *buf = seed(name, shift, &len);
-    tw_wire_status st = tw_wire_decode_pyprofiles(buf + shift, len, out, err, n);
+    tw_wire_status st =
+        tw_wire_decode_pyprofiles(buf + shift, len, out, err, n);
     free(buf); /* the result owns its copies */
     return st;
 }
@@ -130,8 +131,7 @@ static void refused(const char *name, tw_wire_status want, const char *says)
     tw_wire_status st = decode(name, 0, &p, err, sizeof(err));
     if (st != want || strstr(err, says) == NULL)
         fail_msg("%s: %s (%s), wanted %s with '%s'", name,
-                 tw_wire_status_name(st), err, tw_wire_status_name(want),
-                 says);
+                 tw_wire_status_name(st), err, tw_wire_status_name(want), says);
     assert_null(p);
 }
 

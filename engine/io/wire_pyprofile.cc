@@ -118,6 +118,12 @@ tw_wire_status Copier::bad(const char *fmt, ...)
     return TW_WIRE_BAD_VALUE;
 }
 
+/* A name with a NUL byte inside would be cut short when copied: refused. */
+bool has_nul(const fb::String *s)
+{
+    return s != nullptr && memchr(s->c_str(), '\0', s->size()) != nullptr;
+}
+
 char *dup(const fb::String *s)
 {
     if (s == nullptr)
@@ -165,6 +171,11 @@ tw_wire_status Copier::profile(fb::uoffset_t i, const tww::PythonProfile *p,
     if (p->start_phase()->size() == 0 || p->end_phase()->size() == 0)
         return bad("python_profiles[%" PRIu32 "]: start_phase or end_phase "
                    "is empty",
+                   i);
+    if (has_nul(p->start_phase()) || has_nul(p->end_phase()) ||
+        has_nul(p->profiler()) || has_nul(p->timer()))
+        return bad("python_profiles[%" PRIu32 "]: a phase, profiler or "
+                   "timer name holds a NUL byte",
                    i);
     if (p->start_step() < 0 || p->end_step() < 0)
         return bad("python_profiles[%" PRIu32 "]: start_step %" PRId64
@@ -220,6 +231,10 @@ tw_wire_status Copier::functions(fb::uoffset_t i, const tww::PythonProfile *p,
             return bad("python_profiles[%" PRIu32 "].functions[%zu] has an "
                        "empty name",
                        i, k);
+        if (has_nul(f->function()) || has_nul(f->file()))
+            return bad("python_profiles[%" PRIu32 "].functions[%zu] '%.80s': "
+                       "its name or file holds a NUL byte",
+                       i, k, name);
         if (f->total_calls() > INT64_MAX ||
             f->primitive_calls() > f->total_calls())
             return bad("python_profiles[%" PRIu32 "].functions[%zu] '%.80s': "

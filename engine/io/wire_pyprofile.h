@@ -7,10 +7,10 @@
  *
  * Every table is checked for what no honest hook writes (an unknown mode,
  * a negative step, an interval that ends before it starts, a function
- * without a name, more primitive than total calls, a time that is NaN or
- * infinite); one such table refuses the whole message with a sentence
- * naming it. Callers of each function are not copied (pystats prints
- * none).
+ * without a name, a name with a NUL byte inside, more primitive than total
+ * calls, a time that is NaN or infinite); one such table refuses the whole
+ * message with a sentence naming it. Callers of each function are not copied
+ * (pystats prints none).
  *
  * Ownership: the result and everything it points to belong to the caller
  * (tw_wire_pyprofiles_free); the input buffer may be freed right after.

@@ -47,6 +47,9 @@ def main(out):
         "pyprofile.calls.twm": encode_batch("job-1", "0-host", 3, profiles=[
             profile("TRAIN", "STEP_START", "STEP_END", 1, t0, functions=[
                 function("f", "x.py", 1, 5, 2, 0.1, 0.1)])]),
+        "pyprofile.nul.twm": encode_batch("job-1", "0-host", 5, profiles=[
+            profile("TRAIN", "STEP_START", "STEP_END", 1, t0, functions=[
+                function("\0f", "x.py", 1, 1, 1, 0.1, 0.1)])]),
         "pyprofile.backwards.twm": encode_batch("job-1", "0-host", 4,
                                                 profiles=[profile(
                                                     "TRAIN", "STEP_START",

@@ -142,6 +142,9 @@ static void test_refused(void **state)
             "python_profiles[0].functions[0] 'f': total_time nan");
     refused("pyprofile.calls.twm", TW_WIRE_BAD_VALUE,
             "'f': 5 primitive calls of 2 in all");
+    /* found by fuzz_wire: a name cut short at an inner NUL */
+    refused("pyprofile.nul.twm", TW_WIRE_BAD_VALUE,
+            "functions[0] '': its name or file holds a NUL byte");
     refused("pyprofile.backwards.twm", TW_WIRE_BAD_VALUE,
             "python_profiles[0]: start_us 1700000000000000 and end_us "
             "1699999999999999 are not an interval");

@@ -1,6 +1,7 @@
 /*
- * cmd_pystats.c - `trainwatch pystats DIR|FILE`: the Python profiles
- * (cProfile statistics) of a profiler-output folder or one pstats file,
+ * cmd_pystats.c - `trainwatch pystats DIR|FILE|--job J`: the Python
+ * profiles (cProfile statistics) of a profiler-output folder, one pstats
+ * file, or job J on the metrics topic (engine/tools/pystats_job.h),
  * selected and aggregated (engine/tools/pystats.h).
  */
 #include <stddef.h>
@@ -11,7 +12,10 @@
 #include "cli_options.h"
 #include "cli_ranges.h"
 #include "commands.h"
+#include "config.h"
+#include "config_schema.h"
 #include "pystats.h"
+#include "pystats_job.h"
 #include "trainwatch/plugin.h"
 
 enum {
@@ -29,7 +33,12 @@ enum {
     OPT_SORT,
     OPT_TOP,
     OPT_LIST,
-    OPT_QUIET
+    OPT_QUIET,
+    OPT_JOB,
+    OPT_BROKERS,
+    OPT_TOPIC,
+    OPT_CONFIG,
+    OPT_TIMEOUT
 };
 
 static const tw_cli_option pystats_options[] = {
@@ -77,18 +86,40 @@ static const tw_cli_option pystats_options[] = {
     {"list", 0, NULL, "also list the profiled intervals and node ids",
      OPT_LIST},
     {"quiet", 0, NULL, "no bad-input messages on stderr", OPT_QUIET},
+    {"job", 0, "J",
+     "instead of DIR: job J's Python profiles on the metrics topic (every "
+     "partition from its start up to the end found when starting; joins "
+     "no consumer group, commits nothing)",
+     OPT_JOB},
+    {"brokers", 0, "B",
+     "with --job: bootstrap servers; overrides "
+     "kafka.brokers",
+     OPT_BROKERS},
+    {"topic", 0, "T",
+     "with --job: the metrics topic; overrides kafka.metrics_topic (default "
+     "trainwatch.metrics)",
+     OPT_TOPIC},
+    {"config", 0, "FILE",
+     "with --job: the configuration `run` uses; its kafka: section gives "
+     "brokers, metrics_topic and properties.*",
+     OPT_CONFIG},
+    {"timeout", 0, "DURATION",
+     "with --job: how long to wait for the brokers' answers (default 10s)",
+     OPT_TIMEOUT},
     {NULL, 0, NULL, NULL, 0}};
 
 static const tw_cli_command pystats_command = {
     .name = "pystats",
-    .synopsis = "DIR|FILE [--by-step A:B [--mode M] | --time T1:T2 | "
-                "--between-modes M1:M2 | --before-step0 | --after-close] "
+    .synopsis = "DIR|FILE|--job J [--by-step A:B [--mode M] | --time T1:T2 "
+                "| --between-modes M1:M2 | --before-step0 | --after-close] "
                 "[options]",
     .description =
         "Python-profile analysis: the cProfile statistics the hook writes "
         "under\nDIR/framework/pytorch/cprofile/<node>/<interval>/"
         "python_stats (or one pstats\nfile), summed per function over the "
-        "selected intervals, top functions in\npstats' row format. "
+        "selected intervals, top functions in\npstats' row format. With "
+        "--job J, the same from the PythonProfile tables\nthe hook "
+        "published for job J on the metrics topic (progress on stderr).\n"
         "README.md (\"Python profiles\").\n",
     .options = pystats_options,
     .epilogue = "Exit status: 0 printed, 1 on an error, 2 on bad usage.\n",
@@ -111,6 +142,91 @@ static int choose(const char *s, const char *const *names, int n)
     return -1;
 }
 
+/* --job and the options that go with it */
+typedef struct job_args {
+    const char *job, *brokers, *topic, *config;
+    int64_t timeout_us;
+} job_args;
+
+#define JOB_MAX_PROPS 64
+
+/* The kafka: section's properties.* as librdkafka properties; each
+ * `where` (FILE:LINE) is malloc'd into wheres. */
+static int kafka_props(const tw_settings *k, tw_source_prop *props,
+                       char **wheres, size_t *n, char *err, size_t errlen)
+{
+    *n = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        const tw_setting *it = &k->items[i];
+        if (strncmp(it->key, "properties.", 11) != 0)
+            continue;
+        if (*n == JOB_MAX_PROPS)
+            return tw_settings_error(k, it, err, errlen,
+                                     "more than %d properties", JOB_MAX_PROPS);
+        if (asprintf(&wheres[*n], "%s:%d: kafka: key '%s'", k->path, it->line,
+                     it->key) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return TW_ERR;
+        }
+        props[*n] = (tw_source_prop){
+            .key = it->key + 11, .value = it->value, .where = wheres[*n]};
+        (*n)++;
+    }
+    return TW_OK;
+}
+
+/* `pystats --job J`: brokers, topic and properties as `run` finds them
+ * (--config's kafka: section, then the flags), then the read. */
+static int run_job(const job_args *ja, const tw_pystats_opts *o)
+{
+    char err[1024] = "";
+    tw_config *cfg = NULL;
+    tw_settings none = {.path = "(default)", .what = "kafka"};
+    const tw_settings *k = &none;
+    tw_source_prop props[JOB_MAX_PROPS];
+    char *wheres[JOB_MAX_PROPS];
+    size_t nprops = 0;
+    int rc = TW_OK;
+    if (ja->config != NULL &&
+        (rc = tw_config_load(ja->config, &cfg, err, sizeof(err))) == TW_OK)
+        k = &cfg->kafka;
+    if (rc == TW_OK)
+        rc = tw_schema_check_settings(k, TW_SECTION_KAFKA, NULL, err,
+                                      sizeof(err));
+    if (rc == TW_OK)
+        rc = kafka_props(k, props, wheres, &nprops, err, sizeof(err));
+    tw_pystats_job_opts jo = {
+        .job = ja->job,
+        .brokers = ja->brokers != NULL
+                       ? ja->brokers
+                       : tw_schema_str(k, TW_SECTION_KAFKA, "brokers"),
+        .topic = ja->topic != NULL
+                     ? ja->topic
+                     : tw_schema_str(k, TW_SECTION_KAFKA, "metrics_topic"),
+        .props = props,
+        .nprops = nprops,
+        .timeout_ms = (int)(ja->timeout_us / 1000),
+        .progress = stderr};
+    int status = 2;
+    if (rc != TW_OK) {
+        fprintf(stderr, "trainwatch pystats: %s\n", err);
+    } else if (jo.brokers == NULL || jo.brokers[0] == '\0') {
+        fprintf(stderr, "trainwatch pystats: --job: no brokers: set "
+                        "kafka.brokers in --config or give --brokers\n");
+    } else if (tw_pystats_job_run(&jo, o, stdout, err, sizeof(err)) != TW_OK ||
+               fflush(stdout) != 0) {
+        fprintf(stderr, "trainwatch pystats: --job %s: %s\n", ja->job,
+                err[0] ? err : "writing the output failed");
+        status = 1;
+    } else {
+        status = 0;
+    }
+    for (size_t i = 0; i < nprops; i++)
+        free(wheres[i]);
+    tw_config_free(cfg);
+    return status;
+}
+
 int tw_cmd_pystats(int argc, char **argv)
 {
     static const char *const groups[] = {"all", "training_phase", "job_phase"};
@@ -122,6 +238,8 @@ int tw_cmd_pystats(int argc, char **argv)
     o.phase_a = TW_PHASE_STEP_START;
     o.phase_b = TW_PHASE_STEP_END;
     o.top = 20;
+    job_args ja = {.timeout_us = 10 * 1000000LL};
+    int job_only = 0; /* an option that needs --job was given */
     tw_cli_parser p;
     tw_cli_begin(&p, &pystats_command, argc, argv);
     for (int id, k; (id = tw_cli_next(&p)) != TW_CLI_END;) {
@@ -216,11 +334,45 @@ int tw_cmd_pystats(int argc, char **argv)
         case OPT_QUIET:
             o.quiet = 1;
             break;
+        case OPT_JOB:
+            ja.job = p.arg;
+            break;
+        case OPT_BROKERS:
+        case OPT_TOPIC:
+        case OPT_CONFIG:
+            *(id == OPT_BROKERS ? &ja.brokers
+              : id == OPT_TOPIC ? &ja.topic
+                                : &ja.config) = p.arg;
+            job_only = 1;
+            break;
+        case OPT_TIMEOUT:
+            if (tw_parse_duration_us(p.arg, &ja.timeout_us) != TW_OK ||
+                ja.timeout_us < 1000 || ja.timeout_us > 3600 * 1000000LL)
+                return tw_cli_usage_error(&pystats_command,
+                                          "--timeout: '%s' is not a duration "
+                                          "from 1ms to 1h",
+                                          p.arg);
+            job_only = 1;
+            break;
         }
     }
+    if (ja.job != NULL) {
+        if (argc - p.optind != 0)
+            return tw_cli_usage_error(&pystats_command,
+                                      "--job reads the topic: no DIR or "
+                                      "FILE with it");
+        if (ja.job[0] == '\0')
+            return tw_cli_usage_error(&pystats_command, "--job: empty job id");
+        return run_job(&ja, &o);
+    }
+    if (job_only)
+        return tw_cli_usage_error(&pystats_command,
+                                  "--brokers, --topic, --config and --timeout "
+                                  "go with --job");
     if (argc - p.optind != 1)
         return tw_cli_usage_error(&pystats_command,
-                                  "expects one folder DIR or pstats FILE");
+                                  "expects one folder DIR, pstats FILE or "
+                                  "--job J");
     char err[1024] = "";
     if (tw_pystats_run(argv[p.optind], &o, stdout, err, sizeof(err)) != TW_OK ||
         fflush(stdout) != 0) {

@@ -17,6 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TW_PSTATS_MAX_DEPTH 16
 /* the largest file tw_pstats_read_file accepts */
 #define TW_PSTATS_MAX_FILE (256u * 1024u * 1024u)
@@ -56,5 +60,9 @@ int tw_pstats_read_file(const char *path, tw_pstats **out, char *err,
                         size_t errlen);
 
 void tw_pstats_free(tw_pstats *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TW_PSTATS_MARSHAL_H */

@@ -46,6 +46,7 @@ typedef struct interval {
     int known;     /* 0: a lone pstats file, no interval name */
     char mode[16]; /* from <interval>/mode (the hook writes it); "" */
     size_t functions;
+    const tw_pstats *mem; /* statistics in memory (--job); NULL: at path */
 } interval;
 
 typedef struct func_sum {
@@ -513,7 +514,8 @@ static int write_text(const analysis *a, FILE *out)
         free(r);
     }
     if (a->skipped > 0)
-        fprintf(out, "\nskipped: %zu (bad names or files)\n", a->skipped);
+        fprintf(out, "\nskipped: %zu (bad names, files or messages)\n",
+                a->skipped);
     return ferror(out) ? TW_ERR : TW_OK;
 }
 
@@ -635,44 +637,93 @@ static void analysis_free(analysis *a)
     }
 }
 
-int tw_pystats_run(const char *path, const tw_pystats_opts *o, FILE *out,
-                   char *err, size_t errlen)
+/* Selects, adds and writes the intervals found (a->iv). */
+static int analyse(analysis *a, FILE *out, char *err, size_t errlen)
 {
-    analysis a = {.o = o};
-    int rc = find_intervals(&a, path, err, errlen);
-    if (rc == TW_OK && o->between_from != NULL)
-        between(&a);
-    for (size_t i = 0; i < a.niv && rc == TW_OK; i++) {
-        interval *iv = &a.iv[i];
-        if (!selected(&a, iv))
+    const tw_pystats_opts *o = a->o;
+    int rc = TW_OK;
+    if (o->between_from != NULL)
+        between(a);
+    for (size_t i = 0; i < a->niv && rc == TW_OK; i++) {
+        interval *iv = &a->iv[i];
+        if (!selected(a, iv))
             continue;
         char why[512];
-        tw_pstats *s = NULL;
-        if (tw_pstats_read_file(iv->path, &s, why, sizeof(why)) != TW_OK) {
-            if (iv->known) { /* one bad file of a folder: counted */
-                bad(&a, iv->path, why);
-                continue;
+        tw_pstats *read = NULL;
+        const tw_pstats *s = iv->mem;
+        if (s == NULL) {
+            if (tw_pstats_read_file(iv->path, &read, why, sizeof(why)) !=
+                TW_OK) {
+                if (iv->known) { /* one bad file of a folder: counted */
+                    bad(a, iv->path, why);
+                    continue;
+                }
+                snprintf(err, errlen, "%s", why);
+                rc = TW_ERR;
+                break;
             }
-            snprintf(err, errlen, "%s", why);
-            rc = TW_ERR;
-            break;
+            s = read;
         }
         char name[64];
         group_name(o, iv, name, sizeof(name));
-        group *g = group_of(&a, name);
+        group *g = group_of(a, name);
         g->nintervals++;
         iv->functions = s->nfuncs;
         if (add_stats(g, s) != TW_OK) {
             snprintf(err, errlen, "out of memory adding %s", iv->path);
             rc = TW_ERR;
         }
-        tw_pstats_free(s);
+        tw_pstats_free(read);
     }
     if (rc == TW_OK) {
-        rc = o->json ? write_json(&a, out) : write_text(&a, out);
+        rc = o->json ? write_json(a, out) : write_text(a, out);
         if (rc != TW_OK)
             snprintf(err, errlen, "writing the output failed");
     }
+    return rc;
+}
+
+int tw_pystats_run(const char *path, const tw_pystats_opts *o, FILE *out,
+                   char *err, size_t errlen)
+{
+    analysis a = {.o = o};
+    int rc = find_intervals(&a, path, err, errlen);
+    if (rc == TW_OK)
+        rc = analyse(&a, out, err, errlen);
+    analysis_free(&a);
+    return rc;
+}
+
+int tw_pystats_run_intervals(const tw_pystats_interval *in, size_t n,
+                             size_t skipped, const tw_pystats_opts *o,
+                             FILE *out, char *err, size_t errlen)
+{
+    analysis a = {.o = o, .skipped = skipped};
+    int rc = TW_OK;
+    for (size_t i = 0; i < n && rc == TW_OK; i++) {
+        interval iv = {.start_us = in[i].start_us,
+                       .end_us = in[i].end_us,
+                       .start_step = in[i].start_step,
+                       .end_step = in[i].end_step,
+                       .start_phase = in[i].start_phase,
+                       .end_phase = in[i].end_phase,
+                       .known = 1,
+                       .mem = in[i].stats};
+        TW_ASSERT(in[i].stats != NULL && in[i].mode != NULL);
+        snprintf(iv.mode, sizeof(iv.mode), "%s", in[i].mode);
+        iv.node = strdup(in[i].node);
+        iv.path = strdup(in[i].where);
+        if (iv.node == NULL || iv.path == NULL || add_interval(&a, &iv)) {
+            free(iv.node);
+            free(iv.path);
+            snprintf(err, errlen, "out of memory");
+            rc = TW_ERR;
+        }
+    }
+    if (a.niv > 1)
+        qsort(a.iv, a.niv, sizeof(*a.iv), cmp_interval);
+    if (rc == TW_OK)
+        rc = analyse(&a, out, err, errlen);
     analysis_free(&a);
     return rc;
 }

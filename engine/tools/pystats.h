@@ -69,4 +69,22 @@ const char *tw_step_phase_name(tw_step_phase p);
 int tw_pystats_run(const char *path, const tw_pystats_opts *o, FILE *out,
                    char *err, size_t errlen);
 
+/* One profiled interval whose statistics are in memory (`pystats --job`:
+ * the hook's PythonProfile tables read from the metrics topic). */
+typedef struct tw_pystats_interval {
+    const char *node;
+    const char *where; /* where it was read, the JSON's "path" */
+    const char *mode;  /* TRAIN, EVAL...; "" when none */
+    int64_t start_us, end_us, start_step, end_step;
+    tw_step_phase start_phase, end_phase;
+    const struct tw_pstats *stats;
+} tw_pystats_interval;
+
+/* The same analysis over n intervals in memory (copied as needed; the
+ * caller keeps them); `skipped` bad inputs already counted by the
+ * caller are reported with the result's own. */
+int tw_pystats_run_intervals(const tw_pystats_interval *iv, size_t n,
+                             size_t skipped, const tw_pystats_opts *o,
+                             FILE *out, char *err, size_t errlen);
+
 #endif /* TW_PYSTATS_H */

@@ -1,8 +1,13 @@
 /*
- * fuzz_wire.c - libFuzzer target for the wire decoder (engine/io/wire.h).
+ * fuzz_wire.c - libFuzzer target for the wire decoder (engine/io/wire.h)
+ * and the Python-profile reader of `pystats --job`
+ * (engine/io/wire_pyprofile.h).
  *
  * Any input must decode or be refused with a status and a message; a batch
- * that decodes must re-encode, and decode again to the same counts.
+ * that decodes must re-encode, and decode again to the same counts. The
+ * profile reader must refuse what the batch decoder's gate refuses, with
+ * the same status, and what it accepts must hold the batch's count of
+ * profiles with the invariants it promises.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +15,7 @@
 #include <string.h>
 
 #include "wire.h"
+#include "wire_pyprofile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -21,11 +27,52 @@ static void check(int ok, const char *what)
     }
 }
 
+/* The profile reader over the same input; st is the batch decoder's
+ * status, b its batch (NULL when refused). */
+static void check_profiles(const uint8_t *data, size_t size, tw_wire_status st,
+                           const tw_batch *b)
+{
+    char err[256] = "";
+    tw_wire_pyprofiles *p = NULL;
+    tw_wire_status ps =
+        tw_wire_decode_pyprofiles(data, size, &p, err, sizeof(err));
+    /* both share the gate: identifier, verifier, version, id lengths */
+    int gate = st == TW_WIRE_TOO_SHORT || st == TW_WIRE_BAD_IDENTIFIER ||
+               st == TW_WIRE_MISSING_FIELD ||
+               st == TW_WIRE_UNSUPPORTED_VERSION || st == TW_WIRE_ID_TOO_LONG;
+    check(!gate || ps == st, "the decoders' gates disagree");
+    if (ps != TW_WIRE_OK) {
+        check(p == NULL, "refused profiles came with a result");
+        check(err[0] != '\0', "refused profiles came without a message");
+        check(st != TW_WIRE_OK || ps == TW_WIRE_BAD_VALUE ||
+                  ps == TW_WIRE_NO_MEMORY,
+              "the profile reader refused a batch the gate accepts");
+        return;
+    }
+    check(b == NULL || b->npython_profiles == p->n,
+          "profile counts differ between the decoders");
+    check(p->job != NULL && p->node != NULL, "no job or node");
+    for (size_t i = 0; i < p->n; i++) {
+        const tw_wire_pyprofile *q = &p->items[i];
+        check(q->stats != NULL && q->start_us <= q->end_us &&
+                  q->start_phase[0] != '\0' && q->end_phase[0] != '\0',
+              "a profile broke its promises");
+        for (size_t k = 0; k < q->stats->nfuncs; k++) {
+            const tw_pstats_func *f = &q->stats->funcs[k];
+            check(f->function[0] != '\0' && f->file != NULL && f->cc <= f->nc &&
+                      f->cc >= 0,
+                  "a function broke its promises");
+        }
+    }
+    tw_wire_pyprofiles_free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[256] = "";
     tw_batch *b = NULL;
     tw_wire_status st = tw_wire_decode(data, size, &b, err, sizeof(err));
+    check_profiles(data, size, st, b);
     if (st != TW_WIRE_OK) {
         check(b == NULL, "a refused buffer returned a batch");
         check(err[0] != '\0', "a refused buffer came without a message");

@@ -16,7 +16,19 @@
 #      splits initialization / training_loop; a bad interval name and a
 #      file that is no marshal data are reported, counted and skipped; and
 #      the folder's top-15 by cumulative time equal
-#      pstats.Stats(all files, in start order).print_stats(15).
+#      pstats.Stats(all files, in start order).print_stats(15);
+#  (3) `pystats --job pystats` over the same run's PythonProfile tables on
+#      the broker's metrics topic: for every query above (and each sort
+#      key and grouping) the text output equals, byte for byte, what
+#      `pystats DIR` prints for the run's legacy folder, and the JSON's
+#      numbers are equal (== ) but for the "path" of each interval; the
+#      brokers and topic may come from --config's kafka: section; another
+#      job's profiles on the topic are left out (and read alone with
+#      their own --job); bad messages keyed with the job (not a
+#      FlatBuffer, a NaN time, an unknown phase, another Batch.job) are
+#      each named with partition and offset, counted, skipped, and change
+#      no number; an unknown job id and an unreachable broker give a clear
+#      error (exit 1), the latter within the --timeout.
 set -u
 BUILD=$(cd "${1:-${TW_BUILD_DIR:?}}" && pwd)
 TW=$BUILD/trainwatch
@@ -115,8 +127,6 @@ D=$WORK/job
     --profiler-config '{"framework_profile_params": {"python_profiling_config": {"start_step": 0, "num_steps": 3}}}' \
     >"$WORK/train.out" 2>"$WORK/train.err" ||
     fail "training: $(tail -n 5 "$WORK/train.err")"
-tw_broker_stop >/dev/null 2>&1
-BROKER_PID=
 ls "$D"/framework/pytorch/cprofile/*/*/python_stats >/dev/null 2>&1 ||
     fail "no python_stats written: $(find "$D" | head)"
 "$TW" pystats "$D" --list --json --top 5 >"$WORK/all.json" ||
@@ -210,4 +220,123 @@ tw_rows cumtime 15 "$D" >"$WORK/t.folder" || fail "pystats top on the folder"
 diff "$WORK/p.folder" "$WORK/t.folder" >&2 ||
     fail "folder: top 15 by cumtime differ from pstats over the same files"
 echo "folder: top 15 by cumulative time equal pstats over $(echo "$FILES" | wc -l) files"
+
+# ---- (3) --job: the same run's PythonProfile tables on the topic -----------
+JOB=("$TW" pystats --job pystats --brokers "$BOOTSTRAP")
+TIME_OPTS=(--time "$T")
+i=0
+for q in "--list --top 0" "--sort cumtime --top 15" \
+    "--sort pcalls --by training_phase --top 0" \
+    "--sort ncalls --by job_phase --top 0 --list" \
+    "--by-step 1:1 --mode TRAIN --list" "--mode EVAL --by-step 0:2 --list" \
+    "--by-step 0:1 --start-phase FORWARD_PASS_END --end-phase STEP_END --list" \
+    "--between-modes EVAL:EVAL --list" "--before-step0 --list" \
+    "--after-close --list" "--node 0-nosuchnode --list" \
+    "${TIME_OPTS[*]} --list"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    "$TW" pystats "$D" $q >"$WORK/dir.$i" || fail "pystats DIR $q"
+    # shellcheck disable=SC2086
+    "${JOB[@]}" $q >"$WORK/job.$i" 2>"$WORK/job.$i.err" ||
+        fail "pystats --job $q: $(cat "$WORK/job.$i.err")"
+    diff "$WORK/dir.$i" "$WORK/job.$i" >&2 ||
+        fail "pystats --job $q differs from pystats DIR"
+done
+# and so the top 15 by cumulative time equal pstats' over the same files
+sed -n '/^   ncalls/,$p' "$WORK/job.2" | sed '1d;/^$/d' | diff "$WORK/p.folder" - >&2 ||
+    fail "--job: top 15 by cumtime differ from pstats over the folder's files"
+grep -q "0-nosuchnode" "$WORK/dir.11" && fail "a node filter listed no interval"
+[ "$(grep -c '^  0-' "$WORK/dir.1")" -eq 13 ] || fail "--job: not 13 intervals"
+echo "--job: text output equals pystats DIR for $i queries"
+"${JOB[@]}" --json --list --top 0 --by training_phase >"$WORK/job.json" ||
+    fail "pystats --job --json"
+"$TW" pystats "$D" --json --list --top 0 --by training_phase >"$WORK/dir.json" ||
+    fail "pystats DIR --json"
+"$PY" - "$WORK/dir.json" "$WORK/job.json" <<'PYEOF' || fail "--job JSON"
+import json, re, sys
+d, j = (json.load(open(f)) for f in sys.argv[1:])
+for i in j["intervals"]:
+    assert re.fullmatch(r"trainwatch\.metrics:\d+@\d+\[\d+\]", i["path"]), i
+for doc in (d, j):
+    for i in doc["intervals"]:
+        del i["path"]
+assert d == j, "JSON differs"
+n = sum(len(g["top"]) for g in j["groups"])
+print("--job: JSON equal (%d intervals, %d function rows)" % (
+    len(j["intervals"]), n))
+PYEOF
+# brokers and topic from the configuration run reads
+printf 'kafka:\n  brokers: %s\n  metrics_topic: trainwatch.metrics\n' \
+    "$BOOTSTRAP" >"$WORK/tw.yaml"
+"$TW" pystats --job pystats --config "$WORK/tw.yaml" --list --top 0 \
+    >"$WORK/cfg.txt" || fail "pystats --job --config"
+cmp "$WORK/cfg.txt" "$WORK/job.1" || fail "--config: output differs"
+# an unknown job: a clear error naming the topic and what was read
+"$TW" pystats --job no-such-job --brokers "$BOOTSTRAP" >"$WORK/none.out" 2>"$WORK/none.err" &&
+    fail "an unknown job succeeded"
+grep -q "job 'no-such-job' has no Python profiles on topic 'trainwatch.metrics' (brokers $BOOTSTRAP): [0-9]* partitions read, [1-9][0-9]* messages seen" \
+    "$WORK/none.err" || fail "unknown job: $(cat "$WORK/none.err")"
+[ -s "$WORK/none.out" ] && fail "unknown job: printed a result"
+# another job's profile, and bad messages keyed with this job
+"$PY" - "$BOOTSTRAP" <<'PYEOF' || fail "producing the other job and bad messages"
+import sys
+from confluent_kafka import Producer
+from trainwatch.wire_batch import encode_batch
+def prof(**kw):
+    p = {"profiler": "cprofile", "timer": "total_time", "mode": "TRAIN",
+         "start_step": 5, "end_step": 5, "start_phase": "STEP_START",
+         "end_phase": "STEP_END", "start_us": 1700000000000000,
+         "end_us": 1700000000001000, "pid": 1, "functions_cut": 0,
+         "functions": [{"function": "f", "file": "x.py", "line": 3,
+                        "primitive_calls": 2, "total_calls": 2,
+                        "total_time": 0.25, "cumulative_time": 0.5,
+                        "callers": []}]}
+    p.update(kw)
+    return p
+pr = Producer({"bootstrap.servers": sys.argv[1]})
+send = lambda key, v: pr.produce("trainwatch.metrics", key=key, value=v)
+send("other-job", encode_batch("other-job", "0-h", 1, profiles=[prof()]))
+send("pystats", b"not a flatbuffer at all")
+bad_fn = prof()["functions"][0] | {"total_time": float("nan")}
+send("pystats", encode_batch("pystats", "0-h", 1,
+                             profiles=[prof(functions=[bad_fn])]))
+send("pystats", encode_batch("pystats", "0-h", 2,
+                             profiles=[prof(start_phase="MIDDLE")]))
+send("pystats", encode_batch("other-job", "0-h", 2, profiles=[prof()]))
+assert pr.flush(10) == 0
+PYEOF
+"${JOB[@]}" --json --list --top 0 --by training_phase >"$WORK/bad.job.json" \
+    2>"$WORK/bad.job.err" || fail "--job with bad messages failed"
+for why in "bad_identifier\|too_short" "bad_value: python_profiles\[0\].functions\[0\] 'f': total_time nan" \
+    "phases 'MIDDLE'-'STEP_END' are not" "key 'pystats' but Batch.job 'other-job'"; do
+    grep -q "topic 'trainwatch.metrics' partition [0-9]* offset [0-9]*: skipped: .*\($why\)" \
+        "$WORK/bad.job.err" || fail "no message for '$why': $(cat "$WORK/bad.job.err")"
+done
+"$PY" - "$WORK/job.json" "$WORK/bad.job.json" <<'PYEOF' || fail "bad messages changed the numbers"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert b["skipped"] == 4, b["skipped"]
+assert a["groups"] == b["groups"] and len(a["intervals"]) == len(b["intervals"])
+PYEOF
+"$TW" pystats --job other-job --brokers "$BOOTSTRAP" --json --top 0 \
+    >"$WORK/other.json" || fail "--job other-job"
+"$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["intervals"]) == 1 and d["intervals"][0]["node"] == "0-h", d
+f = d["groups"][0]["top"]
+assert [(x["function"], x["total_calls"], x["total_time"]) for x in f] == [
+    ("f", 2, 0.25)], f' "$WORK/other.json" || fail "--job other-job: wrong"
+echo "--job: bad messages named and skipped, other jobs left out"
+tw_broker_stop >/dev/null 2>&1
+BROKER_PID=
+# an unreachable broker: a clear error within the timeout
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+t0=$(date +%s)
+"$TW" pystats --job pystats --brokers "127.0.0.1:$PORT" --timeout 1s \
+    >/dev/null 2>"$WORK/down.err" && fail "an unreachable broker succeeded"
+[ $(($(date +%s) - t0)) -le 10 ] || fail "unreachable broker: not time-bounded"
+grep -q "brokers 127.0.0.1:$PORT unreachable or silent: no metadata for topic 'trainwatch.metrics' within 1000 ms" \
+    "$WORK/down.err" || fail "unreachable broker: $(cat "$WORK/down.err")"
+echo "--job: unknown job and unreachable broker give clear errors"
 echo "PASS"

@@ -3,7 +3,11 @@
  * (tests/fuzz/corpus/state/): the checkpoint parts of a real job (the
  * fuzz_state.h job fed a one-minute synthetic run of one node, sampled every 5
  * s), saved half way and after finish, in the sealed form (payload only), and
- * after finish also as the whole stored value. Run by hand:
+ * after finish also as the whole stored value. The corpus keeps the seeds
+ * of earlier generations under their names (mid., end.: version 2, 13
+ * rules; compact-end.: the compact rule forms) for test_state_compat; the
+ * newest generation is prefixed v4- (core version 4, 31 built-in rules).
+ * Run by hand (then prefix the files):
  *   TRAINWATCH_RULES_DIR=build/rules build/tests/corpus_gen_state \
  *       tests/fuzz/corpus/state
  */

@@ -476,6 +476,7 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
         return TW_ERR;
     }
     eval_triggered_ctx trig = {.out = a->triggered};
+    tw_prefetch *pf = NULL; /* before the first goto fail, which frees it */
     if (rt != NULL) {
         tw_job_on_scan(job, on_scan_roundtrip, rt);
     } else if (a->triggered != NULL) {
@@ -489,7 +490,6 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
     tw_job_set_first_timestamp(job, a->first_us);
     tw_job_set_scan_limit(job, a->limit_us);
     eval_ctx ec = {.job = job, .quiet = a->quiet, .steps = a->steps};
-    tw_prefetch *pf = NULL;
     /* a few files per thread ahead: enough to keep every core busy, and
      * memory bounded by the window whatever the folder's size */
     if (a->threads > 1 &&

@@ -13,12 +13,14 @@
 #   html-fsync  fsync() of it (the page written, not synced)
 #   html-rename rename() of the report into place
 # Each window: its own broker, group, Redis prefix and results folder, a
-# 30-minute 2-node job replayed at 600x (checkpoints before it ends); the seven run side by side
-# (each restart mostly waits for the killed member's 6 s session). Asserts after the kill: the engine died at that
+# 30-minute 2-node job replayed at 600x (checkpoints before it ends); the
+# seven run side by side (each restart mostly waits for the killed
+# member's 6 s session). Asserts after the kill: the engine died at that
 # syscall, <job>.json is absent (first three windows) or already complete;
 # after the restart (the job restored from its Redis checkpoint, the tail
-# of its messages read again): <job>.json byte-identical to an uninterrupted run's and
-# equal to `eval --json`, <job>.html identical to the uninterrupted run's,
+# of its messages read again): <job>.json byte-identical to an
+# uninterrupted run's and equal to `eval --json`, <job>.html identical to
+# the uninterrupted run's,
 # no temporary file left in the results folder, every alert of the
 # uninterrupted run on the topic exactly once, and a tombstone in Redis.
 set -u

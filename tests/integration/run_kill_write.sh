@@ -30,6 +30,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 command -v kcat >/dev/null || { echo "SKIP: kcat not installed"; exit 77; }
 command -v redis-server >/dev/null || { echo "SKIP: redis-server not installed"; exit 77; }
 command -v strace >/dev/null || { echo "SKIP: strace not installed"; exit 77; }
+# a container may forbid ptrace
+strace -D -f -qq -o /dev/null true 2>/dev/null ||
+    { echo "SKIP: strace cannot trace here (ptrace not permitted)"; exit 77; }
 export TRAINWATCH_RULES_DIR=${TRAINWATCH_RULES_DIR:-$BUILD/rules}
 WORK=$(mktemp -d /tmp/tw-killwrite.XXXXXX)
 STATE_JOB=kw-job

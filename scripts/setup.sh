@@ -11,7 +11,7 @@ PKGS=(
   libmicrohttpd-dev libsimdjson-dev zlib1g-dev libssl-dev libpcre2-dev
   prometheus prometheus-alertmanager curl
   chromium
-  redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind
+  redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind strace
   clang-format clang
   python3-torch python3-confluent-kafka python3-flatbuffers python3-setuptools
   python3-pandas python3-numpy

@@ -326,7 +326,8 @@ static void remember(prev_values *p, int64_t step, const double *x, size_t n)
         p->x = nx;
         p->n = n;
     }
-    memcpy(p->x, x, n * sizeof(double));
+    if (n > 0) /* an empty tensor has no values (x may be NULL) */
+        memcpy(p->x, x, n * sizeof(double));
     p->step = step;
 }
 

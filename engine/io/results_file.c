@@ -3,6 +3,7 @@
 #include "results_file.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -224,6 +225,53 @@ static int tw_place(const char *tmp, const char *path)
     return rename(tmp, path);
 }
 
+/* 1: s is "<digits>-<digits>" and nothing else (a temporary name's tail). */
+static int tw_pid_seq_tail(const char *s)
+{
+    size_t a = strspn(s, "0123456789");
+    if (a == 0 || s[a] != '-')
+        return 0;
+    size_t b = strspn(s + a + 1, "0123456789");
+    return b > 0 && s[a + 1 + b] == '\0';
+}
+
+/* Removes the temporary files of `name` (".<name>.tmp-<pid>-<n>") left by
+ * writes that a crash interrupted before they were linked: partial or
+ * unplaced copies that nothing else would ever remove. A job has one owner
+ * at a time, so none is a live write; were one (two engines, one folder),
+ * its link would fail and its writer would retry. Failures only warn: the
+ * results are placed already. */
+static void tw_results_remove_leftovers(const tw_results_writer *w,
+                                        const char *id, const char *name)
+{
+    DIR *d = opendir(w->dir);
+    if (d == NULL) {
+        tw_log(TW_LOG_WARN,
+               "job %s: cannot list %s for leftover temporary "
+               "files: %s",
+               id, w->dir, strerror(errno));
+        return;
+    }
+    size_t n = strlen(name);
+    const struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *f = e->d_name;
+        if (f[0] != '.' || strncmp(f + 1, name, n) != 0 ||
+            strncmp(f + 1 + n, ".tmp-", 5) != 0 ||
+            !tw_pid_seq_tail(f + 1 + n + 5))
+            continue;
+        if (unlinkat(dirfd(d), f, 0) == 0)
+            tw_log(TW_LOG_INFO,
+                   "job %s: removed %s/%s, left by a write that a crash "
+                   "interrupted",
+                   id, w->dir, f);
+        else if (errno != ENOENT)
+            tw_log(TW_LOG_WARN, "job %s: cannot remove %s/%s: %s", id, w->dir,
+                   f, strerror(errno));
+    }
+    closedir(d);
+}
+
 /* Writes h: 0 on disk (*path_out names the file, *version its number,
  * 1 = <name>.json); -1 failed (h->error says what, where and why). */
 static int tw_held_write(tw_results_writer *w, tw_held *h, char *path_out,
@@ -291,6 +339,7 @@ static int tw_held_write(tw_results_writer *w, tw_held *h, char *path_out,
                strerror(errno));
     if (!placed)
         return -1;
+    tw_results_remove_leftovers(w, h->id, name);
     if (tw_fsync_dir(w->dir) != 0)
         return tw_held_fail(h, "sync folder", w->dir);
     *version = v;

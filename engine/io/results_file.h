@@ -22,10 +22,11 @@
  *    a name; the rule below then writes the second as a version.
  *
  * Writes (tw_results_put). The bytes go to a temporary file in the
- * folder (".<name>.tmp-<pid>-<n>": never matched by *.json; one left by
- * a crash can be deleted), fsync'ed, then
- * linked to the results file's name, which fails rather than replace an
- * existing file, then the folder is fsync'ed. Never a silent overwrite:
+ * folder (".<name>.tmp-<pid>-<n>": never matched by *.json), fsync'ed,
+ * then linked to the results file's name, which fails rather than replace
+ * an existing file, then unlinked; the temporary files of the same name
+ * that a crash left (any pid, any n) are removed, and the folder is
+ * fsync'ed. Never a silent overwrite:
  * when the file exists with the same bytes the results are already on
  * disk (a re-evaluation of the same job); with other bytes (another
  * evaluation of the same job id, e.g. a fragment of a split job, a run

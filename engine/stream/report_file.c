@@ -39,6 +39,12 @@ int tw_report_file_write(const char *dir, const char *id,
         snprintf(why, sizeof(why), "%s", strerror(errno));
     } else {
         rc = tw_report_html_write(f, &in, why, sizeof(why));
+        /* on disk before the rename, so a power loss cannot leave an empty
+         * page under the report's name */
+        if (rc == TW_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0)) {
+            snprintf(why, sizeof(why), "syncing: %s", strerror(errno));
+            rc = TW_ERR;
+        }
         if (fclose(f) != 0 && rc == TW_OK) {
             snprintf(why, sizeof(why), "closing: %s", strerror(errno));
             rc = TW_ERR;

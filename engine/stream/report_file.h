@@ -2,8 +2,9 @@
  * report_file.h - `run` writes <results_dir>/<name>.html, the job's HTML
  * report (report_html.h), next to its results file when the job finishes
  * (engine.report_html). <name> is the results file's (results_file.h), so
- * /jobs/<id>/report finds it. Written to a temporary file and renamed, so
- * a reader never sees half a page; a job finished again replaces it.
+ * /jobs/<id>/report finds it. Written to a temporary file (".<name>.html.tmp",
+ * the same for every write of the job), fsync'ed and renamed, so a reader
+ * never sees half a page; a job finished again replaces it.
  *
  * Ownership: nothing is kept.
  */

@@ -477,7 +477,6 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
         return TW_ERR;
     }
     eval_triggered_ctx trig = {.out = a->triggered};
-    tw_prefetch *pf = NULL; /* before the first goto fail, which frees it */
     if (rt != NULL) {
         tw_job_on_scan(job, on_scan_roundtrip, rt);
     } else if (a->triggered != NULL) {

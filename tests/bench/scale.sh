@@ -10,12 +10,16 @@
 #   tests/bench/scale.sh [BUILD_DIR] [--nodes 1000] [--gpus 8] [--cores 96]
 #       [--interval-ms 500] [--event-minutes 10] [--jobs 1]
 #       [--tick 60s|continuous] [--checkpoint-interval 1s] [--sample 10]
-#       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--keep]
+#       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--realtime]
+#       [--keep]
 #
 # --jobs K splits the nodes over K jobs, each on its own partition of the
 # metrics topic (one job = one key = one partition). --max-lag: unread
 # bytes per partition the producer allows (default replay's, within what
-# the embedded broker keeps per partition).
+# the embedded broker keeps per partition). --realtime: the agents send at
+# their own pace (a round every interval of wall time) instead of as fast
+# as run keeps up: alert latency without a backlog, and each checkpoint
+# holds about one checkpoint interval of input.
 # Prints a table every --sample seconds of wall time (run's RSS and CPU,
 # samples consumed and their rate, consumer lag, checkpoints, Redis
 # memory), then: sustained samples/s, run's CPU seconds per million
@@ -27,7 +31,7 @@ set -u
 BUILD=$(cd "${1:-build}" && pwd)
 [ $# -gt 0 ] && shift
 NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
-CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP=
+CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME=
 while [ $# -gt 0 ]; do
     case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -41,6 +45,7 @@ while [ $# -gt 0 ]; do
     --sample) SAMPLE=$2; shift 2 ;;
     --max-lag) MAXLAG=$2; shift 2 ;;
     --compression) COMPRESSION=$2; shift 2 ;;
+    --realtime) REALTIME=--realtime; shift ;;
     --keep) KEEP=1; shift ;;
     *) echo "scale.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -67,7 +72,7 @@ trap 'exit 1' INT TERM
 die() { echo "scale: $*" >&2; exit 1; }
 
 echo "scale: $NODES nodes x $GPUS GPUs x $CORES cores at $INTERVAL ms," \
-    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT"
+    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${REALTIME:+, at the agents' pace}"
 tw_redis_start || die "redis"
 tw_broker_start --topic "trainwatch.metrics:$JOBS" || die "broker"
 mkdir -p "$WORK/res"
@@ -93,7 +98,7 @@ YAML
     >"$WORK/S.out" 2>"$WORK/S.err" &
 RUN_PID_S=$!
 pid=$RUN_PID_S
-wait_for 60 grep -q "assigned partition" "$WORK/S.err" || die "no assignment: $(tail -5 "$WORK/S.err")"
+wait_for 60 grep -qs "assigned partition" "$WORK/S.err" || die "no assignment: $(tail -5 "$WORK/S.err")"
 HTTP_PORT=$(sed -n 's/.*http: listening on .* port \([0-9]*\).*/\1/p' "$WORK/S.err" | head -1)
 [ -n "$HTTP_PORT" ] || die "run's HTTP port not in its log"
 metric() { # NAME: the sum of every series of that metric in /metrics
@@ -107,7 +112,7 @@ start_ns=$(date +%s%N)
 "$PRODUCER" --brokers "$BOOTSTRAP" --group scale --results "$WORK/res" \
     --jobs "$JOBS" --nodes "$NODES" --gpus "$GPUS" --cores "$CORES" \
     --interval-ms "$INTERVAL" --event-minutes "$MINUTES" \
-    --compression "$COMPRESSION" ${MAXLAG:+--max-lag "$MAXLAG"} \
+    --compression "$COMPRESSION" ${MAXLAG:+--max-lag "$MAXLAG"} $REALTIME \
     >"$WORK/producer.out" 2>"$WORK/producer.err" &
 PRODUCER_PID=$!
 per_min=$((NODES * (2 * GPUS + 2 * CORES + 6) * 60000 / INTERVAL))

@@ -6,7 +6,7 @@
  *       [--topic T] [--alerts-topic A] [--jobs K] [--nodes N] [--gpus G]
  *       [--cores C] [--interval-ms MS] [--event-minutes M]
  *       [--bottleneck-every E] [--max-lag BYTES] [--compression CODEC]
- *       [--wait-s S]
+ *       [--wait-s S] [--realtime]
  *
  * N nodes split over K jobs (job "scale-<k>" to partition k mod the
  * topic's partitions, keyed by its id). Every --interval-ms of event time
@@ -18,7 +18,9 @@
  * bottleneck (CPU > 90 %, GPU < 10 %), so rules fire and alerts flow.
  * Rounds go out as fast as the engine keeps up: before each message the
  * partition's flow control (replay_flow.h, replay's) waits while more
- * than --max-lag bytes of it are unread by group G. A JOB_START marker
+ * than --max-lag bytes of it are unread by group G; with --realtime
+ * round r also waits until r x interval of wall time has passed (the
+ * agents' own pace). A JOB_START marker
  * opens each job and a JOB_END marker (latest time known) ends it.
  *
  * Meanwhile it reads the alert topic. An alert names the metrics message
@@ -44,6 +46,8 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "bench_alerts.h"
+
 #include "clock.h"
 #include "log.h"
 #include "replay.h" /* TW_REPLAY_MARKER_NODE, flow bounds */
@@ -58,6 +62,7 @@ typedef struct scale_opts {
     const char *compression;
     unsigned jobs, nodes, gpus, cores, interval_ms, event_minutes;
     unsigned bottleneck_every, wait_s;
+    int realtime; /* round r not before start + r x interval of wall time */
     uint64_t max_lag;
 } scale_opts;
 
@@ -155,22 +160,6 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *ud)
                     (int64_t)(intptr_t)m->_private);
 }
 
-static int64_t header_int(const rd_kafka_message_t *m, const char *name)
-{
-    rd_kafka_headers_t *h = NULL;
-    const void *v;
-    size_t len;
-    if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-        rd_kafka_header_get_last(h, name, &v, &len) !=
-            RD_KAFKA_RESP_ERR_NO_ERROR ||
-        len == 0 || len > 30)
-        return -1;
-    char buf[32];
-    memcpy(buf, v, len);
-    buf[len] = '\0';
-    return strtoll(buf, NULL, 10);
-}
-
 /* Reads every alert available now. */
 static void drain_alerts(scale *s)
 {
@@ -178,8 +167,8 @@ static void drain_alerts(scale *s)
     while ((m = rd_kafka_consumer_poll(s->cons, 0)) != NULL) {
         if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             s->alerts++;
-            int64_t part = header_int(m, "trainwatch.source.partition");
-            int64_t off = header_int(m, "trainwatch.source.offset");
+            int64_t part = bench_header_int(m, "trainwatch.source.partition");
+            int64_t off = bench_header_int(m, "trainwatch.source.offset");
             if (part >= 0 && off >= 0) {
                 if (s->nseen == s->capseen) {
                     s->capseen = s->capseen ? 2 * s->capseen : 4096;
@@ -187,8 +176,8 @@ static void drain_alerts(scale *s)
                     if (s->seen == NULL)
                         die("out of memory");
                 }
-                s->seen[s->nseen++] = (alert_seen){
-                    tw_wall_us() / 1000, (int32_t)part, off};
+                s->seen[s->nseen++] =
+                    (alert_seen){tw_wall_us() / 1000, (int32_t)part, off};
             }
         }
         rd_kafka_message_destroy(m);
@@ -238,8 +227,7 @@ static void open_clients(scale *s)
                                     .group = s->o.group,
                                     .topic = s->o.topic,
                                     .max_bytes = s->o.max_lag,
-                                    .max_messages =
-                                        TW_REPLAY_MAX_LAG_MESSAGES};
+                                    .max_messages = TW_REPLAY_MAX_LAG_MESSAGES};
         if (tw_replay_flow_new(&fc, &s->flow[p], err, sizeof(err)) != 0)
             die("%s", err);
     }
@@ -281,7 +269,8 @@ static void build_layout(scale *s)
     size_t k = 0;
     for (unsigned g = 0; g < o->gpus; g++) {
         s->names[g] = fmt_name("gpu%u", g);
-        s->series[k++] = (tw_batch_series){"gpu", s->names[g], "GPUUtilization"};
+        s->series[k++] =
+            (tw_batch_series){"gpu", s->names[g], "GPUUtilization"};
         s->series[k++] =
             (tw_batch_series){"gpu", s->names[g], "GPUMemoryUtilization"};
     }
@@ -310,14 +299,17 @@ static double sample_value(const scale *s, unsigned n, unsigned r, size_t k)
 {
     const scale_opts *o = &s->o;
     int bottleneck = o->bottleneck_every > 0 && n % o->bottleneck_every == 1;
-    double wiggle = (double)((r * 7u + (unsigned)k * 13u + n * 3u) % 1000u) / 100;
+    double wiggle =
+        (double)((r * 7u + (unsigned)k * 13u + n * 3u) % 1000u) / 100;
     size_t gpu_end = 2u * o->gpus, cpu_end = gpu_end + 2u * o->cores;
     if (k < gpu_end)
-        return k % 2 == 0 ? (bottleneck ? 0.0 : 70.0) + wiggle * (bottleneck ? 0.5 : 2)
-                          : 40.0 + wiggle;
+        return k % 2 == 0
+                   ? (bottleneck ? 0.0 : 70.0) + wiggle * (bottleneck ? 0.5 : 2)
+                   : 40.0 + wiggle;
     if (k < cpu_end)
-        return (k - gpu_end) % 2 == 0 ? (bottleneck ? 91.0 : 35.0) + wiggle * 0.8
-                                      : wiggle / 10;
+        return (k - gpu_end) % 2 == 0
+                   ? (bottleneck ? 91.0 : 35.0) + wiggle * 0.8
+                   : wiggle / 10;
     return k == cpu_end ? 30.0 + wiggle : 1000.0 * (100 + wiggle);
 }
 
@@ -372,9 +364,8 @@ static void publish_marker(scale *s, int p, const char *job,
 {
     tw_marker m = {.kind = kind,
                    .time_us = t_us,
-                   .sampling_interval_ms = kind == TW_MARKER_JOB_START
-                                               ? s->o.interval_ms
-                                               : 0,
+                   .sampling_interval_ms =
+                       kind == TW_MARKER_JOB_START ? s->o.interval_ms : 0,
                    .latest_us = latest_us};
     tw_batch b;
     memset(&b, 0, sizeof(b));
@@ -384,12 +375,6 @@ static void publish_marker(scale *s, int p, const char *job,
     b.markers = &m;
     b.nmarkers = 1;
     *bytes += publish(s, p, &b);
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int results_done(const scale *s, char (*ids)[32])
@@ -424,7 +409,7 @@ static void print_latency(const scale *s)
             continue;
         lat[n++] = a->recv_ms - t->ms[a->offset];
     }
-    qsort(lat, n, sizeof(int64_t), cmp_i64);
+    qsort(lat, n, sizeof(int64_t), bench_cmp_i64);
     if (n == 0)
         printf("alerts: received=%" PRIu64 " matched=0\n", s->alerts);
     else
@@ -452,6 +437,7 @@ static void parse_opts(scale_opts *o, int argc, char **argv)
         {"max-lag", required_argument, NULL, 'l'},
         {"compression", required_argument, NULL, 'z'},
         {"wait-s", required_argument, NULL, 'w'},
+        {"realtime", no_argument, NULL, 'R'},
         {NULL, 0, NULL, 0}};
     *o = (scale_opts){.topic = "trainwatch.metrics",
                       .alerts_topic = "trainwatch.alerts",
@@ -469,21 +455,54 @@ static void parse_opts(scale_opts *o, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         unsigned long v = optarg ? strtoul(optarg, NULL, 10) : 0;
         switch (c) {
-        case 'b': o->brokers = optarg; break;
-        case 'G': o->group = optarg; break;
-        case 'r': o->results = optarg; break;
-        case 't': o->topic = optarg; break;
-        case 'a': o->alerts_topic = optarg; break;
-        case 'k': o->jobs = (unsigned)v; break;
-        case 'n': o->nodes = (unsigned)v; break;
-        case 'g': o->gpus = (unsigned)v; break;
-        case 'c': o->cores = (unsigned)v; break;
-        case 'i': o->interval_ms = (unsigned)v; break;
-        case 'm': o->event_minutes = (unsigned)v; break;
-        case 'e': o->bottleneck_every = (unsigned)v; break;
-        case 'l': o->max_lag = strtoull(optarg, NULL, 10); break;
-        case 'z': o->compression = optarg; break;
-        case 'w': o->wait_s = (unsigned)v; break;
+        case 'b':
+            o->brokers = optarg;
+            break;
+        case 'G':
+            o->group = optarg;
+            break;
+        case 'r':
+            o->results = optarg;
+            break;
+        case 't':
+            o->topic = optarg;
+            break;
+        case 'a':
+            o->alerts_topic = optarg;
+            break;
+        case 'k':
+            o->jobs = (unsigned)v;
+            break;
+        case 'n':
+            o->nodes = (unsigned)v;
+            break;
+        case 'g':
+            o->gpus = (unsigned)v;
+            break;
+        case 'c':
+            o->cores = (unsigned)v;
+            break;
+        case 'i':
+            o->interval_ms = (unsigned)v;
+            break;
+        case 'm':
+            o->event_minutes = (unsigned)v;
+            break;
+        case 'e':
+            o->bottleneck_every = (unsigned)v;
+            break;
+        case 'l':
+            o->max_lag = strtoull(optarg, NULL, 10);
+            break;
+        case 'z':
+            o->compression = optarg;
+            break;
+        case 'w':
+            o->wait_s = (unsigned)v;
+            break;
+        case 'R':
+            o->realtime = 1;
+            break;
         default:
             fprintf(stderr, "usage: bench_scale_producer --brokers B --group "
                             "G --results DIR [options] (see the source)\n");
@@ -521,6 +540,13 @@ int main(int argc, char **argv)
         publish_marker(&s, (int)(k % (unsigned)s.nparts), ids[k],
                        TW_MARKER_JOB_START, T0_S * 1000000, 0, &bytes);
     for (unsigned r = 0; r < rounds; r++) {
+        /* --realtime: the agents' own pace (alert latency without a
+         * backlog); the wait serves delivery reports and alerts */
+        while (o->realtime &&
+               tw_mono_us() < t0 + (int64_t)r * o->interval_ms * 1000) {
+            rd_kafka_poll(s.prod, 1);
+            drain_alerts(&s);
+        }
         double ts = (double)T0_S + (double)r * o->interval_ms / 1000.0;
         for (unsigned n = 0; n < o->nodes; n++) {
             unsigned k = (unsigned)((uint64_t)n * o->jobs / o->nodes);
@@ -575,8 +601,8 @@ int main(int argc, char **argv)
         waited += fs.waited_us;
     }
     printf("producer: jobs=%u nodes=%u gpus=%u cores=%u interval_ms=%u "
-           "event_minutes=%u partitions=%d batches=%" PRIu64
-           " samples=%" PRIu64 " bytes=%" PRIu64
+           "event_minutes=%u partitions=%d batches=%" PRIu64 " samples=%" PRIu64
+           " bytes=%" PRIu64
            " produce_s=%.1f cpu_s=%.1f wall_s=%.1f flow_waits=%" PRIu64
            " flow_wait_s=%.1f failed=%" PRIu64 " results=%s\n",
            o->jobs, o->nodes, o->gpus, o->cores, o->interval_ms,

@@ -72,7 +72,7 @@ trap 'exit 1' INT TERM
 die() { echo "scale: $*" >&2; exit 1; }
 
 echo "scale: $NODES nodes x $GPUS GPUs x $CORES cores at $INTERVAL ms," \
-    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${REALTIME:+, at the agents' pace}"
+    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${REALTIME:+, paced as the agents}"
 tw_redis_start || die "redis"
 tw_broker_start --topic "trainwatch.metrics:$JOBS" || die "broker"
 mkdir -p "$WORK/res"

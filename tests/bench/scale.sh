@@ -11,7 +11,7 @@
 #       [--interval-ms 500] [--event-minutes 10] [--jobs 1]
 #       [--tick 60s|continuous] [--checkpoint-interval 1s] [--sample 10]
 #       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--realtime]
-#       [--keep]
+#       [--bottleneck-every E] [--keep]
 #
 # --jobs K splits the nodes over K jobs, each on its own partition of the
 # metrics topic (one job = one key = one partition). --max-lag: unread
@@ -19,7 +19,9 @@
 # the embedded broker keeps per partition). --realtime: the agents send at
 # their own pace (a round every interval of wall time) instead of as fast
 # as run keeps up: alert latency without a backlog, and each checkpoint
-# holds about one checkpoint interval of input.
+# holds about one checkpoint interval of input. --bottleneck-every E: every
+# E-th node is CPU-bound (default 10; 1 = all, so CPUBottleneck fires
+# during the job once its patience has passed, not only at the end).
 # Prints a table every --sample seconds of wall time (run's RSS and CPU,
 # samples consumed and their rate, consumer lag, checkpoints, Redis
 # memory), then: sustained samples/s, run's CPU seconds per million
@@ -31,7 +33,7 @@ set -u
 BUILD=$(cd "${1:-build}" && pwd)
 [ $# -gt 0 ] && shift
 NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
-CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME=
+CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME= BOTTLENECK=10
 while [ $# -gt 0 ]; do
     case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -46,6 +48,7 @@ while [ $# -gt 0 ]; do
     --max-lag) MAXLAG=$2; shift 2 ;;
     --compression) COMPRESSION=$2; shift 2 ;;
     --realtime) REALTIME=--realtime; shift ;;
+    --bottleneck-every) BOTTLENECK=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     *) echo "scale.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -113,6 +116,7 @@ start_ns=$(date +%s%N)
     --jobs "$JOBS" --nodes "$NODES" --gpus "$GPUS" --cores "$CORES" \
     --interval-ms "$INTERVAL" --event-minutes "$MINUTES" \
     --compression "$COMPRESSION" ${MAXLAG:+--max-lag "$MAXLAG"} $REALTIME \
+    --bottleneck-every "$BOTTLENECK" \
     >"$WORK/producer.out" 2>"$WORK/producer.err" &
 PRODUCER_PID=$!
 per_min=$((NODES * (2 * GPUS + 2 * CORES + 6) * 60000 / INTERVAL))

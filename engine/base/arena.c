@@ -31,6 +31,35 @@ void tw_arena_free(tw_arena *a)
     tw_arena_init(a);
 }
 
+/* A new head block of bsize bytes; NULL when out of memory. */
+static tw_arena_block *tw_arena_push(tw_arena *a, size_t bsize)
+{
+    tw_arena_block *b = malloc(sizeof(*b) + bsize);
+    if (b == NULL)
+        return NULL;
+    b->size = bsize;
+    b->next = a->head;
+    a->head = b;
+    a->used = 0;
+    return b;
+}
+
+int tw_arena_reserve(tw_arena *a, size_t size)
+{
+    size_t bsize = (size + 15u) & ~(size_t)15u;
+    if (a->head != NULL || bsize < size)
+        return a->head != NULL ? 0 : -1;
+    return tw_arena_push(a, bsize) != NULL ? 0 : -1;
+}
+
+size_t tw_arena_capacity(const tw_arena *a)
+{
+    size_t n = 0;
+    for (const tw_arena_block *b = a->head; b != NULL; b = b->next)
+        n += b->size;
+    return n;
+}
+
 void *tw_arena_alloc(tw_arena *a, size_t size)
 {
     size_t need = (size + 15u) & ~(size_t)15u;
@@ -38,13 +67,8 @@ void *tw_arena_alloc(tw_arena *a, size_t size)
         return NULL; /* overflow */
     if (a->head == NULL || a->head->size - a->used < need) {
         size_t bsize = need > TW_ARENA_MIN_BLOCK ? need : TW_ARENA_MIN_BLOCK;
-        tw_arena_block *b = malloc(sizeof(*b) + bsize);
-        if (b == NULL)
+        if (tw_arena_push(a, bsize) == NULL)
             return NULL;
-        b->size = bsize;
-        b->next = a->head;
-        a->head = b;
-        a->used = 0;
     }
     void *p = a->head->data + a->used;
     a->used += need;

@@ -25,6 +25,16 @@ typedef struct tw_arena {
 void tw_arena_init(tw_arena *a);
 void tw_arena_free(tw_arena *a);
 
+/* Makes the first block `size` bytes (rounded up to 16) when the arena is
+ * still empty, for a caller that knows about how much it will allocate:
+ * a small decoded batch then holds no 64 KB block while it is buffered.
+ * Allocations past it take new blocks as usual. A non-empty arena is left
+ * as it is. 0, or -1 when out of memory. */
+int tw_arena_reserve(tw_arena *a, size_t size);
+
+/* Bytes of all its blocks (what it holds from malloc). */
+size_t tw_arena_capacity(const tw_arena *a);
+
 /* NULL on out-of-memory. Memory is zeroed. */
 void *tw_arena_alloc(tw_arena *a, size_t size);
 /* Copy of s (len bytes, NUL added). NULL in -> NULL out. */

@@ -393,6 +393,8 @@ static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
 {
     char err[512];
     int64_t t0 = tw_mono_us();
+    tw_router_stats before;
+    tw_router_get_stats(r->router, &before);
     int rc = tw_router_flush_alerts(r->router, err, sizeof(err));
     if (rc == TW_OK && tw_producer_flush(r->producer, TW_RUN_FLUSH_MS, err,
                                          sizeof(err)) != 0) {
@@ -402,9 +404,15 @@ static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
     }
     for (size_t i = 0; rc == TW_OK && i < n; i++)
         rc = tw_router_checkpoint(r->router, parts[i], err, sizeof(err));
-    if (rc == TW_OK && n > 0 && r->http != NULL)
-        tw_run_metrics_observe(tw_run_http_metrics(r->http),
-                               TW_LATENCY_CHECKPOINT, tw_mono_us() - t0);
+    if (rc == TW_OK && n > 0 && r->http != NULL) {
+        tw_run_metrics *mt = tw_run_http_metrics(r->http);
+        tw_run_metrics_observe(mt, TW_LATENCY_CHECKPOINT, tw_mono_us() - t0);
+        tw_router_stats after;
+        tw_router_get_stats(r->router, &after);
+        if (after.checkpoints != before.checkpoints)
+            tw_run_metrics_checkpoint_bytes(mt, after.checkpoint_bytes -
+                                                    before.checkpoint_bytes);
+    }
     if (rc == TW_UNAVAILABLE)
         tw_run_pause(r, err);
     else if (rc != TW_OK) {

@@ -994,6 +994,14 @@ tw_wire_status decode(const uint8_t *buf, size_t len, tw_batch **out, char *err,
         set_err(err, errlen, "out of memory allocating a batch");
         return TW_WIRE_NO_MEMORY;
     }
+    /* A buffered batch keeps its arena until its scans close: size the
+     * first block by the message (decoded samples and series take about
+     * what they take on the wire) instead of the default 64 KB. */
+    if (tw_arena_reserve(&b->arena, len + len / 2 + 256) != 0) {
+        tw_batch_free(b);
+        set_err(err, errlen, "out of memory allocating a batch");
+        return TW_WIRE_NO_MEMORY;
+    }
     tw_wire_status st;
     try {
         st = Decoder(b, err, errlen).run(root);

@@ -1240,6 +1240,7 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
     tw_rpart *p = tw_router_part(r, partition);
     if (p == NULL || p->need_load)
         return TW_OK;
+    int64_t t_start = tw_mono_us(); /* for the DEBUG line: save, store */
     /* A finished job whose results are not on disk yet (held for a retry)
      * keeps the partition's last checkpoint: no tombstone, no commit past
      * its messages, so a crash now re-evaluates it instead of losing it. */
@@ -1288,6 +1289,7 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
     int64_t next = p->next_offset >= 0 ? p->next_offset : p->ckpt_offset;
     if (next < 0 || (next == p->ckpt_offset && p->npend == 0 && p->nfin == 0))
         return TW_OK; /* nothing new */
+    int64_t t_saved = tw_mono_us();
     tw_checkpoint_part *parts = calloc(p->npend ? p->npend : 1, sizeof(*parts));
     if (parts == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -1307,10 +1309,14 @@ int tw_router_checkpoint(tw_router *r, int32_t partition, char *err,
     free(parts);
     if (rc != TW_OK)
         return rc;
+    int64_t t_end = tw_mono_us();
     tw_log(TW_LOG_DEBUG,
            "checkpoint partition %" PRId32 ": offset %" PRId64
-           ", %zu part(s), %" PRIu64 " bytes, %zu finished",
-           p->id, next, p->npend, bytes, p->nfin);
+           ", %zu part(s), %" PRIu64 " bytes, %zu finished, %.3f ms (save "
+           "%.3f ms, store %.3f ms)",
+           p->id, next, p->npend, bytes, p->nfin,
+           (double)(t_end - t_start) / 1e3, (double)(t_saved - t_start) / 1e3,
+           (double)(t_end - t_saved) / 1e3);
     tw_pending_free(p);
     p->ckpt_offset = next;
     r->stats.checkpoints++;

@@ -18,7 +18,15 @@ static const double tw_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
                                     1,      2.5,   5,      10};
 #define TW_NBUCKETS (sizeof(tw_buckets) / sizeof(tw_buckets[0]))
 
+/* Upper bounds in bytes of one checkpoint: 2 MB is the incremental
+ * checkpoint's goal for a 1000-node job (README "State"). */
+static const double tw_byte_buckets[] = {1e3, 1e4, 1e5, 1e6, 2e6,
+                                         1e7, 1e8, 1e9, 1e10};
+#define TW_NBYTE_BUCKETS (sizeof(tw_byte_buckets) / sizeof(tw_byte_buckets[0]))
+
 typedef struct tw_hist {
+    const double *bounds; /* tw_buckets or tw_byte_buckets */
+    size_t nbounds;
     uint64_t count[TW_NBUCKETS + 1]; /* the last: above every bound */
     uint64_t n;
     double sum;
@@ -54,6 +62,7 @@ struct tw_run_metrics {
     tw_rule_errors *errors;
     size_t nerrors, caperrors;
     tw_hist hist[TW_LATENCY_COUNT];
+    tw_hist checkpoint_bytes;
 };
 
 tw_run_metrics *tw_run_metrics_new(int64_t ttl_us, size_t max_jobs)
@@ -62,6 +71,11 @@ tw_run_metrics *tw_run_metrics_new(int64_t ttl_us, size_t max_jobs)
     if (m != NULL) {
         m->ttl_us = ttl_us;
         m->max_jobs = max_jobs > 0 ? max_jobs : 1;
+        for (size_t k = 0; k < TW_LATENCY_COUNT; k++)
+            m->hist[k] =
+                (tw_hist){.bounds = tw_buckets, .nbounds = TW_NBUCKETS};
+        m->checkpoint_bytes =
+            (tw_hist){.bounds = tw_byte_buckets, .nbounds = TW_NBYTE_BUCKETS};
     }
     return m;
 }
@@ -215,18 +229,27 @@ void tw_run_metrics_job_finished(tw_run_metrics *m, const char *job,
         j->finished_us = now_us > 0 ? now_us : 1;
 }
 
+static void tw_hist_add(tw_hist *h, double v)
+{
+    TW_ASSERT(h->nbounds <= TW_NBUCKETS);
+    size_t b = 0;
+    while (b < h->nbounds && v > h->bounds[b])
+        b++;
+    h->count[b]++;
+    h->n++;
+    h->sum += v;
+}
+
 void tw_run_metrics_observe(tw_run_metrics *m, tw_latency_kind k,
                             int64_t micros)
 {
     TW_ASSERT((unsigned)k < TW_LATENCY_COUNT);
-    tw_hist *h = &m->hist[k];
-    double s = (double)micros / 1e6;
-    size_t b = 0;
-    while (b < TW_NBUCKETS && s > tw_buckets[b])
-        b++;
-    h->count[b]++;
-    h->n++;
-    h->sum += s;
+    tw_hist_add(&m->hist[k], (double)micros / 1e6);
+}
+
+void tw_run_metrics_checkpoint_bytes(tw_run_metrics *m, uint64_t bytes)
+{
+    tw_hist_add(&m->checkpoint_bytes, (double)bytes);
 }
 
 /* ---- rendering ---------------------------------------------------------- */
@@ -333,9 +356,9 @@ static void tw_render_hist(FILE *o, const char *name, const char *help,
 {
     tw_head(o, name, "histogram", help);
     uint64_t cum = 0;
-    for (size_t b = 0; b < TW_NBUCKETS; b++) {
+    for (size_t b = 0; b < h->nbounds; b++) {
         cum += h->count[b];
-        fprintf(o, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, tw_buckets[b],
+        fprintf(o, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, h->bounds[b],
                 cum);
     }
     fprintf(o, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, h->n);
@@ -465,6 +488,10 @@ static char *tw_render_metrics(const tw_run_metrics *m,
                    "checkpoint latency: alerts claimed and delivered, state "
                    "written",
                    &m->hist[TW_LATENCY_CHECKPOINT]);
+    tw_render_hist(o, "trainwatch_checkpoint_bytes",
+                   "bytes of state one checkpoint wrote (the partitions "
+                   "checkpointed together)",
+                   &m->checkpoint_bytes);
     tw_render_hist(o, "trainwatch_alert_seconds",
                    "alert latency: metrics message polled to its alert "
                    "handed to the producer",

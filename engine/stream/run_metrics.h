@@ -68,6 +68,9 @@ void tw_run_metrics_job_finished(tw_run_metrics *m, const char *job,
 void tw_run_metrics_observe(tw_run_metrics *m, tw_latency_kind k,
                             int64_t micros);
 
+/* A checkpoint that wrote something wrote this many bytes of state. */
+void tw_run_metrics_checkpoint_bytes(tw_run_metrics *m, uint64_t bytes);
+
 /* Renders a snapshot into *out (zeroed first; release with
  * tw_http_snapshot_release or give it to tw_http_publish); drops jobs
  * past their TTL. TW_ERR when out of memory. */

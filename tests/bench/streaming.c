@@ -56,6 +56,8 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "bench_alerts.h"
+
 #include "kafka_broker.h"
 
 #define MAX_JOBS 64
@@ -216,28 +218,6 @@ static void assign_all(rd_kafka_t *rk, const char *topic, int parts)
             RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_assign(rk, l);
     rd_kafka_topic_partition_list_destroy(l);
-}
-
-static int64_t header_int(const rd_kafka_message_t *m, const char *name)
-{
-    rd_kafka_headers_t *h = NULL;
-    const void *v;
-    size_t len;
-    if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-        rd_kafka_header_get_last(h, name, &v, &len) !=
-            RD_KAFKA_RESP_ERR_NO_ERROR ||
-        len == 0 || len > 30)
-        return -1;
-    char buf[32];
-    memcpy(buf, v, len);
-    buf[len] = '\0';
-    return strtoll(buf, NULL, 10);
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -477,8 +457,9 @@ int main(int argc, char **argv)
         if (m != NULL) {
             if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR && n < cap) {
                 recv[n] = now;
-                sp[n] = (int32_t)header_int(m, "trainwatch.source.partition");
-                so[n] = header_int(m, "trainwatch.source.offset");
+                sp[n] =
+                    (int32_t)bench_header_int(m, "trainwatch.source.partition");
+                so[n] = bench_header_int(m, "trainwatch.source.offset");
                 n++;
             }
             rd_kafka_message_destroy(m);
@@ -534,7 +515,7 @@ int main(int argc, char **argv)
     }
     if (nl == 0)
         die("latency: no alert could be matched to its metrics message");
-    qsort(lat, nl, sizeof(int64_t), cmp_i64);
+    qsort(lat, nl, sizeof(int64_t), bench_cmp_i64);
     printf("alert latency: alerts=%zu p50_ms=%.1f p99_ms=%.1f max_ms=%.1f "
            "(completing batch queued by replay -> alert received from the "
            "alert topic)\n",

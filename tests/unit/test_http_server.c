@@ -186,6 +186,7 @@ static void test_metrics_collector(void **state)
     /* a third job beyond max_jobs while both are active: untracked */
     assert_int_equal(tw_run_metrics_alert(m, "j3", &a, 13), TW_OK);
     tw_run_metrics_observe(m, TW_LATENCY_CHECKPOINT, 700); /* 0.7 ms */
+    tw_run_metrics_checkpoint_bytes(m, 1500000);           /* 1.5 MB */
 
     tw_router_stats rs;
     memset(&rs, 0, sizeof(rs));
@@ -212,6 +213,12 @@ static void test_metrics_collector(void **state)
     assert_non_null(
         strstr(t, "trainwatch_checkpoint_seconds_bucket{le=\"0.001\"} 1\n"));
     assert_non_null(strstr(t, "trainwatch_checkpoint_seconds_count 1\n"));
+    assert_non_null(
+        strstr(t, "trainwatch_checkpoint_bytes_bucket{le=\"1e+06\"} 0\n"));
+    assert_non_null(
+        strstr(t, "trainwatch_checkpoint_bytes_bucket{le=\"2e+06\"} 1\n"));
+    assert_non_null(strstr(t, "trainwatch_checkpoint_bytes_sum 1500000."));
+    assert_non_null(strstr(t, "trainwatch_checkpoint_bytes_count 1\n"));
     assert_int_equal(s.ready, 1);
     assert_int_equal(s.njobs, 2);
     assert_non_null(strstr(s.jobs, "\"untracked\": 1"));

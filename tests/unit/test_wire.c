@@ -292,6 +292,61 @@ static void test_version_is_stored(void **state)
     tw_batch_free(b);
 }
 
+/* One round of a 96-core, 8-GPU agent (214 series, a sample each): the
+ * decoded batch holds about its message's size, not a 64 KB block (a job
+ * buffers hundreds of such batches per node). */
+static void test_decoded_arena_fits_message(void **state)
+{
+    (void)state;
+    enum { NSERIES = 214 };
+    tw_batch *b = tw_batch_new();
+    assert_non_null(b);
+    b->job = "job";
+    b->node = "algo-1";
+    b->seq = 1;
+    tw_batch_series *series =
+        tw_arena_alloc(&b->arena, NSERIES * sizeof(*series));
+    tw_sample *samples = tw_arena_alloc(&b->arena, NSERIES * sizeof(*samples));
+    assert_non_null(series);
+    assert_non_null(samples);
+    for (int i = 0; i < NSERIES; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "cpu%d", i / 2);
+        series[i] = (tw_batch_series){
+            "cpu", S(b, name), i % 2 ? "I/OWaitPercentage" : "CPUUtilization"};
+        samples[i] = (tw_sample){
+            .ts = 1700000000.5, .value = 35.0 + i % 10, .series = (uint32_t)i};
+    }
+    b->series = series;
+    b->nseries = NSERIES;
+    b->samples = samples;
+    b->nsamples = NSERIES;
+    uint8_t *buf;
+    size_t len;
+    encode_ok(b, &buf, &len);
+    tw_batch *got = decode_ok(buf, len);
+    assert_batch_equal(b, got);
+    /* one block, sized by the message */
+    assert_true(tw_arena_capacity(&got->arena) <= len + len / 2 + 256);
+    assert_true(got->arena.total <= tw_arena_capacity(&got->arena));
+    assert_true(tw_arena_capacity(&got->arena) < 64 * 1024);
+    free(buf);
+    tw_batch_free(got);
+    tw_batch_free(b);
+
+    /* a reserve only shapes an empty arena; allocations past it go on */
+    tw_arena a;
+    tw_arena_init(&a);
+    assert_int_equal(tw_arena_reserve(&a, 100), 0);
+    assert_int_equal(tw_arena_capacity(&a), 112);
+    assert_non_null(tw_arena_alloc(&a, 100));
+    assert_int_equal(tw_arena_reserve(&a, 1000), 0);
+    assert_int_equal(tw_arena_capacity(&a), 112);
+    assert_non_null(tw_arena_alloc(&a, 100));
+    assert_int_equal(tw_arena_capacity(&a), 112 + 64 * 1024);
+    tw_arena_free(&a);
+}
+
 static void test_large_batch(void **state)
 {
     (void)state;
@@ -936,6 +991,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_minimal),
         cmocka_unit_test(test_version_is_stored),
         cmocka_unit_test(test_large_batch),
+        cmocka_unit_test(test_decoded_arena_fits_message),
         cmocka_unit_test(test_decode_unaligned),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_truncated),

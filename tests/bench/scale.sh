@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# scale.sh - the scale benchmark (issue 14; a program that prints figures,
+# not in CI; tests/integration/bench_scale_smoke.sh runs it small): one
+# large job's per-node agents (bench_scale_producer: FlatBuffers batches
+# made in process, flow-controlled like replay) streamed through
+# `trainwatch broker` into `trainwatch run` with the Redis store and a
+# checkpoint every second, for --event-minutes of event time, as fast as
+# run keeps up.
+#
+#   tests/bench/scale.sh [BUILD_DIR] [--nodes 1000] [--gpus 8] [--cores 96]
+#       [--interval-ms 500] [--event-minutes 10] [--jobs 1]
+#       [--tick 60s|continuous] [--checkpoint-interval 1s] [--sample 10]
+#       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--realtime]
+#       [--bottleneck-every E] [--keep]
+#
+# --jobs K splits the nodes over K jobs, each on its own partition of the
+# metrics topic (one job = one key = one partition). --max-lag: unread
+# bytes per partition the producer allows (default replay's, within what
+# the embedded broker keeps per partition). --realtime: the agents send at
+# their own pace (a round every interval of wall time) instead of as fast
+# as run keeps up: alert latency without a backlog, and each checkpoint
+# holds about one checkpoint interval of input. --bottleneck-every E: every
+# E-th node is CPU-bound (default 10; 1 = all, so CPUBottleneck fires
+# during the job once its patience has passed, not only at the end).
+# Prints a table every --sample seconds of wall time (run's RSS and CPU,
+# samples consumed and their rate, consumer lag, checkpoints, Redis
+# memory), then: sustained samples/s, run's CPU seconds per million
+# samples, checkpoint p50/p99 (ms and bytes, from run's DEBUG line per
+# checkpoint), alert latency p50/p99, and the invariants (samples
+# consumed == produced, every job's results written, no offset lost, no
+# dead letter), "invariants: ok" or exit 1.
+set -u
+BUILD=$(cd "${1:-build}" && pwd)
+[ $# -gt 0 ] && shift
+NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
+CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME= BOTTLENECK=10
+while [ $# -gt 0 ]; do
+    case $1 in
+    --nodes) NODES=$2; shift 2 ;;
+    --gpus) GPUS=$2; shift 2 ;;
+    --cores) CORES=$2; shift 2 ;;
+    --interval-ms) INTERVAL=$2; shift 2 ;;
+    --event-minutes) MINUTES=$2; shift 2 ;;
+    --jobs) JOBS=$2; shift 2 ;;
+    --tick) TICK=$2; shift 2 ;;
+    --checkpoint-interval) CKPT=$2; shift 2 ;;
+    --sample) SAMPLE=$2; shift 2 ;;
+    --max-lag) MAXLAG=$2; shift 2 ;;
+    --compression) COMPRESSION=$2; shift 2 ;;
+    --realtime) REALTIME=--realtime; shift ;;
+    --bottleneck-every) BOTTLENECK=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    *) echo "scale.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+TW=$BUILD/trainwatch
+PRODUCER=$BUILD/tests/bench_scale_producer
+HERE=$(cd "$(dirname "$0")/../integration" && pwd)
+export TRAINWATCH_RULES_DIR=${TRAINWATCH_RULES_DIR:-$BUILD/rules}
+[ -x "$PRODUCER" ] || { echo "scale.sh: $PRODUCER not built" >&2; exit 2; }
+WORK=$(mktemp -d /tmp/tw-scale.XXXXXX)
+BROKER_PID= PRODUCER_PID= RUN_PID_S=
+. "$HERE/lib/broker.sh"
+. "$HERE/lib/run.sh"
+. "$HERE/lib/redis.sh"
+cleanup() {
+    for p in ${PRODUCER_PID:-} ${RUN_PID_S:-} ${BROKER_PID:-}; do
+        kill -KILL "$p" 2>/dev/null
+    done
+    tw_redis_stop
+    [ -n "$KEEP" ] && echo "kept $WORK" || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+die() { echo "scale: $*" >&2; exit 1; }
+
+echo "scale: $NODES nodes x $GPUS GPUs x $CORES cores at $INTERVAL ms," \
+    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${REALTIME:+, paced as the agents}"
+tw_redis_start || die "redis"
+tw_broker_start --topic "trainwatch.metrics:$JOBS" || die "broker"
+mkdir -p "$WORK/res"
+cat >"$WORK/S.yaml" <<YAML
+tick: $TICK
+kafka:
+  group: scale
+engine:
+  results_dir: $WORK/res
+  report_html: false
+  progress_interval: 0
+state:
+  store: redis
+  checkpoint_interval: $CKPT
+  redis:
+    port: $REDIS_PORT
+http:
+  enabled: true
+  port: 0
+YAML
+# -v: one DEBUG line per checkpoint (bytes, ms) for the percentiles
+"$TW" run -v --config "$WORK/S.yaml" --brokers "$BOOTSTRAP" \
+    >"$WORK/S.out" 2>"$WORK/S.err" &
+RUN_PID_S=$!
+pid=$RUN_PID_S
+wait_for 60 grep -qs "assigned partition" "$WORK/S.err" || die "no assignment: $(tail -5 "$WORK/S.err")"
+HTTP_PORT=$(sed -n 's/.*http: listening on .* port \([0-9]*\).*/\1/p' "$WORK/S.err" | head -1)
+[ -n "$HTTP_PORT" ] || die "run's HTTP port not in its log"
+metric() { # NAME: the sum of every series of that metric in /metrics
+    curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" |
+        awk -v m="$1" '$1 == m || index($1, m "{") == 1 {s += $2; n++} END {if (n) printf "%.0f", s; else print "?"}'
+}
+tick=$(getconf CLK_TCK)
+cpu_of() { awk -v t="$tick" '{printf "%.2f", ($14 + $15) / t}' "/proc/$1/stat" 2>/dev/null; }
+cpu_start=$(cpu_of "$pid")
+start_ns=$(date +%s%N)
+"$PRODUCER" --brokers "$BOOTSTRAP" --group scale --results "$WORK/res" \
+    --jobs "$JOBS" --nodes "$NODES" --gpus "$GPUS" --cores "$CORES" \
+    --interval-ms "$INTERVAL" --event-minutes "$MINUTES" \
+    --compression "$COMPRESSION" ${MAXLAG:+--max-lag "$MAXLAG"} $REALTIME \
+    --bottleneck-every "$BOTTLENECK" \
+    >"$WORK/producer.out" 2>"$WORK/producer.err" &
+PRODUCER_PID=$!
+per_min=$((NODES * (2 * GPUS + 2 * CORES + 6) * 60000 / INTERVAL))
+printf '%7s %9s %12s %11s %8s %8s %8s %6s %9s\n' wall_s event_min samples \
+    samples_s rss_mb cpu_s lag ckpts redis_mb
+prev_s=0 prev_n=0 max_lag=0 rows=0
+sample() {
+    local now n rate rss cpu lag ck mem
+    now=$((($(date +%s%N) - start_ns) / 1000000))
+    n=$(metric trainwatch_samples_total)
+    [ "$n" = "?" ] && n=$prev_n
+    rate=$(awk -v a="$n" -v b="$prev_n" -v t="$now" -v u="$prev_s" \
+        'BEGIN{ if (t > u) printf "%.0f", (a - b) * 1000 / (t - u); else print 0 }')
+    rss=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$pid/status" 2>/dev/null)
+    cpu=$(cpu_of "$pid")
+    lag=$(metric trainwatch_consumer_lag)
+    ck=$(metric trainwatch_checkpoints_total)
+    mem=$(tw_redis_cli info memory | awk -F: '/^used_memory:/ {printf "%.1f", $2 / 1048576}')
+    [ "$lag" != "?" ] && [ "$lag" -gt "$max_lag" ] && max_lag=$lag
+    printf '%7.1f %9.2f %12s %11s %8s %8s %8s %6s %9s\n' \
+        "$(awk -v t="$now" 'BEGIN{print t / 1000}')" \
+        "$(awk -v n="$n" -v p="$per_min" 'BEGIN{print n / p}')" \
+        "$n" "$rate" "${rss:-?}" "${cpu:-?}" "$lag" "$ck" "${mem:-?}"
+    prev_s=$now prev_n=$n rows=$((rows + 1))
+}
+while kill -0 "$PRODUCER_PID" 2>/dev/null; do
+    sample
+    for _ in $(seq "$((SAMPLE * 10))"); do
+        kill -0 "$PRODUCER_PID" 2>/dev/null || break
+        kill -0 "$pid" 2>/dev/null || die "run exited: $(tail -5 "$WORK/S.err")"
+        sleep 0.1
+    done
+done
+wait "$PRODUCER_PID"
+prc=$?
+PRODUCER_PID=
+sample
+cpu_end=$(cpu_of "$pid")
+hwm=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$pid/status")
+tw_run_stop S || die "run's exit status"
+tw_broker_stop
+cat "$WORK/producer.out"
+[ $prc -eq 0 ] || die "producer failed ($prc): $(tail -5 "$WORK/producer.err")"
+P=$(grep '^producer:' "$WORK/producer.out")
+RUNLINE=$(grep '^run:' "$WORK/S.out")
+echo "$RUNLINE" | tr ' ' '\n' | grep -E '^(samples|batches|dead_letters|late|offsets_lost|checkpoints|scans|alerts_sent|results_written)=' | tr '\n' ' '
+echo
+produced=$(field samples "$P")
+consumed=$(field samples "$RUNLINE")
+wall=$(field wall_s "$P")
+awk -v n="$consumed" -v w="$wall" -v c0="$cpu_start" -v c1="$cpu_end" -v h="$hwm" 'BEGIN{
+    printf "sustained: samples=%d wall_s=%.1f samples_per_s=%.0f run_cpu_s=%.1f cpu_s_per_million_samples=%.2f run_peak_rss_mb=%s\n",
+        n, w, n / w, c1 - c0, (c1 - c0) * 1e6 / n, h }'
+echo "consumer lag: max_messages=$max_lag (sum over partitions, sampled every $SAMPLE s)"
+python3 - "$WORK/S.err" <<'PY'
+import re, sys
+ms, by = [], []
+pat = re.compile(r"checkpoint partition \d+: .*, (\d+) bytes, \d+ finished, ([0-9.]+) ms")
+for line in open(sys.argv[1], errors="replace"):
+    m = pat.search(line)
+    if m:
+        by.append(int(m.group(1))); ms.append(float(m.group(2)))
+def pct(v, q):
+    v = sorted(v); return v[min(len(v) - 1, int(len(v) * q))]
+if ms:
+    print("checkpoints: n=%d ms_p50=%.1f ms_p99=%.1f ms_max=%.1f bytes_p50=%d bytes_p99=%d bytes_max=%d bytes_total=%d"
+          % (len(ms), pct(ms, .5), pct(ms, .99), max(ms), pct(by, .5), pct(by, .99), max(by), sum(by)))
+else:
+    print("checkpoints: n=0")
+PY
+grep '^alerts:' "$WORK/producer.out" | sed 's/^alerts:/alert latency (tick '"$TICK"'):/'
+fail=
+[ "$produced" = "$consumed" ] || fail="$fail samples produced=$produced consumed=$consumed;"
+[ "$(field results "$P")" = all ] || fail="$fail results missing;"
+[ "$(ls "$WORK/res"/*.json 2>/dev/null | wc -l)" -eq "$JOBS" ] || fail="$fail results files != $JOBS;"
+[ "$(field results_written "$RUNLINE")" = "$JOBS" ] || fail="$fail results_written != $JOBS;"
+[ "$(field offsets_lost "$RUNLINE")" = 0 ] || fail="$fail offsets lost;"
+[ "$(field dead_letters "$RUNLINE")" = 0 ] || fail="$fail dead letters;"
+[ "$(field checkpoints "$RUNLINE")" -gt 0 ] || fail="$fail no checkpoint;"
+[ -z "$fail" ] || die "invariants violated:$fail"
+echo "invariants: ok (samples consumed == produced = $consumed, $JOBS results file(s), no offset lost, no dead letter)"

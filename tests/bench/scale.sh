@@ -30,8 +30,16 @@
 # consumed == produced, every job's results written, no offset lost, no
 # dead letter), "invariants: ok" or exit 1.
 set -u
-BUILD=$(cd "${1:-build}" && pwd)
-[ $# -gt 0 ] && shift
+usage() { sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+case ${1:-} in -h | --help) usage; exit 0 ;; esac
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+    BUILD=$1
+    shift
+else
+    BUILD=build
+fi
+[ -d "$BUILD" ] || { echo "scale.sh: no build folder '$BUILD' (see --help)" >&2; exit 2; }
+BUILD=$(cd "$BUILD" && pwd)
 NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
 CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME= BOTTLENECK=10
 while [ $# -gt 0 ]; do
@@ -50,7 +58,8 @@ while [ $# -gt 0 ]; do
     --realtime) REALTIME=--realtime; shift ;;
     --bottleneck-every) BOTTLENECK=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    *) echo "scale.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "scale.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 TW=$BUILD/trainwatch

@@ -340,9 +340,10 @@ int tw_checkpoint_load(tw_store *s, const char *topic, int32_t partition,
         char *end;
         errno = 0;
         long long v = strtoll((const char *)data, &end, 10);
-        /* the whole value: a NUL inside would otherwise end it early */
-        int bad =
-            len == 0 || end != (const char *)data + len || errno != 0 || v < 0;
+        /* the whole value, digits only: a NUL inside would otherwise end
+         * it early, and strtoll also takes blanks, '+' and "-0" */
+        int bad = len == 0 || data[0] < '0' || data[0] > '9' ||
+                  end != (const char *)data + len || errno != 0 || v < 0;
         free(data);
         if (bad) {
             snprintf(err, errlen,

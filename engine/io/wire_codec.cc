@@ -12,6 +12,7 @@
  * No C++ exception leaves this file: every entry point catches them.
  */
 #include "wire.h"
+#include "wire_string.h"
 
 #include <cinttypes>
 #include <cstdarg>
@@ -795,12 +796,6 @@ tw_wire_status Decoder::tensors(const tww::Batch *root)
     return TW_WIRE_OK;
 }
 
-/* A string the engine would cut short when copying it as a C string. */
-static bool has_nul(const fb::String *s)
-{
-    return s != nullptr && memchr(s->c_str(), '\0', s->size()) != nullptr;
-}
-
 /* One TensorRecord, checked for what no honest hook writes: such a record
  * refuses the whole batch (bad_value, dead-lettered with this text), as a
  * bad event does. NaN and Inf reduction values are data (a diverged loss),
@@ -811,7 +806,7 @@ tw_wire_status Decoder::tensor(fb::uoffset_t i, const tww::TensorRecord *t,
     memset(o, 0, sizeof(*o));
     if (t->name()->size() == 0)
         return bad_value("tensors[%" PRIu32 "].name is empty", i);
-    if (has_nul(t->name()) || has_nul(t->dtype()))
+    if (tw_wire_has_nul(t->name()) || tw_wire_has_nul(t->dtype()))
         return bad_value("tensors[%" PRIu32 "]: its name or dtype holds a "
                          "NUL byte",
                          i);
@@ -849,7 +844,7 @@ tw_wire_status Decoder::tensor(fb::uoffset_t i, const tww::TensorRecord *t,
         if (names == nullptr)
             return no_memory("a tensor's collections");
         for (fb::uoffset_t k = 0; k < c->size(); k++) {
-            if (c->Get(k)->size() == 0 || has_nul(c->Get(k)))
+            if (c->Get(k)->size() == 0 || tw_wire_has_nul(c->Get(k)))
                 return bad_value("tensors[%" PRIu32 "] '%.80s': "
                                  "collections[%" PRIu32 "] is empty or "
                                  "holds a NUL byte",
@@ -880,7 +875,7 @@ tw_wire_status Decoder::tensor(fb::uoffset_t i, const tww::TensorRecord *t,
             return no_memory("a tensor's reductions");
         for (fb::uoffset_t k = 0; k < r->size(); k++) {
             const tww::TensorReduction *w = r->Get(k);
-            if (w->op()->size() == 0 || has_nul(w->op()))
+            if (w->op()->size() == 0 || tw_wire_has_nul(w->op()))
                 return bad_value("tensors[%" PRIu32 "] '%.80s': "
                                  "reductions[%" PRIu32 "].op is empty or "
                                  "holds a NUL byte",

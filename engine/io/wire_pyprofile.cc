@@ -8,6 +8,7 @@
  * bad message the same way. No C++ exception leaves this file.
  */
 #include "wire_pyprofile.h"
+#include "wire_string.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -118,12 +119,6 @@ tw_wire_status Copier::bad(const char *fmt, ...)
     return TW_WIRE_BAD_VALUE;
 }
 
-/* A name with a NUL byte inside would be cut short when copied: refused. */
-bool has_nul(const fb::String *s)
-{
-    return s != nullptr && memchr(s->c_str(), '\0', s->size()) != nullptr;
-}
-
 char *dup(const fb::String *s)
 {
     if (s == nullptr)
@@ -172,8 +167,8 @@ tw_wire_status Copier::profile(fb::uoffset_t i, const tww::PythonProfile *p,
         return bad("python_profiles[%" PRIu32 "]: start_phase or end_phase "
                    "is empty",
                    i);
-    if (has_nul(p->start_phase()) || has_nul(p->end_phase()) ||
-        has_nul(p->profiler()) || has_nul(p->timer()))
+    if (tw_wire_has_nul(p->start_phase()) || tw_wire_has_nul(p->end_phase()) ||
+        tw_wire_has_nul(p->profiler()) || tw_wire_has_nul(p->timer()))
         return bad("python_profiles[%" PRIu32 "]: a phase, profiler or "
                    "timer name holds a NUL byte",
                    i);
@@ -231,7 +226,7 @@ tw_wire_status Copier::functions(fb::uoffset_t i, const tww::PythonProfile *p,
             return bad("python_profiles[%" PRIu32 "].functions[%zu] has an "
                        "empty name",
                        i, k);
-        if (has_nul(f->function()) || has_nul(f->file()))
+        if (tw_wire_has_nul(f->function()) || tw_wire_has_nul(f->file()))
             return bad("python_profiles[%" PRIu32 "].functions[%zu] '%.80s': "
                        "its name or file holds a NUL byte",
                        i, k, name);

@@ -5,13 +5,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "reader_json.h"
 #include "trainwatch/plugin.h"
 
 #define TW_INPUT_INITIAL (1u << 20)
+#define TW_INPUT_SMALLEST (8u << 10)
 #define TW_INPUT_MAX (256u << 20)
+
+/* A file smaller than the usual first buffer gets a buffer its size (a
+ * power of two, at least 8 KB; a compressed one grows by doubling as it
+ * inflates): folders hold many small files, and a 1 MB zeroed buffer
+ * plus zlib's 256 KB per small file cost more than reading it. */
+static size_t initial_capacity(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || st.st_size < 0 ||
+        (uint64_t)st.st_size >= TW_INPUT_INITIAL)
+        return TW_INPUT_INITIAL;
+    size_t cap = TW_INPUT_SMALLEST;
+    while (cap <= (size_t)st.st_size)
+        cap *= 2;
+    return cap;
+}
 
 int tw_input_open(tw_input *in, const char *path, char *err, size_t errlen)
 {
@@ -23,15 +41,16 @@ int tw_input_open(tw_input *in, const char *path, char *err, size_t errlen)
                  errno != 0 ? strerror(errno) : "out of memory");
         return TW_ERR;
     }
-    gzbuffer(gz, 256u * 1024u);
-    in->buf = calloc(1, TW_INPUT_INITIAL + TW_JSON_PADDING);
+    size_t cap = initial_capacity(path);
+    gzbuffer(gz, cap < 256u * 1024u ? (unsigned)cap : 256u * 1024u);
+    in->buf = calloc(1, cap + TW_JSON_PADDING);
     if (in->buf == NULL) {
         gzclose(gz);
         snprintf(err, errlen, "cannot read %s: out of memory", path);
         return TW_ERR;
     }
     in->gz = gz;
-    in->cap = TW_INPUT_INITIAL;
+    in->cap = cap;
     in->max_cap = TW_INPUT_MAX;
     return TW_OK;
 }

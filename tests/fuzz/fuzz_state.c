@@ -43,12 +43,21 @@ static int count_part(void *ud, const char *part, const void *data, size_t len)
     return TW_OK;
 }
 
-static int restore_once(fuzz_state_setup *su, const char *part,
+/* The job that restores a part: the part's own rule where the input
+ * names one, and in every other place the cheapest built-in rule. The
+ * parts check only the rule count and their own rule, and the core
+ * touches no rule, so this restores exactly what the full job would;
+ * creating 31 real rules twice per input was 90 % of the time (770
+ * inputs/s; a filler job does several times that). */
+static int restore_once(fuzz_state_setup *su, const char *part, size_t rule,
                         const uint8_t *blob, size_t len)
 {
+    tw_rule_spec specs[FUZZ_STATE_MAX_RULES];
+    for (size_t i = 0; i < su->nspecs; i++)
+        specs[i] = su->specs[i == rule ? i : su->filler];
     tw_job *j = NULL;
     char err[1024];
-    if (tw_job_new(FUZZ_STATE_JOB, &su->cfg, su->reg, su->specs, su->nspecs, &j,
+    if (tw_job_new(FUZZ_STATE_JOB, &su->cfg, su->reg, specs, su->nspecs, &j,
                    err, sizeof(err)) != TW_OK) {
         fprintf(stderr, "fuzz_state: tw_job_new: %s\n", err);
         abort();
@@ -74,11 +83,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     fuzz_state_setup *su = setup_once();
     char part[32];
-    if (data[0] == 0)
+    size_t rule = SIZE_MAX; /* the core: no rule of its own */
+    if (data[0] == 0) {
         snprintf(part, sizeof(part), "core");
-    else
-        snprintf(part, sizeof(part), "rule.%zu",
-                 (size_t)(data[0] - 1) % su->nspecs);
+    } else {
+        rule = (size_t)(data[0] - 1) % su->nspecs;
+        snprintf(part, sizeof(part), "rule.%zu", rule);
+    }
     const uint8_t *body = data + 2;
     size_t n = size - 2;
     uint8_t *blob;
@@ -105,8 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n > 0)
             memcpy(blob, body, n);
     }
-    int first = restore_once(su, part, blob, len);
-    if (restore_once(su, part, blob, len) != first)
+    int first = restore_once(su, part, rule, blob, len);
+    if (restore_once(su, part, rule, blob, len) != first)
         abort();
     free(blob);
     return 0;

@@ -821,6 +821,45 @@ static void test_trace_truncated(void **state)
     collect_free(&c);
 }
 
+/* A small compressed file that inflates far past its own size: the read
+ * buffer starts at the file's size (reader_input.c) and must grow by
+ * doubling, also inside one record longer than 1 MB. */
+static void test_trace_small_gzip_inflates(void **state)
+{
+    (void)state;
+    const char *gzp = tmp_path("inflate/x.trace.json.gz");
+    make_parents(gzp);
+    gzFile gz = gzopen(gzp, "wb9");
+    assert_non_null(gz);
+    assert_true(gzputs(gz, "{\"traceEvents\": [{\"name\": \"") > 0);
+    char run[4096];
+    memset(run, 'n', sizeof(run));
+    for (int i = 0; i < 384; i++) /* a 1.5 MB name */
+        assert_int_equal(gzwrite(gz, run, sizeof(run)), (int)sizeof(run));
+    assert_true(gzputs(gz, "\", \"ph\": \"X\", \"pid\": 1, \"ts\": 1, "
+                           "\"dur\": 1}") > 0);
+    for (int i = 0; i < 20000; i++)
+        assert_true(gzprintf(gz,
+                             ",\n{\"name\": \"e\", \"ph\": \"X\", "
+                             "\"pid\": 1, \"ts\": %d, \"dur\": 1}",
+                             10 + i) > 0);
+    assert_true(gzputs(gz, "]}") > 0);
+    assert_int_equal(gzclose(gz), Z_OK);
+    struct stat sb;
+    assert_int_equal(stat(gzp, &sb), 0);
+    assert_true(sb.st_size < 256 * 1024); /* smaller than the first buffer */
+
+    collect c = {0};
+    assert_int_equal(
+        read_one(&c, gzp, TW_FILE_FRAMEWORK, TW_SOURCE_TF_PROFILER, "x", 1),
+        TW_OK);
+    assert_int_equal(total_events(&c), 20001);
+    assert_int_equal(c.nerrs, 0);
+    assert_int_equal(c.st.incomplete_files, 0);
+    assert_int_equal(c.st.bad_files, 0);
+    collect_free(&c);
+}
+
 static void test_trace_bad_files(void **state)
 {
     (void)state;
@@ -1432,6 +1471,7 @@ int main(void)
         cmocka_unit_test(test_trace_base_persistence),
         cmocka_unit_test(test_trace_args_kinds),
         cmocka_unit_test(test_trace_truncated),
+        cmocka_unit_test(test_trace_small_gzip_inflates),
         cmocka_unit_test(test_trace_bad_files),
         cmocka_unit_test(test_tf_traces),
         cmocka_unit_test(test_list_shared_data),

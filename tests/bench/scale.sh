@@ -11,7 +11,7 @@
 #       [--interval-ms 500] [--event-minutes 10] [--jobs 1]
 #       [--tick 60s|continuous] [--checkpoint-interval 1s] [--sample 10]
 #       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--realtime]
-#       [--bottleneck-every E] [--keep]
+#       [--bottleneck-every E] [--init-grace MIN] [--keep]
 #
 # --jobs K splits the nodes over K jobs, each on its own partition of the
 # metrics topic (one job = one key = one partition). --max-lag: unread
@@ -20,15 +20,26 @@
 # their own pace (a round every interval of wall time) instead of as fast
 # as run keeps up: alert latency without a backlog, and each checkpoint
 # holds about one checkpoint interval of input. --bottleneck-every E: every
-# E-th node is CPU-bound (default 10; 1 = all, so CPUBottleneck fires
-# during the job once its patience has passed, not only at the end).
+# E-th node is CPU-bound (default 10; 1 = all). These agents send system
+# metrics only, no step events, so in fixed semantics CPUBottleneck and
+# LowGPUUtilization take the first `init_grace` minutes (default 30) as
+# the job's initialization and judge nothing before: their findings come
+# at the job's end unless the job is longer. --init-grace MIN sets that
+# parameter (through ProfilerReport's CPUBottleneck_init_grace and
+# LowGPUUtilization_init_grace), e.g. 1 with --bottleneck-every 1, so
+# that CPUBottleneck fires during the job and the alert latency is that
+# of alerts raised mid-job. CPUBottleneck then still waits for its
+# `patience` (1000 snapshots; the nodes of a job sample at the same
+# instants, so one snapshot a round: 8.3 event minutes at 500 ms): use
+# --event-minutes 12 or more.
 # Prints a table every --sample seconds of wall time (run's RSS and CPU,
 # samples consumed and their rate, consumer lag, checkpoints, Redis
 # memory), then: sustained samples/s, run's CPU seconds per million
 # samples, checkpoint p50/p99 (ms and bytes, from run's DEBUG line per
-# checkpoint), alert latency p50/p99, and the invariants (samples
-# consumed == produced, every job's results written, no offset lost, no
-# dead letter), "invariants: ok" or exit 1.
+# checkpoint), alert latency p50/p99 (all alerts, then those raised as
+# scans run and the final ones of each job's end apart), and the
+# invariants (samples consumed == produced, every job's results written,
+# no offset lost, no dead letter), "invariants: ok" or exit 1.
 set -u
 usage() { sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 case ${1:-} in -h | --help) usage; exit 0 ;; esac
@@ -42,6 +53,7 @@ fi
 BUILD=$(cd "$BUILD" && pwd)
 NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
 CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME= BOTTLENECK=10
+GRACE=
 while [ $# -gt 0 ]; do
     case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -57,6 +69,7 @@ while [ $# -gt 0 ]; do
     --compression) COMPRESSION=$2; shift 2 ;;
     --realtime) REALTIME=--realtime; shift ;;
     --bottleneck-every) BOTTLENECK=$2; shift 2 ;;
+    --init-grace) GRACE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "scale.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -84,7 +97,7 @@ trap 'exit 1' INT TERM
 die() { echo "scale: $*" >&2; exit 1; }
 
 echo "scale: $NODES nodes x $GPUS GPUs x $CORES cores at $INTERVAL ms," \
-    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${REALTIME:+, paced as the agents}"
+    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${REALTIME:+, paced as the agents}${GRACE:+, init_grace $GRACE min}"
 tw_redis_start || die "redis"
 tw_broker_start --topic "trainwatch.metrics:$JOBS" || die "broker"
 mkdir -p "$WORK/res"
@@ -105,6 +118,15 @@ http:
   enabled: true
   port: 0
 YAML
+if [ -n "$GRACE" ]; then
+    cat >>"$WORK/S.yaml" <<YAML
+rules:
+  - name: ProfilerReport
+    parameters:
+      CPUBottleneck_init_grace: $GRACE
+      LowGPUUtilization_init_grace: $GRACE
+YAML
+fi
 # -v: one DEBUG line per checkpoint (bytes, ms) for the percentiles
 "$TW" run -v --config "$WORK/S.yaml" --brokers "$BOOTSTRAP" \
     >"$WORK/S.out" 2>"$WORK/S.err" &
@@ -197,6 +219,8 @@ else:
     print("checkpoints: n=0")
 PY
 grep '^alerts:' "$WORK/producer.out" | sed 's/^alerts:/alert latency (tick '"$TICK"'):/'
+grep '^alerts not final:' "$WORK/producer.out" | sed 's/^alerts not final:/  not final (as scans run):/'
+grep '^alerts final:' "$WORK/producer.out" | sed 's/^alerts final:/  final (job end):/'
 fail=
 [ "$produced" = "$consumed" ] || fail="$fail samples produced=$produced consumed=$consumed;"
 [ "$(field results "$P")" = all ] || fail="$fail results missing;"

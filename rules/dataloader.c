@@ -201,13 +201,46 @@ static const tw_arg *find_arg(const tw_fw_event *e, const char *key)
     return NULL;
 }
 
+/* The text "%.17g" gives for the integral double v, |v| < 1e15 (every
+ * such value is exact and printed without an exponent), written without
+ * printf: the per-event keys below are the rule's hottest path. */
+static void integral_text(double v, char *buf)
+{
+    char digits[24];
+    size_t n = 0;
+    uint64_t u = (uint64_t)fabs(v);
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (signbit(v)) /* -0.0 prints as "-0" too */
+        *buf++ = '-';
+    while (n > 0)
+        *buf++ = digits[--n];
+    *buf = '\0';
+}
+
+/* 1 when text is an integer as JSON writes it ("-"? then digits, no
+ * leading zero) short enough that "%.17g" of its value is itself. */
+static int plain_integer(const char *text)
+{
+    const char *d = text[0] == '-' ? text + 1 : text;
+    size_t n = strspn(d, "0123456789");
+    return n > 0 && n <= 15 && d[n] == '\0' && (d[0] != '0' || n == 1);
+}
+
 /* A dict key equal for values Python considers equal (11 == 11.0 ==
  * True-as-1 for the pid counts). */
 static void pid_key(const tw_arg *a, char *buf, size_t len)
 {
     switch (a->kind) {
     case TW_ARG_NUMBER:
-        snprintf(buf, len, "n:%.17g", strtod(a->value, NULL));
+        if (plain_integer(a->value) && strlen(a->value) + 3 <= len) {
+            buf[0] = 'n';
+            buf[1] = ':';
+            memcpy(buf + 2, a->value, strlen(a->value) + 1);
+        } else
+            snprintf(buf, len, "n:%.17g", strtod(a->value, NULL));
         break;
     case TW_ARG_BOOL:
         snprintf(buf, len, "n:%d", strcmp(a->value, "true") == 0);
@@ -344,7 +377,10 @@ static int record_event(dl_state *s, fwsm *secs, const tw_fw_event *e)
     /* Python: int(start_time / 1000000), truncation toward zero. */
     double sec = trunc((double)e->start_us / 1000000.0);
     char key[64];
-    snprintf(key, sizeof(key), "%.17g", sec);
+    if (fabs(sec) < 1e15)
+        integral_text(sec, key);
+    else
+        snprintf(key, sizeof(key), "%.17g", sec);
     long at = fwsm_intern(secs, key);
     if (at < 0)
         return TW_ERR;

@@ -64,6 +64,7 @@
 #include "fw_strmap.h"
 #include "fwagg.h"
 #include "select.h"
+#include "sorted_history.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
@@ -128,6 +129,11 @@ typedef struct so_series {
     int summary;    /* fixed only: past max_exact_steps */
     tw_countmap cm; /* summary: whole-history multiset */
     double w_mean, w_m2;
+    /* not summary: d sorted, merged up to date at each evaluation (not
+     * saved; rebuilt after a restore); unordered: a NaN came (restored
+     * state only), evaluations then select on a copy */
+    tw_sorted_history sorted;
+    int unordered;
 } so_series;
 
 typedef struct so_detail {
@@ -270,6 +276,7 @@ static void series_free(so_series *s)
         return;
     free(s->d);
     free(s->t);
+    tw_sorted_history_free(&s->sorted);
     steps_free(&s->steps);
     tw_countmap_free(&s->cm);
     free(s);
@@ -538,6 +545,7 @@ static int series_append(so_state *s, so_series *ser, double dur,
         /* Switch to summary mode: the whole history so far seeds the count
          * map and the running mean/variance. */
         ser->summary = 1;
+        tw_sorted_history_free(&ser->sorted); /* summary uses the map */
         ser->w_mean = 0.0;
         ser->w_m2 = 0.0;
         for (size_t i = 0; i < ser->steps.n; i++) {
@@ -666,7 +674,26 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
     d->steps_str = ser->any_string;
     d->nsteps = ser->total;
 
-    if (!ser->summary) {
+    int rc = ser->summary || ser->unordered
+                 ? 1
+                 : tw_sorted_history_sync(&ser->sorted, ser->d, cnt);
+    if (rc == TW_ERR)
+        return TW_ERR;
+    if (!ser->summary && rc == TW_OK) {
+        /* the sorted history gives the order statistics and the values
+         * below the cut-off (the histogram's, in any order) directly */
+        const double *v = ser->sorted.v;
+        d->min = v[0];
+        d->max = v[cnt - 1];
+        d->p99 = h->quantile_sorted(v, cnt, 0.99);
+        d->p95 = h->quantile_sorted(v, cnt, 0.95);
+        d->p50 = h->quantile_sorted(v, cnt, 0.50);
+        thr = so_threshold(s, mean, std, d->p50);
+        d->n_out = (int64_t)tw_sorted_history_above(&ser->sorted, thr);
+        h->hist100(v, tw_sorted_history_below(&ser->sorted, thr), d->probs,
+                   d->edges);
+    } else if (!ser->summary) {
+        ser->unordered = 1;
         double *buf = scratch(s, cnt);
         if (!buf)
             return TW_ERR;
@@ -695,7 +722,8 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
         fw_hist100_countmap(&ser->cm, h, 1, thr, d->probs, d->edges);
     }
     d->out_first_us = d->out_last_us = 0;
-    for (size_t i = 0; i < cnt; i++) {
+    /* (outside summary mode n_out counts exactly these values) */
+    for (size_t i = 0; (ser->summary || d->n_out > 0) && i < cnt; i++) {
         if (!(ser->d[i] > thr))
             continue;
         if (steps_push_from(&d->steps, &ser->steps, i) != TW_OK)

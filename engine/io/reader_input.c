@@ -24,7 +24,11 @@ int tw_input_open(tw_input *in, const char *path, char *err, size_t errlen)
         return TW_ERR;
     }
     gzbuffer(gz, 256u * 1024u);
-    in->buf = calloc(1, TW_INPUT_INITIAL + TW_JSON_PADDING);
+    /* Only the padding needs zeros (bytes up to `end` are always read
+     * first): zeroing the whole megabyte per file cost the readers ~4 %. */
+    in->buf = malloc(TW_INPUT_INITIAL + TW_JSON_PADDING);
+    if (in->buf != NULL)
+        memset(in->buf + TW_INPUT_INITIAL, 0, TW_JSON_PADDING);
     if (in->buf == NULL) {
         gzclose(gz);
         snprintf(err, errlen, "cannot read %s: out of memory", path);

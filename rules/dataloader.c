@@ -40,6 +40,7 @@
 
 #include "fw_hist.h"
 #include "fw_strmap.h"
+#include "ptr_memo.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
@@ -118,6 +119,10 @@ typedef struct dl_state {
      * direction and the ends of the first and last violating scans. */
     int64_t n_low, n_high;
     int64_t viol_first_us, viol_last_us;
+
+    /* this scan's phase pointers -> dl_phase, name pointers -> 1 when
+     * the name holds "Prefetch" (ptr_memo.h) */
+    tw_ptr_memo phase_kind, prefetch_name;
 } dl_state;
 
 /* ---- values ---------------------------------------------------------------
@@ -433,6 +438,38 @@ static void note_key(dl_state *s, int k)
     s->order[s->norder++] = (unsigned char)k;
 }
 
+/* What an event's phase makes it for this rule. */
+typedef enum dl_phase {
+    PH_OTHER = 0,
+    PH_INIT,  /* DataLoaderIterInitialize: the loader's settings */
+    PH_LOADER /* DataLoaderWorker or DataLoaderIter: one loading */
+} dl_phase;
+
+static dl_phase phase_kind(dl_state *s, const char *phase)
+{
+    int k;
+    if (tw_ptr_memo_get(&s->phase_kind, phase, &k))
+        return (dl_phase)k;
+    k = PH_OTHER;
+    if (strcmp(phase, "DataLoaderIterInitialize") == 0)
+        k = PH_INIT;
+    else if (strcmp(phase, "DataLoaderWorker") == 0 ||
+             strcmp(phase, "DataLoaderIter") == 0)
+        k = PH_LOADER;
+    tw_ptr_memo_put(&s->phase_kind, phase, k);
+    return (dl_phase)k;
+}
+
+static int prefetch_name(dl_state *s, const char *name)
+{
+    int yes;
+    if (!tw_ptr_memo_get(&s->prefetch_name, name, &yes)) {
+        yes = strstr(name, "Prefetch") != NULL;
+        tw_ptr_memo_put(&s->prefetch_name, name, yes);
+    }
+    return yes;
+}
+
 static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                    char *err, size_t errlen)
 {
@@ -442,12 +479,14 @@ static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
 
     fwsm secs;
     fwsm_init(&secs);
+    tw_ptr_memo_clear(&s->phase_kind);
+    tw_ptr_memo_clear(&s->prefetch_name);
     for (size_t i = 0; i < scan->nevents; i++) {
         const tw_fw_event *e = &scan->events[i];
-        const char *phase = e->phase ? e->phase : "";
+        dl_phase kind = phase_kind(s, e->phase ? e->phase : "");
         if (s->nparallel > 1000)
             s->nparallel = 0;
-        if (strcmp(phase, "DataLoaderIterInitialize") == 0) {
+        if (kind == PH_INIT) {
             const tw_arg *a = find_arg(e, "pin_memory");
             if (a && value_from_arg(&s->pin_memory, a) != TW_OK)
                 goto oom_secs;
@@ -455,14 +494,13 @@ static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
             if (a && value_from_arg(&s->num_workers, a) != TW_OK)
                 goto oom_secs;
         }
-        if (strcmp(phase, "DataLoaderWorker") == 0 ||
-            strcmp(phase, "DataLoaderIter") == 0) {
+        if (kind == PH_LOADER) {
             s->datapoints++;
             if (record_event(s, &secs, e) != TW_OK)
                 goto oom_secs;
             s->prefetch = PREFETCH_UNSET;
         }
-        if (e->name && strstr(e->name, "Prefetch"))
+        if (e->name && prefetch_name(s, e->name))
             s->prefetch = PREFETCH_TRUE;
     }
 

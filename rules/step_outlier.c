@@ -63,6 +63,7 @@
 #include "fw_hist.h"
 #include "fw_strmap.h"
 #include "fwagg.h"
+#include "ptr_memo.h"
 #include "select.h"
 #include "sorted_history.h"
 #include "trainwatch/countmap.h"
@@ -188,6 +189,8 @@ typedef struct so_state {
      * of the evaluations that found violations (µs; 0 = none); with the
      * per-step start times, an optional trailer of the checkpoint. */
     int64_t out_first_us, out_last_us;
+
+    tw_ptr_memo accepts; /* this scan's name pointers -> so_accepts */
 } so_state;
 
 /* ---- step-number lists ------------------------------------------------- */
@@ -570,9 +573,20 @@ static int series_append(so_state *s, so_series *ser, double dur,
     return TW_OK;
 }
 
+/* so_accepts once per name pointer and scan (ptr_memo.h). */
+static int so_accepts_memo(so_state *s, const char *name)
+{
+    int yes;
+    if (!tw_ptr_memo_get(&s->accepts, name, &yes)) {
+        yes = so_accepts(s, name);
+        tw_ptr_memo_put(&s->accepts, name, yes);
+    }
+    return yes;
+}
+
 static int so_intake(so_state *s, const tw_fw_event *e)
 {
-    if (!e->name || !so_accepts(s, e->name))
+    if (!e->name || !so_accepts_memo(s, e->name))
         return TW_OK;
     const tw_arg *a = step_num_arg(e);
     if (!a || (a->kind != TW_ARG_STRING && a->kind != TW_ARG_NUMBER) ||
@@ -765,6 +779,7 @@ static int so_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     so_state *s = state;
     for (size_t i = 0; i < s->nodes.n; i++)
         fwsm_clear(&((so_node *)s->nodes.ptrs[i])->intervals);
+    tw_ptr_memo_clear(&s->accepts);
 
     for (size_t i = 0; i < scan->nevents; i++)
         if (so_intake(s, &scan->events[i]) != TW_OK)

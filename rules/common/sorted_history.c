@@ -73,7 +73,7 @@ size_t tw_sorted_history_below(const tw_sorted_history *h, double x)
 size_t tw_sorted_history_above(const tw_sorted_history *h, double x)
 {
     if (isnan(x))
-        return 0; /* nothing compares greater than NaN */
+        return 0;             /* nothing compares greater than NaN */
     size_t lo = 0, hi = h->n; /* first index with v > x */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

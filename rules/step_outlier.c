@@ -54,6 +54,10 @@
  *    only outliers among the retained newest steps. Bound per (node, name):
  *    ~1.125*M*(28 bytes + step text) + ~6.4 MB; per node the report's
  *    step numbers are bounded by the same window.
+ *  - both, outside summary mode: a sorted copy of the durations (8 bytes
+ *    a step, not saved; rebuilt from them after a restore), merged with
+ *    each scan's new steps, gives the order statistics and the outlier
+ *    count without a pass over the whole history per scan.
  */
 #include <math.h>
 #include <stdio.h>

@@ -40,6 +40,7 @@
 
 #include "fw_hist.h"
 #include "fw_strmap.h"
+#include "ptr_memo.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
@@ -118,6 +119,10 @@ typedef struct dl_state {
      * direction and the ends of the first and last violating scans. */
     int64_t n_low, n_high;
     int64_t viol_first_us, viol_last_us;
+
+    /* this scan's phase pointers -> dl_phase, name pointers -> 1 when
+     * the name holds "Prefetch" (ptr_memo.h) */
+    tw_ptr_memo phase_kind, prefetch_name;
 } dl_state;
 
 /* ---- values ---------------------------------------------------------------
@@ -201,13 +206,46 @@ static const tw_arg *find_arg(const tw_fw_event *e, const char *key)
     return NULL;
 }
 
+/* The text "%.17g" gives for the integral double v, |v| < 1e15 (every
+ * such value is exact and printed without an exponent), written without
+ * printf: the per-event keys below are the rule's hottest path. */
+static void integral_text(double v, char *buf)
+{
+    char digits[24];
+    size_t n = 0;
+    uint64_t u = (uint64_t)fabs(v);
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (signbit(v)) /* -0.0 prints as "-0" too */
+        *buf++ = '-';
+    while (n > 0)
+        *buf++ = digits[--n];
+    *buf = '\0';
+}
+
+/* 1 when text is an integer as JSON writes it ("-"? then digits, no
+ * leading zero) short enough that "%.17g" of its value is itself. */
+static int plain_integer(const char *text)
+{
+    const char *d = text[0] == '-' ? text + 1 : text;
+    size_t n = strspn(d, "0123456789");
+    return n > 0 && n <= 15 && d[n] == '\0' && (d[0] != '0' || n == 1);
+}
+
 /* A dict key equal for values Python considers equal (11 == 11.0 ==
  * True-as-1 for the pid counts). */
 static void pid_key(const tw_arg *a, char *buf, size_t len)
 {
     switch (a->kind) {
     case TW_ARG_NUMBER:
-        snprintf(buf, len, "n:%.17g", strtod(a->value, NULL));
+        if (plain_integer(a->value) && strlen(a->value) + 3 <= len) {
+            buf[0] = 'n';
+            buf[1] = ':';
+            memcpy(buf + 2, a->value, strlen(a->value) + 1);
+        } else
+            snprintf(buf, len, "n:%.17g", strtod(a->value, NULL));
         break;
     case TW_ARG_BOOL:
         snprintf(buf, len, "n:%d", strcmp(a->value, "true") == 0);
@@ -344,7 +382,10 @@ static int record_event(dl_state *s, fwsm *secs, const tw_fw_event *e)
     /* Python: int(start_time / 1000000), truncation toward zero. */
     double sec = trunc((double)e->start_us / 1000000.0);
     char key[64];
-    snprintf(key, sizeof(key), "%.17g", sec);
+    if (fabs(sec) < 1e15)
+        integral_text(sec, key);
+    else
+        snprintf(key, sizeof(key), "%.17g", sec);
     long at = fwsm_intern(secs, key);
     if (at < 0)
         return TW_ERR;
@@ -397,6 +438,38 @@ static void note_key(dl_state *s, int k)
     s->order[s->norder++] = (unsigned char)k;
 }
 
+/* What an event's phase makes it for this rule. */
+typedef enum dl_phase {
+    PH_OTHER = 0,
+    PH_INIT,  /* DataLoaderIterInitialize: the loader's settings */
+    PH_LOADER /* DataLoaderWorker or DataLoaderIter: one loading */
+} dl_phase;
+
+static dl_phase phase_kind(dl_state *s, const char *phase)
+{
+    int k;
+    if (tw_ptr_memo_get(&s->phase_kind, phase, &k))
+        return (dl_phase)k;
+    k = PH_OTHER;
+    if (strcmp(phase, "DataLoaderIterInitialize") == 0)
+        k = PH_INIT;
+    else if (strcmp(phase, "DataLoaderWorker") == 0 ||
+             strcmp(phase, "DataLoaderIter") == 0)
+        k = PH_LOADER;
+    tw_ptr_memo_put(&s->phase_kind, phase, k);
+    return (dl_phase)k;
+}
+
+static int prefetch_name(dl_state *s, const char *name)
+{
+    int yes;
+    if (!tw_ptr_memo_get(&s->prefetch_name, name, &yes)) {
+        yes = strstr(name, "Prefetch") != NULL;
+        tw_ptr_memo_put(&s->prefetch_name, name, yes);
+    }
+    return yes;
+}
+
 static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
                    char *err, size_t errlen)
 {
@@ -406,12 +479,14 @@ static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
 
     fwsm secs;
     fwsm_init(&secs);
+    tw_ptr_memo_clear(&s->phase_kind);
+    tw_ptr_memo_clear(&s->prefetch_name);
     for (size_t i = 0; i < scan->nevents; i++) {
         const tw_fw_event *e = &scan->events[i];
-        const char *phase = e->phase ? e->phase : "";
+        dl_phase kind = phase_kind(s, e->phase ? e->phase : "");
         if (s->nparallel > 1000)
             s->nparallel = 0;
-        if (strcmp(phase, "DataLoaderIterInitialize") == 0) {
+        if (kind == PH_INIT) {
             const tw_arg *a = find_arg(e, "pin_memory");
             if (a && value_from_arg(&s->pin_memory, a) != TW_OK)
                 goto oom_secs;
@@ -419,14 +494,13 @@ static int dl_scan(void *state, const tw_scan *scan, tw_scan_result *out,
             if (a && value_from_arg(&s->num_workers, a) != TW_OK)
                 goto oom_secs;
         }
-        if (strcmp(phase, "DataLoaderWorker") == 0 ||
-            strcmp(phase, "DataLoaderIter") == 0) {
+        if (kind == PH_LOADER) {
             s->datapoints++;
             if (record_event(s, &secs, e) != TW_OK)
                 goto oom_secs;
             s->prefetch = PREFETCH_UNSET;
         }
-        if (e->name && strstr(e->name, "Prefetch"))
+        if (e->name && prefetch_name(s, e->name))
             s->prefetch = PREFETCH_TRUE;
     }
 

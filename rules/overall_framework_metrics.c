@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "fw_strmap.h"
+#include "ptr_memo.h"
 #include "trainwatch/plugin.h"
 #include "trainwatch/ser.h"
 
@@ -85,6 +86,8 @@ typedef struct ofm_state {
 
     unsigned char order[K_COUNT]; /* Details keys, first-appearance order */
     size_t norder;
+
+    tw_ptr_memo phase_class; /* this scan's phase pointers -> ofm_class */
 } ofm_state;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -300,6 +303,45 @@ static int ofm_step_event(ofm_state *s, const tw_fw_event *e, int64_t dur,
     return TW_OK;
 }
 
+/* Where an event's phase sends it, tested in this order. */
+typedef enum ofm_class {
+    C_CPU = 0,   /* "cpu" in any case */
+    C_GPU,       /* "gpu" in any case */
+    C_STEP,      /* "Step" */
+    C_FORWARD,   /* == Forward-SubModuleInternal */
+    C_BACKWARD,  /* == Backward-SubModuleInternal */
+    C_GENERAL,   /* none of these, nor ":CPU"/":GPU" */
+    C_DEVICE_TAG /* ":CPU"/":GPU" without the above (general skips it) */
+} ofm_class;
+
+static ofm_class phase_class(const char *phase)
+{
+    if (contains_ci(phase, "cpu"))
+        return C_CPU;
+    if (contains_ci(phase, "gpu"))
+        return C_GPU;
+    if (strstr(phase, "Step"))
+        return C_STEP;
+    if (strcmp(phase, "Forward-SubModuleInternal") == 0)
+        return C_FORWARD;
+    if (strcmp(phase, "Backward-SubModuleInternal") == 0)
+        return C_BACKWARD;
+    if (!strstr(phase, ":CPU") && !strstr(phase, ":GPU"))
+        return C_GENERAL;
+    return C_DEVICE_TAG;
+}
+
+/* phase_class once per phase pointer of the scan (ptr_memo.h). */
+static ofm_class event_class(ofm_state *s, const char *phase)
+{
+    int c;
+    if (tw_ptr_memo_get(&s->phase_class, phase, &c))
+        return (ofm_class)c;
+    c = (int)phase_class(phase);
+    tw_ptr_memo_put(&s->phase_class, phase, c);
+    return (ofm_class)c;
+}
+
 static int ofm_event(ofm_state *s, const tw_fw_event *e, int *scan_have_end,
                      int64_t *scan_end)
 {
@@ -307,23 +349,27 @@ static int ofm_event(ofm_state *s, const tw_fw_event *e, int *scan_have_end,
     const char *name = e->name ? e->name : "";
     int64_t dur = e->end_us - e->start_us;
 
-    if (contains_ci(phase, "cpu"))
+    switch (event_class(s, phase)) {
+    case C_CPU:
         return nested_add(&s->cpu_ops, phase, name, dur);
-    if (contains_ci(phase, "gpu")) {
+    case C_GPU:
         if (nested_add(&s->gpu_ops, phase, name, dur) != TW_OK)
             return TW_ERR;
         s->gpu_counts = (int64_t)s->gpu_ops.n;
         return TW_OK;
-    }
-    if (strstr(phase, "Step"))
+    case C_STEP:
         return ofm_step_event(s, e, dur, scan_have_end, scan_end);
-    if (strcmp(phase, "Forward-SubModuleInternal") == 0)
+    case C_FORWARD:
         return flat_add(&s->forward, name, dur);
-    if (strcmp(phase, "Backward-SubModuleInternal") == 0)
+    case C_BACKWARD:
         return flat_add(&s->backward, name, dur);
-    if (!strstr(phase, ":CPU") && !strstr(phase, ":GPU") &&
-        e->source != TW_SOURCE_HOROVOD)
-        return flat_add(&s->general, phase, dur);
+    case C_GENERAL:
+        if (e->source != TW_SOURCE_HOROVOD)
+            return flat_add(&s->general, phase, dur);
+        break;
+    case C_DEVICE_TAG:
+        break;
+    }
     if (e->source == TW_SOURCE_HOROVOD)
         return flat_add(&s->horovod, name, dur);
     return TW_OK;
@@ -540,6 +586,7 @@ static int ofm_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     ofm_state *s = state;
     int scan_have_end = 0; /* the reference's scan-local `end` */
     int64_t scan_end = 0;
+    tw_ptr_memo_clear(&s->phase_class);
     for (size_t i = 0; i < scan->nevents; i++) {
         if (ofm_event(s, &scan->events[i], &scan_have_end, &scan_end) !=
             TW_OK) {

@@ -59,17 +59,27 @@ enum { DIV_ONE, DIV_GPUS, DIV_CORES };
 static const int osu_divisor[M_COUNT] = {DIV_ONE, DIV_GPUS, DIV_CORES,
                                          DIV_ONE, DIV_GPUS, DIV_CORES};
 
+/* Set in osu.mask once a series' GPU/core name is in gpu_ids/core_ids. */
+#define OSU_IDS_NOTED 0x80u
+
 /* One node of one metric map. */
 typedef struct osu_cell {
     tw_dmap ts;       /* timestamp -> running sum (double bits): the whole
                          history in reference, the current scan in fixed */
     tw_countmap sums; /* fixed: the final per-timestamp sums            */
+    size_t last;      /* ts entry the previous sample went to (a hint,
+                         checked before use: the cores of one sampling
+                         round come one after the other, same timestamp) */
 } osu_cell;
 
 typedef struct osu_metric {
     tw_namemap nodes; /* first-seen order */
     osu_cell *cells;
     uint32_t cap;
+    /* this scan's last node string and its index in nodes (the scan's
+     * node strings stay put while it lasts; reset at each scan) */
+    const char *memo_node;
+    uint32_t memo_idx;
 } osu_metric;
 
 typedef struct osu {
@@ -77,7 +87,8 @@ typedef struct osu {
     tw_semantics sem;
     osu_metric m[M_COUNT];
     tw_namemap gpu_ids, core_ids;
-    uint8_t *mask; /* host series id -> 1 + metric bits; 0 = unknown */
+    uint8_t *mask; /* host series id -> 1 + metric bits (+ OSU_IDS_NOTED);
+                      0 = unknown */
     uint32_t mask_cap;
     int64_t datapoints;
     int scanned;
@@ -128,6 +139,10 @@ static int osu_create(const tw_host *host, const tw_params *params,
 static int osu_cell_of(osu *r, int metric, const char *node, osu_cell **out)
 {
     osu_metric *m = &r->m[metric];
+    if (node == m->memo_node) {
+        *out = &m->cells[m->memo_idx];
+        return TW_OK;
+    }
     uint32_t idx;
     int added;
     if (tw_sys_grow((void **)&m->cells, sizeof(osu_cell), &m->cap,
@@ -136,10 +151,13 @@ static int osu_cell_of(osu *r, int metric, const char *node, osu_cell **out)
         return TW_ERR;
     if (added) {
         tw_dmap_init(&m->cells[idx].ts);
+        m->cells[idx].last = 0;
         tw_countmap_init(&m->cells[idx].sums, r->sem == TW_SEMANTICS_FIXED
                                                   ? TW_COUNTMAP_DEFAULT_CAP
                                                   : 0);
     }
+    m->memo_node = node;
+    m->memo_idx = idx;
     *out = &m->cells[idx];
     return TW_OK;
 }
@@ -167,9 +185,16 @@ static int osu_add(osu *r, int metric, const char *node, double ts, double v)
     osu_cell *c;
     if (osu_cell_of(r, metric, node, &c) != TW_OK)
         return TW_ERR;
-    uint64_t *slot = tw_dmap_put(&c->ts, ts, 0, NULL);
-    if (slot == NULL)
-        return TW_ERR;
+    uint64_t *slot;
+    if (c->last < c->ts.n && c->ts.ent[c->last].key == ts) {
+        slot = &c->ts.ent[c->last].val; /* the entry put would find */
+    } else {
+        slot = tw_dmap_put(&c->ts, ts, 0, NULL);
+        if (slot == NULL)
+            return TW_ERR;
+        c->last = (size_t)((const char *)slot - (const char *)c->ts.ent) /
+                  sizeof(tw_dmap_entry);
+    }
     double sum;
     memcpy(&sum, slot, sizeof(sum));
     sum += v;
@@ -189,6 +214,8 @@ static int osu_ingest(osu *r, const tw_scan *scan)
     if (tw_sys_grow((void **)&r->mask, 1, &r->mask_cap,
                     (uint32_t)scan->nseries) != TW_OK)
         return TW_ERR;
+    for (int k = 0; k < M_COUNT; k++)
+        r->m[k].memo_node = NULL;
     for (size_t i = 0; i < scan->nsamples; i++) {
         const tw_sample *smp = &scan->samples[i];
         if (smp->series >= scan->nseries)
@@ -196,16 +223,20 @@ static int osu_ingest(osu *r, const tw_scan *scan)
         const tw_series *s = &scan->series[smp->series];
         if (r->mask[smp->series] == 0)
             r->mask[smp->series] = (uint8_t)(1u + osu_classify(s));
-        unsigned bits = r->mask[smp->series] - 1u;
+        unsigned bits = (r->mask[smp->series] & ~OSU_IDS_NOTED) - 1u;
         if (bits == 0)
             continue;
         uint32_t idx;
-        if ((bits & (1u << M_GPU)) &&
-            tw_namemap_add(&r->gpu_ids, s->name, &idx, NULL) != TW_OK)
-            return TW_ERR;
-        if ((bits & (1u << M_CPU)) &&
-            tw_namemap_add(&r->core_ids, s->name, &idx, NULL) != TW_OK)
-            return TW_ERR;
+        if (!(r->mask[smp->series] & OSU_IDS_NOTED)) {
+            /* once per series: the id maps only grow (and are saved) */
+            if ((bits & (1u << M_GPU)) &&
+                tw_namemap_add(&r->gpu_ids, s->name, &idx, NULL) != TW_OK)
+                return TW_ERR;
+            if ((bits & (1u << M_CPU)) &&
+                tw_namemap_add(&r->core_ids, s->name, &idx, NULL) != TW_OK)
+                return TW_ERR;
+            r->mask[smp->series] |= OSU_IDS_NOTED;
+        }
         if (r->sem == TW_SEMANTICS_FIXED && (smp->flags & TW_SAMPLE_REPEAT))
             continue; /* quirk 3 corrected: counted in the previous scan */
         const char *node = s->node < scan->nnodes ? scan->nodes[s->node] : "";

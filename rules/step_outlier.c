@@ -54,6 +54,10 @@
  *    only outliers among the retained newest steps. Bound per (node, name):
  *    ~1.125*M*(28 bytes + step text) + ~6.4 MB; per node the report's
  *    step numbers are bounded by the same window.
+ *  - both, outside summary mode: a sorted copy of the durations (8 bytes
+ *    a step, not saved; rebuilt from them after a restore), merged with
+ *    each scan's new steps, gives the order statistics and the outlier
+ *    count without a pass over the whole history per scan.
  */
 #include <math.h>
 #include <stdio.h>
@@ -63,7 +67,9 @@
 #include "fw_hist.h"
 #include "fw_strmap.h"
 #include "fwagg.h"
+#include "ptr_memo.h"
 #include "select.h"
+#include "sorted_history.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
@@ -128,6 +134,11 @@ typedef struct so_series {
     int summary;    /* fixed only: past max_exact_steps */
     tw_countmap cm; /* summary: whole-history multiset */
     double w_mean, w_m2;
+    /* not summary: d sorted, merged up to date at each evaluation (not
+     * saved; rebuilt after a restore); unordered: a NaN came (restored
+     * state only), evaluations then select on a copy */
+    tw_sorted_history sorted;
+    int unordered;
 } so_series;
 
 typedef struct so_detail {
@@ -182,6 +193,8 @@ typedef struct so_state {
      * of the evaluations that found violations (µs; 0 = none); with the
      * per-step start times, an optional trailer of the checkpoint. */
     int64_t out_first_us, out_last_us;
+
+    tw_ptr_memo accepts; /* this scan's name pointers -> so_accepts */
 } so_state;
 
 /* ---- step-number lists ------------------------------------------------- */
@@ -270,6 +283,7 @@ static void series_free(so_series *s)
         return;
     free(s->d);
     free(s->t);
+    tw_sorted_history_free(&s->sorted);
     steps_free(&s->steps);
     tw_countmap_free(&s->cm);
     free(s);
@@ -538,6 +552,7 @@ static int series_append(so_state *s, so_series *ser, double dur,
         /* Switch to summary mode: the whole history so far seeds the count
          * map and the running mean/variance. */
         ser->summary = 1;
+        tw_sorted_history_free(&ser->sorted); /* summary uses the map */
         ser->w_mean = 0.0;
         ser->w_m2 = 0.0;
         for (size_t i = 0; i < ser->steps.n; i++) {
@@ -562,9 +577,20 @@ static int series_append(so_state *s, so_series *ser, double dur,
     return TW_OK;
 }
 
+/* so_accepts once per name pointer and scan (ptr_memo.h). */
+static int so_accepts_memo(so_state *s, const char *name)
+{
+    int yes;
+    if (!tw_ptr_memo_get(&s->accepts, name, &yes)) {
+        yes = so_accepts(s, name);
+        tw_ptr_memo_put(&s->accepts, name, yes);
+    }
+    return yes;
+}
+
 static int so_intake(so_state *s, const tw_fw_event *e)
 {
-    if (!e->name || !so_accepts(s, e->name))
+    if (!e->name || !so_accepts_memo(s, e->name))
         return TW_OK;
     const tw_arg *a = step_num_arg(e);
     if (!a || (a->kind != TW_ARG_STRING && a->kind != TW_ARG_NUMBER) ||
@@ -666,7 +692,26 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
     d->steps_str = ser->any_string;
     d->nsteps = ser->total;
 
-    if (!ser->summary) {
+    int rc = ser->summary || ser->unordered
+                 ? 1
+                 : tw_sorted_history_sync(&ser->sorted, ser->d, cnt);
+    if (rc == TW_ERR)
+        return TW_ERR;
+    if (!ser->summary && rc == TW_OK) {
+        /* the sorted history gives the order statistics and the values
+         * below the cut-off (the histogram's, in any order) directly */
+        const double *v = ser->sorted.v;
+        d->min = v[0];
+        d->max = v[cnt - 1];
+        d->p99 = h->quantile_sorted(v, cnt, 0.99);
+        d->p95 = h->quantile_sorted(v, cnt, 0.95);
+        d->p50 = h->quantile_sorted(v, cnt, 0.50);
+        thr = so_threshold(s, mean, std, d->p50);
+        d->n_out = (int64_t)tw_sorted_history_above(&ser->sorted, thr);
+        h->hist100(v, tw_sorted_history_below(&ser->sorted, thr), d->probs,
+                   d->edges);
+    } else if (!ser->summary) {
+        ser->unordered = 1;
         double *buf = scratch(s, cnt);
         if (!buf)
             return TW_ERR;
@@ -695,7 +740,8 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
         fw_hist100_countmap(&ser->cm, h, 1, thr, d->probs, d->edges);
     }
     d->out_first_us = d->out_last_us = 0;
-    for (size_t i = 0; i < cnt; i++) {
+    /* (outside summary mode n_out counts exactly these values) */
+    for (size_t i = 0; (ser->summary || d->n_out > 0) && i < cnt; i++) {
         if (!(ser->d[i] > thr))
             continue;
         if (steps_push_from(&d->steps, &ser->steps, i) != TW_OK)
@@ -737,6 +783,7 @@ static int so_scan(void *state, const tw_scan *scan, tw_scan_result *out,
     so_state *s = state;
     for (size_t i = 0; i < s->nodes.n; i++)
         fwsm_clear(&((so_node *)s->nodes.ptrs[i])->intervals);
+    tw_ptr_memo_clear(&s->accepts);
 
     for (size_t i = 0; i < scan->nevents; i++)
         if (so_intake(s, &scan->events[i]) != TW_OK)

@@ -43,7 +43,11 @@ int tw_input_open(tw_input *in, const char *path, char *err, size_t errlen)
     }
     size_t cap = initial_capacity(path);
     gzbuffer(gz, cap < 256u * 1024u ? (unsigned)cap : 256u * 1024u);
-    in->buf = calloc(1, cap + TW_JSON_PADDING);
+    /* Only the padding needs zeros (bytes up to `end` are always read
+     * first): zeroing the whole buffer per file cost the readers ~4 %. */
+    in->buf = malloc(cap + TW_JSON_PADDING);
+    if (in->buf != NULL)
+        memset(in->buf + cap, 0, TW_JSON_PADDING);
     if (in->buf == NULL) {
         gzclose(gz);
         snprintf(err, errlen, "cannot read %s: out of memory", path);

@@ -39,6 +39,16 @@ int tw_store_open(const tw_settings *state, tw_store **out, char *err,
     int64_t ttl_us =
         tw_schema_duration_us(state, TW_SECTION_STATE, "finished_ttl");
 
+    int64_t pending_after =
+        tw_schema_duration_us(state, TW_SECTION_STATE, "pending_after");
+    /* delivered alerts are confirmed at checkpoints: a shorter wait would
+     * report them while they are merely not confirmed yet */
+    if (pending_after <= interval)
+        return tw_settings_error(
+            state, tw_settings_find(state, "pending_after"), err, errlen,
+            "pending_after (%.3g s) must be longer than checkpoint_interval "
+            "(%.3g s): delivered alerts are confirmed at checkpoints",
+            pending_after / 1e6, interval / 1e6);
     tw_store *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         snprintf(err, errlen, "state store: out of memory");
@@ -48,8 +58,7 @@ int tw_store_open(const tw_settings *state, tw_store **out, char *err,
     s->finished_ttl_s = ttl_us / 1000000;
     s->pending_check_us =
         tw_schema_duration_us(state, TW_SECTION_STATE, "pending_check");
-    s->pending_after_us =
-        tw_schema_duration_us(state, TW_SECTION_STATE, "pending_after");
+    s->pending_after_us = pending_after;
     int rc;
     if (strcmp(kind, "memory") == 0)
         rc = tw_store_memory_open(state, &s->vt, &s->impl, err, errlen);

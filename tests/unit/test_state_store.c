@@ -801,14 +801,26 @@ static void test_settings_errors(void **st)
                      TW_ERR);
     assert_non_null(strstr(err, "TW_TEST_UNSET_VAR_1"));
 
+    /* unconfirmed claims: reported only after a checkpoint could confirm */
+    assert_int_equal(open_err(err, sizeof(err), "checkpoint_interval", "10s",
+                              "pending_after", "5s", NULL),
+                     TW_ERR);
+    assert_non_null(strstr(err, "test.yaml:3: state: key 'pending_after'"));
+    assert_non_null(strstr(err, "longer than checkpoint_interval"));
+
     tw_store *s =
-        open_kv("checkpoint_interval", "250ms", "finished_ttl", "1.5d", NULL);
+        open_kv("checkpoint_interval", "250ms", "finished_ttl", "1.5d",
+                "pending_check", "2s", "pending_after", "90s", NULL);
     assert_int_equal(tw_store_checkpoint_interval_us(s), 250000);
     assert_int_equal(tw_store_finished_ttl_s(s), 129600);
+    assert_int_equal(tw_store_pending_check_us(s), 2000000);
+    assert_int_equal(tw_store_pending_after_us(s), 90000000);
     tw_store_close(s);
     s = open_kv("store", "memory", NULL);
     assert_int_equal(tw_store_checkpoint_interval_us(s), 1000000);
     assert_int_equal(tw_store_finished_ttl_s(s), 7 * 86400);
+    assert_int_equal(tw_store_pending_check_us(s), 60000000);
+    assert_int_equal(tw_store_pending_after_us(s), 300000000);
     tw_store_close(s);
     assert_int_equal(tw_store_open(NULL, &s, err, sizeof(err)), TW_OK);
     assert_string_equal(tw_store_kind(s), "memory");

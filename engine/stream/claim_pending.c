@@ -76,7 +76,6 @@ static void report(void *ud, const char *id, const char *label,
 
 int tw_claims_sweep(tw_store *s, char *err, size_t errlen)
 {
-    int64_t before =
-        (tw_wall_us() - tw_store_pending_after_us(s)) / 1000;
+    int64_t before = (tw_wall_us() - tw_store_pending_after_us(s)) / 1000;
     return tw_checkpoint_unconfirmed(s, before, report, NULL, err, errlen);
 }

@@ -42,6 +42,7 @@ struct tw_actions {
     size_t *nspecs;
     size_t nrules;
     tw_action_claim_fn claim;
+    tw_action_confirm_fn confirm;
     void *claim_ud;
     tw_action_capture_fn capture;
     void *capture_ud;
@@ -100,8 +101,12 @@ void tw_action_task_reset(tw_action_task *t)
     t->errbuf[0] = '\0';
 }
 
+/* Every end of a task goes through here; a claimed one has reached its
+ * final, counted outcome. */
 static void task_free(tw_actions *a, tw_action_task *t)
 {
+    if (t->claimed && a->confirm != NULL)
+        a->confirm(a->claim_ud, t->id);
     tw_action_task_reset(t);
     free(t->job_name);
     free(t->next_token);
@@ -214,6 +219,7 @@ int tw_actions_new(const tw_config *cfg, const tw_actions_options *opt,
     }
     a->claim = opt ? opt->claim : NULL;
     a->claim_ud = opt ? opt->claim_ud : NULL;
+    a->confirm = opt ? opt->confirm : NULL;
     a->capture = opt ? opt->capture : NULL;
     a->capture_ud = opt ? opt->capture_ud : NULL;
     a->ledger_retry_ms =

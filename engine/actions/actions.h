@@ -62,6 +62,10 @@ const char *tw_action_type_name(tw_action_type t);
  * as deduplicated); TW_ERR: ledger unavailable (the send stays queued and
  * the claim is tried again after opt->ledger_retry_ms). */
 typedef int (*tw_action_claim_fn)(void *ud, const char *action_id);
+/* Called on the worker thread once a claimed send reaches its final
+ * outcome (succeeded, failed, skipped or abandoned: each already counted),
+ * so the ledger can stop treating the claim as possibly lost. */
+typedef void (*tw_action_confirm_fn)(void *ud, const char *action_id);
 
 /* A diagnostics capture to request from the training-side hooks (the
  * `capture` action). Strings are borrowed for the call only. */
@@ -91,6 +95,7 @@ typedef int (*tw_action_capture_fn)(void *ud, const tw_capture_request *r,
 typedef struct tw_actions_options {
     tw_action_claim_fn claim; /* NULL: an in-memory ledger (this process) */
     void *claim_ud;
+    tw_action_confirm_fn confirm; /* NULL: none (uses claim_ud) */
     tw_action_capture_fn capture; /* NULL: capture actions are skipped */
     void *capture_ud;
     int64_t ledger_retry_ms; /* 0: 1000 */

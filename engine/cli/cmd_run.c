@@ -103,12 +103,13 @@ typedef struct tw_run {
     tw_quarantine *quarantine;
     tw_config *cfg;
     tw_registry *reg;
-    sigset_t sigs;             /* SIGINT/SIGTERM, blocked and polled */
-    int64_t commit_every_us;   /* checkpoint and commit pace */
-    tw_run_http *http;         /* NULL: http.enabled is false */
-    int64_t msg_polled_us;     /* when the message in hand was polled */
-    int64_t next_wallclock_us; /* next wall-clock rules call (monotonic) */
-    char pause_reason[512];    /* why consumption stopped (readiness) */
+    sigset_t sigs;               /* SIGINT/SIGTERM, blocked and polled */
+    int64_t commit_every_us;     /* checkpoint and commit pace */
+    int64_t next_claim_check_us; /* the next unconfirmed-claims sweep */
+    tw_run_http *http;           /* NULL: http.enabled is false */
+    int64_t msg_polled_us;       /* when the message in hand was polled */
+    int64_t next_wallclock_us;   /* next wall-clock rules call (monotonic) */
+    char pause_reason[512];      /* why consumption stopped (readiness) */
 } tw_run;
 
 /* What the options ask for. */
@@ -178,7 +179,8 @@ static const tw_cli_command tw_run_command = {
         "  run: batches=N dead_letters=N duplicates=N late=N jobs_active=N\n"
         "       jobs_started=N jobs_finished=N jobs_partial=N\n"
         "       jobs_data_loss=N offset_gaps=N offsets_lost=N\n"
-        "       alerts_sent=N ... results_written=N results_versions=N\n"
+        "       alerts_sent=N alerts_deduped=N claims_unconfirmed=N ...\n"
+        "       results_written=N results_versions=N\n"
         "       results_failures=N results_retries=N results_pending=N\n"
         "       skewed=N skewed_batches=N scan_cap_hits=N\n"
         "       and, when rules have actions:,\n"
@@ -188,7 +190,9 @@ static const tw_cli_command tw_run_command = {
         "email, sms, alertmanager, capture) fire on its findings\n"
         "(a ProfilerReport's: any sub-rule's); with state.store: redis\n"
         "each action id is claimed there first, so a restart never sends\n"
-        "it again. A capture action\n"
+        "it again (at most once: a claim whose send a crash interrupted is\n"
+        "reported by a WARN and counted in claims_unconfirmed once it is\n"
+        "older than state.pending_after). A capture action\n"
         "asks the job's hooks on trainwatch.control for a profiler trace\n"
         "and stacks; its outcome is an alert of kind capture.\n"
         "\n"
@@ -402,6 +406,15 @@ static int tw_run_checkpoint(tw_run *r, const int32_t *parts, size_t n)
         r->failed = 1;
         return TW_ERR;
     }
+    /* everything produced so far is delivered: clear those claims (one
+     * round trip per checkpoint, not per alert) */
+    if (rc == TW_OK) {
+        rc = tw_router_confirm_alerts(r->router, err, sizeof(err));
+        if (rc == TW_ERR) {
+            tw_log(TW_LOG_WARN, "confirming delivered alerts: %s", err);
+            rc = TW_OK; /* kept: tried again at the next checkpoint */
+        }
+    }
     for (size_t i = 0; rc == TW_OK && i < n; i++)
         rc = tw_router_checkpoint(r->router, parts[i], err, sizeof(err));
     if (rc == TW_OK && n > 0 && r->http != NULL) {
@@ -557,25 +570,26 @@ static void tw_run_stats_line(const tw_router *router,
             " after_end=%" PRIu64 " offset_gaps=%" PRIu64
             " offsets_lost=%" PRIu64 " key_mismatches=%" PRIu64
             " scans=%" PRIu64 " alerts_sent=%" PRIu64 " alerts_deduped=%" PRIu64
-            " jobs_restored=%" PRIu64 " checkpoints=%" PRIu64
-            " results_written=%" PRIu64 " results_versions=%" PRIu64
-            " results_failures=%" PRIu64 " results_retries=%" PRIu64
-            " results_pending=%" PRIu64 " checkpoints_held=%" PRIu64
-            " skewed=%" PRIu64 " skewed_batches=%" PRIu64
-            " scan_cap_hits=%" PRIu64 " alerts_truncated=%" PRIu64
-            " jobs_quarantined=%" PRIu64 " messages_quarantined=%" PRIu64
-            " python_profiles=%" PRIu64 " tensors=%" PRIu64
-            " late_tensors=%" PRIu64 "%s\n",
+            " claims_unconfirmed=%" PRIu64 " jobs_restored=%" PRIu64
+            " checkpoints=%" PRIu64 " results_written=%" PRIu64
+            " results_versions=%" PRIu64 " results_failures=%" PRIu64
+            " results_retries=%" PRIu64 " results_pending=%" PRIu64
+            " checkpoints_held=%" PRIu64 " skewed=%" PRIu64
+            " skewed_batches=%" PRIu64 " scan_cap_hits=%" PRIu64
+            " alerts_truncated=%" PRIu64 " jobs_quarantined=%" PRIu64
+            " messages_quarantined=%" PRIu64 " python_profiles=%" PRIu64
+            " tensors=%" PRIu64 " late_tensors=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
             st.jobs_partial, st.jobs_finished_before, st.jobs_data_loss,
             st.jobs_skipped_partial, st.skipped_messages, st.after_end,
             st.offset_gaps, st.offsets_lost, st.key_mismatches, st.scans,
-            st.alerts_sent, st.alerts_deduped, st.jobs_restored, st.checkpoints,
-            st.results_written, st.results_versions, st.results_failures,
-            st.results_retries, st.results_pending, st.checkpoints_held,
-            st.skewed, st.skewed_batches, st.scan_cap_hits, st.alerts_truncated,
+            st.alerts_sent, st.alerts_deduped, st.claims_unconfirmed,
+            st.jobs_restored, st.checkpoints, st.results_written,
+            st.results_versions, st.results_failures, st.results_retries,
+            st.results_pending, st.checkpoints_held, st.skewed,
+            st.skewed_batches, st.scan_cap_hits, st.alerts_truncated,
             st.jobs_quarantined, st.messages_quarantined, st.python_profiles,
             st.tensors, st.late_tensors, act);
     fflush(out);
@@ -1033,6 +1047,20 @@ static int tw_run_wallclock(tw_run *r, int64_t now)
     return TW_OK;
 }
 
+/* At start and every state.pending_check: reports the claims a stopped
+ * process left unconfirmed (only a durable store outlives one). */
+static void tw_run_sweep_claims(tw_run *r, int64_t now)
+{
+    r->next_claim_check_us = now + tw_store_pending_check_us(r->store);
+    if (!tw_store_durable(r->store))
+        return;
+    char err[512];
+    int rc = tw_router_sweep_claims(r->router, err, sizeof(err));
+    if (rc == TW_ERR)
+        tw_log(TW_LOG_WARN, "looking for unconfirmed claims: %s", err);
+    /* TW_UNAVAILABLE: the store logged it; the next sweep tries again */
+}
+
 /* Between messages: a signal, the periodic expiry and commit, the progress
  * line, the HTTP snapshot. Sets *stop on a signal; TW_ERR = cannot go on. */
 static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
@@ -1059,6 +1087,8 @@ static int tw_run_housekeeping(tw_run *r, int64_t *next_commit,
     }
     if (!*stop && tw_run_wallclock(r, now) != TW_OK)
         return TW_ERR;
+    if (!*stop && !r->paused && now >= r->next_claim_check_us)
+        tw_run_sweep_claims(r, now);
     if (r->s.progress_interval_us > 0 && now >= *next_progress) {
         tw_run_stats_line(r->router, r->actions, "progress:", stderr);
         *next_progress = now + r->s.progress_interval_us;

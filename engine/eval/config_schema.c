@@ -166,6 +166,11 @@ static const tw_key_spec schema[] = {
          "none)"),
     DUR(TW_SECTION_STATE, "snapshot_interval", "0s", 0,
         "memory store: snapshot at most this often; 0 = at every checkpoint"),
+    DUR(TW_SECTION_STATE, "pending_check", "60s", SEC,
+        "how often run looks for claims whose delivery was never confirmed"),
+    DUR(TW_SECTION_STATE, "pending_after", "5m", SEC,
+        "a claim unconfirmed this long is reported (longer than any send's "
+        "retries)"),
     STR(TW_SECTION_STATE, "redis.host", "127.0.0.1", 1, NULL,
         "Redis server host (or redis.socket)"),
     INT(TW_SECTION_STATE, "redis.port", "6379", 1, 65535, "Redis server port"),

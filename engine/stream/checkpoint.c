@@ -378,12 +378,69 @@ int tw_checkpoint_job_done(tw_store *s, const char *job, char *err,
     return got;
 }
 
-int tw_checkpoint_claim(tw_store *s, const char *id, char *err, size_t errlen)
+int tw_checkpoint_claim(tw_store *s, const char *id, const char *label,
+                        char *err, size_t errlen)
 {
     char key[KEY_MAX];
     if (check_name("action id", id, err, errlen) != TW_OK)
         return TW_ERR;
     if (key_fmt(key, sizeof(key), "v1:sent:%s", id) != TW_OK)
         return too_long(err, errlen, "action id", id);
-    return tw_store_claim(s, key, tw_store_finished_ttl_s(s), err, errlen);
+    /* a volatile store's claims die with the process: nothing to find */
+    if (!tw_store_durable(s))
+        return tw_store_claim(s, key, tw_store_finished_ttl_s(s), err, errlen);
+    return tw_store_claim_pending(s, key, label != NULL ? label : "1",
+                                  tw_store_finished_ttl_s(s), "v1:pending", err,
+                                  errlen);
+}
+
+int tw_checkpoint_confirm(tw_store *s, const char *const *ids, size_t n,
+                          char *err, size_t errlen)
+{
+    if (n == 0)
+        return TW_OK;
+    tw_store_txn_begin(s);
+    for (size_t i = 0; i < n; i++) {
+        char key[KEY_MAX];
+        if (key_fmt(key, sizeof(key), "v1:sent:%s", ids[i]) != TW_OK)
+            continue; /* never claimed: tw_checkpoint_claim refused it */
+        tw_store_txn_zrem(s, "v1:pending", key);
+    }
+    return tw_store_txn_commit(s, err, errlen);
+}
+
+typedef struct unconfirmed_walk {
+    tw_store *s;
+    tw_checkpoint_unconfirmed_fn fn;
+    void *ud;
+} unconfirmed_walk;
+
+static void unconfirmed_one(void *ud, const char *member, int64_t score)
+{
+    unconfirmed_walk *w = ud;
+    static const char sent[] = "v1:sent:";
+    const char *id = strncmp(member, sent, sizeof(sent) - 1) == 0
+                         ? member + sizeof(sent) - 1
+                         : member;
+    uint8_t *label = NULL;
+    size_t len;
+    char err[256];
+    if (tw_store_get(w->s, member, &label, &len, err, sizeof(err)) != 1) {
+        free(label);
+        label = NULL; /* expired or unreadable: the id says enough */
+    }
+    w->fn(w->ud, id,
+          label != NULL && strcmp((char *)label, "1") != 0 ? (const char *)label
+                                                           : NULL,
+          score);
+    free(label);
+}
+
+int tw_checkpoint_unconfirmed(tw_store *s, int64_t claimed_before_ms,
+                              tw_checkpoint_unconfirmed_fn fn, void *ud,
+                              char *err, size_t errlen)
+{
+    unconfirmed_walk w = {s, fn, ud};
+    return tw_store_ztake(s, "v1:pending", claimed_before_ms, 1000,
+                          unconfirmed_one, &w, err, errlen);
 }

@@ -20,6 +20,9 @@
  *   <prefix>v1:sent:<id>                   an action/alert id claimed before
  *                                          sending (SET NX EX), TTL
  *                                          state.finished_ttl
+ *   <prefix>v1:pending                     sorted set of the v1:sent:<id>
+ *                                          keys whose send is not confirmed
+ *                                          yet (score: claim time, ms)
  *
  * The version ("v1") changes when the layout or a part's encoding changes
  * incompatibly, so a new engine never misreads an old checkpoint. There are
@@ -94,10 +97,29 @@ int tw_checkpoint_load(tw_store *s, const char *topic, int32_t partition,
 int tw_checkpoint_job_done(tw_store *s, const char *job, char *err,
                            size_t errlen);
 
-/* Claim an action or alert id before sending it (exactly once across
+/* Claim an action or alert id before sending it (at most once across
  * restarts): 1 first time (send it), 0 already sent, TW_ERR /
- * TW_UNAVAILABLE (do not send; retry later). Kept state.finished_ttl. */
-int tw_checkpoint_claim(tw_store *s, const char *id, char *err, size_t errlen);
+ * TW_UNAVAILABLE (do not send; retry later). Kept state.finished_ttl, with
+ * `label` (what it is, for messages; NULL: none) as its value. A claim is
+ * also recorded in v1:pending until tw_checkpoint_confirm clears it. */
+int tw_checkpoint_claim(tw_store *s, const char *id, const char *label,
+                        char *err, size_t errlen);
+/* The sends of these claimed ids reached their final outcome (delivered,
+ * or a failure already counted): one transaction removing them from
+ * v1:pending. */
+int tw_checkpoint_confirm(tw_store *s, const char *const *ids, size_t n,
+                          char *err, size_t errlen);
+/* Takes (removes) from v1:pending up to 1000 claims made before
+ * claimed_before_ms (wall clock) and calls fn for each one this call took
+ * (with several engines on one store, exactly one of them sees each):
+ * the id, its label (NULL: none or expired) and the claim time. Returns
+ * how many, TW_ERR or TW_UNAVAILABLE. */
+typedef void (*tw_checkpoint_unconfirmed_fn)(void *ud, const char *id,
+                                             const char *label,
+                                             int64_t claimed_ms);
+int tw_checkpoint_unconfirmed(tw_store *s, int64_t claimed_before_ms,
+                              tw_checkpoint_unconfirmed_fn fn, void *ud,
+                              char *err, size_t errlen);
 
 /* The key names above into buf (TW_ERR when buf is too small). */
 int tw_checkpoint_key_part(char *buf, size_t size, const char *job,

@@ -14,6 +14,7 @@
 
 #include "alert.h"
 #include "checkpoint.h"
+#include "claim_pending.h"
 #include "clock.h"
 #include "grow.h"
 #include "job_results.h"
@@ -112,7 +113,8 @@ struct tw_router {
     int durable;             /* the store outlives this process            */
     tw_outbox_alert *outbox; /* alerts to claim and send, in order */
     size_t nout, out_cap;
-    tw_buf *scratch; /* alert tracker blobs */
+    tw_claim_list unconfirmed; /* claimed and queued, not yet confirmed */
+    tw_buf *scratch;           /* alert tracker blobs */
 };
 
 int tw_router_new(const tw_router_config *cfg, tw_router_alert_fn alert,
@@ -243,6 +245,7 @@ void tw_router_free(tw_router *r)
     free(r->parts);
     tw_outbox_drop(r, -1, 1);
     free(r->outbox);
+    tw_claim_list_free(&r->unconfirmed);
     tw_buf_free(r->scratch);
     tw_store_close(r->own_store);
     tw_results_writer_free(r->results);
@@ -410,7 +413,10 @@ int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen)
     int rc = TW_OK;
     for (; done < r->nout; done++) {
         tw_outbox_alert *a = &r->outbox[done];
-        rc = tw_checkpoint_claim(r->cfg.store, a->id, err, errlen);
+        char label[1024];
+        snprintf(label, sizeof(label), "alert %s of job '%s', rule %s", a->id,
+                 a->job, a->facts.rule ? a->facts.rule : "?");
+        rc = tw_checkpoint_claim(r->cfg.store, a->id, label, err, errlen);
         if (rc < 0)
             break;
         if (rc == 0) {
@@ -430,6 +436,11 @@ int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen)
             break;
         } else {
             r->stats.alerts_sent++;
+            if (tw_claim_list_add(&r->unconfirmed, a->id) != TW_OK)
+                tw_log(TW_LOG_WARN,
+                       "alert %s of job %s: out of memory; its claim stays "
+                       "pending and is reported as unconfirmed later",
+                       a->id, a->job);
         }
         rc = TW_OK;
         free(a->job);
@@ -441,6 +452,19 @@ int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen)
                 (r->nout - done) * sizeof(*r->outbox));
     r->nout -= done;
     return rc;
+}
+
+int tw_router_confirm_alerts(tw_router *r, char *err, size_t errlen)
+{
+    return tw_claim_list_confirm(&r->unconfirmed, r->cfg.store, err, errlen);
+}
+
+int tw_router_sweep_claims(tw_router *r, char *err, size_t errlen)
+{
+    int n = tw_claims_sweep(r->cfg.store, err, errlen);
+    if (n > 0)
+        r->stats.claims_unconfirmed += (uint64_t)n;
+    return n < 0 ? n : TW_OK;
 }
 
 static void tw_router_on_scan(void *ud, tw_job *job, const tw_scan *scan)

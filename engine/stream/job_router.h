@@ -42,7 +42,11 @@
  *    they are handed to the alert callback: scans queue them and
  *    tw_router_flush_alerts() claims and sends them; an id claimed before
  *    (a re-evaluation after a crash) is not sent again (alerts_deduped).
- *    A crash between claim and send loses that alert (at most once).
+ *    A crash between claim and send loses that alert (at most once), but
+ *    not silently: the claim stays in v1:pending until
+ *    tw_router_confirm_alerts() clears it after delivery, and
+ *    tw_router_sweep_claims() reports and counts (claims_unconfirmed)
+ *    the claims never confirmed (claim_pending.h).
  * Store calls return TW_UNAVAILABLE when the store cannot be reached; the
  * caller then stops consuming, drops messages already fetched, and once
  * tw_store_ping succeeds retries, seeks each partition back to
@@ -113,10 +117,12 @@ typedef struct tw_router_stats {
     uint64_t key_mismatches;       /* dead letters: key is not the job id  */
     uint64_t after_end;            /* messages of jobs already finished    */
     uint64_t alerts_sent;
-    uint64_t alerts_deduped;   /* claimed before: not sent again       */
-    uint64_t jobs_restored;    /* from a checkpoint on assignment      */
-    uint64_t checkpoints;      /* partition checkpoints written        */
-    uint64_t checkpoint_bytes; /* bytes of parts they wrote            */
+    uint64_t alerts_deduped;     /* claimed before: not sent again       */
+    uint64_t claims_unconfirmed; /* claims whose delivery was never
+                                    confirmed (claim_pending.h)         */
+    uint64_t jobs_restored;      /* from a checkpoint on assignment      */
+    uint64_t checkpoints;        /* partition checkpoints written        */
+    uint64_t checkpoint_bytes;   /* bytes of parts they wrote            */
     uint64_t scans;
     /* results files (results_file.h) */
     uint64_t results_written;  /* on disk                              */
@@ -175,6 +181,13 @@ int64_t tw_router_position(const tw_router *r, int32_t partition);
  * TW_UNAVAILABLE, TW_ERR (the alert callback failed, or the store
  * refused). */
 int tw_router_flush_alerts(tw_router *r, char *err, size_t errlen);
+/* Every alert handed to the callback so far was delivered (the producer
+ * flushed without error): clears their claims from v1:pending, in one
+ * transaction. TW_OK, TW_UNAVAILABLE or TW_ERR (kept for the next call). */
+int tw_router_confirm_alerts(tw_router *r, char *err, size_t errlen);
+/* Reports and counts (claims_unconfirmed) the claims of alerts and actions
+ * older than state.pending_after never confirmed (claim_pending.h). */
+int tw_router_sweep_claims(tw_router *r, char *err, size_t errlen);
 
 /* Writes the partition's checkpoint (TW_OK with nothing new). Alerts must
  * have been flushed and delivered first: TW_UNAVAILABLE while some are

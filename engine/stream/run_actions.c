@@ -81,7 +81,9 @@ static int tw_ra_claim(void *ud, const char *id)
             return TW_ERR; /* the module retries the claim later */
         ra->store_down = 0;
     }
-    int rc = tw_checkpoint_claim(ra->store, id, err, sizeof(err));
+    char label[1200];
+    snprintf(label, sizeof(label), "action %s", id);
+    int rc = tw_checkpoint_claim(ra->store, id, label, err, sizeof(err));
     if (rc == 0 || rc == 1)
         return rc;
     if (rc == TW_UNAVAILABLE)
@@ -89,6 +91,20 @@ static int tw_ra_claim(void *ud, const char *id)
     else
         tw_log(TW_LOG_ERROR, "action ledger: %s", err);
     return TW_ERR;
+}
+
+/* A send's final outcome: its claim is no longer possibly lost. One round
+ * trip on the worker's own connection (never the consuming thread's). */
+static void tw_ra_confirm(void *ud, const char *id)
+{
+    tw_run_actions *ra = ud;
+    char err[512];
+    const char *ids[1] = {id};
+    if (tw_checkpoint_confirm(ra->store, ids, 1, err, sizeof(err)) != TW_OK)
+        tw_log(TW_LOG_WARN,
+               "action %s: its delivery could not be confirmed in the "
+               "ledger (%s); it will be reported as unconfirmed",
+               id, err);
 }
 
 /* ---- construction -------------------------------------------------------- */
@@ -168,6 +184,7 @@ int tw_run_actions_new(const tw_config *cfg, tw_job *probe,
     if (tw_ra_open_ledger(ra, cfg, err, errlen) != TW_OK)
         goto fail;
     tw_actions_options opt = {.claim = ra->store ? tw_ra_claim : NULL,
+                              .confirm = ra->store ? tw_ra_confirm : NULL,
                               .claim_ud = ra,
                               .capture = tw_ra_capture,
                               .capture_ud = ra};

@@ -29,7 +29,9 @@
  * only by the action worker thread (hiredis connections are not thread
  * safe). With the memory store the module's in-memory ledger is used: once
  * per process only. At most once by design: an id claimed just before a
- * crash whose request never left is not sent again.
+ * crash whose request never left is not sent again; its claim stays in
+ * v1:pending (each final outcome confirms one, tw_checkpoint_confirm, on
+ * the same connection), so `run` reports and counts it (claim_pending.h).
  *
  * Threads: tw_run_actions_alert() runs on the consuming thread and only
  * formats the texts and queues (non-blocking); sends and claims run on the

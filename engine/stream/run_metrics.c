@@ -315,6 +315,8 @@ static const tw_counter_row tw_counter_rows[] = {
     C(scans, "rule evaluation scans"),
     C(alerts_sent, "alerts published"),
     C(alerts_deduped, "alerts claimed before, not sent again"),
+    C(claims_unconfirmed,
+      "alert/action claims whose delivery was never confirmed"),
     C(jobs_restored, "jobs restored from a checkpoint"),
     C(checkpoints, "partition checkpoints written"),
     C(checkpoint_bytes, "bytes written by checkpoints"),

@@ -7,6 +7,8 @@
  *   records, each one of
  *     'S' u32 klen, key, i64 expire_ms (0: none), u32 vlen, value
  *     'T' u32 klen, key, i64 expire_ms, u32 count, count x (u32 len, member)
+ *     'Z' u32 klen, key, i64 expire_ms, u32 count,
+ *         count x (u32 len, member, i64 score)       (a sorted set)
  *   'E' u64 record count, u32 CRC-32 of every byte before this 'E'
  * and nothing after. It is written to PATH.tmp, fsync'd and renamed over
  * PATH (then the folder is fsync'd), so PATH is always a whole snapshot.
@@ -35,7 +37,9 @@
 #include "hash.h"
 #include "log.h"
 
-enum { ENT_STR = 1, ENT_SET, ENT_MEMBER };
+/* A sorted set is an ENT_ZSET whose members keep their score in
+ * expire_ms (members never expire on their own). */
+enum { ENT_STR = 1, ENT_SET, ENT_MEMBER, ENT_ZSET };
 
 typedef struct mtable mtable;
 
@@ -46,7 +50,7 @@ typedef struct mentry {
     int64_t expire_ms; /* wall clock ms; 0 = never */
     uint8_t *val;      /* ENT_STR: value (NUL added) */
     size_t vlen;
-    mtable *set; /* ENT_SET: its members (ENT_MEMBER entries) */
+    mtable *set; /* ENT_SET, ENT_ZSET: its members (ENT_MEMBER entries) */
     size_t klen;
     char key[]; /* NUL-terminated */
 } mentry;
@@ -220,7 +224,11 @@ static int encode_snapshot(memstore *m, tw_ckw *w)
                 continue;
             if (e->klen > UINT32_MAX || e->vlen > UINT32_MAX)
                 return TW_ERR;
-            tw_ckw_bytes(w, e->kind == ENT_STR ? "S" : "T", 1);
+            tw_ckw_bytes(w,
+                         e->kind == ENT_STR    ? "S"
+                         : e->kind == ENT_ZSET ? "Z"
+                                               : "T",
+                         1);
             wb_u32(w, (uint32_t)e->klen);
             tw_ckw_bytes(w, e->key, e->klen);
             wb_u64(w, (uint64_t)e->expire_ms);
@@ -233,6 +241,8 @@ static int encode_snapshot(memstore *m, tw_ckw *w)
                     for (mentry *x = e->set->buckets[j]; x; x = x->next) {
                         wb_u32(w, (uint32_t)x->klen);
                         tw_ckw_bytes(w, x->key, x->klen);
+                        if (e->kind == ENT_ZSET)
+                            wb_u64(w, (uint64_t)x->expire_ms);
                     }
             }
             records++;
@@ -430,7 +440,7 @@ static int snapshot_parse(memstore *m, rbuf *r)
                 return rb_fail(r, r->off, "data after the end record");
             return TW_OK;
         }
-        if (type != 'S' && type != 'T')
+        if (type != 'S' && type != 'T' && type != 'Z')
             return rb_fail(r, at, "unknown record type");
         const uint8_t *key;
         uint32_t klen;
@@ -444,7 +454,9 @@ static int snapshot_parse(memstore *m, rbuf *r)
         if (table_find(&m->keys, (const char *)key, klen, h, NULL) != NULL)
             return rb_fail(r, at, "duplicate key");
         mentry *e = table_add(&m->keys, (const char *)key, klen, h,
-                              type == 'S' ? ENT_STR : ENT_SET);
+                              type == 'S'   ? ENT_STR
+                              : type == 'Z' ? ENT_ZSET
+                                            : ENT_SET);
         if (e == NULL)
             return rb_fail(r, at, "out of memory");
         e->expire_ms = (int64_t)expire;
@@ -475,9 +487,15 @@ static int snapshot_parse(memstore *m, rbuf *r)
                 uint64_t mh = hash_bytes(mb, mlen);
                 if (table_find(e->set, (const char *)mb, mlen, mh, NULL))
                     return rb_fail(r, mat, "duplicate set member");
-                if (table_add(e->set, (const char *)mb, mlen, mh, ENT_MEMBER) ==
-                    NULL)
+                mentry *x =
+                    table_add(e->set, (const char *)mb, mlen, mh, ENT_MEMBER);
+                if (x == NULL)
                     return rb_fail(r, mat, "out of memory");
+                uint64_t score = 0;
+                if (type == 'Z' &&
+                    rb_u64(r, &score, "truncated member score") != TW_OK)
+                    return TW_ERR;
+                x->expire_ms = (int64_t)score;
             }
         }
         records++;
@@ -576,7 +594,8 @@ static int64_t mem_retry_in_ms(const void *impl)
 
 static const char *op_name(tw_store_op_kind k)
 {
-    static const char *const names[] = {"put", "del", "sadd", "srem", "expire"};
+    static const char *const names[] = {"put",  "del",    "sadd",
+                                        "srem", "expire", "zrem"};
     return names[k];
 }
 
@@ -607,11 +626,19 @@ static int mem_check(memstore *m, const tw_store_op *ops, size_t n, char *err,
             }
         }
         if ((op->kind == TW_STORE_SADD || op->kind == TW_STORE_SREM) &&
-            kind == ENT_STR) {
+            (kind == ENT_STR || kind == ENT_ZSET)) {
             snprintf(err, errlen,
-                     "state: transaction op %zu (%s '%s'): the key holds a "
-                     "value, not a set; nothing written",
-                     i + 1, op_name(op->kind), op->key);
+                     "state: transaction op %zu (%s '%s'): the key holds %s, "
+                     "not a set; nothing written",
+                     i + 1, op_name(op->kind), op->key,
+                     kind == ENT_STR ? "a value" : "a sorted set");
+            rc = TW_ERR;
+        }
+        if (op->kind == TW_STORE_ZREM && kind != 0 && kind != ENT_ZSET) {
+            snprintf(err, errlen,
+                     "state: transaction op %zu (zrem '%s'): the key holds "
+                     "%s, not a sorted set; nothing written",
+                     i + 1, op->key, kind == ENT_STR ? "a value" : "a set");
             rc = TW_ERR;
         }
         if (op->kind == TW_STORE_PUT)
@@ -670,14 +697,15 @@ static int mem_apply(memstore *m, const tw_store_op *op)
                    ? TW_OK
                    : TW_ERR;
     }
-    case TW_STORE_SREM: {
+    case TW_STORE_SREM:
+    case TW_STORE_ZREM: {
         if (e == NULL)
             return TW_OK;
         mentry **mp;
         uint64_t h = hash_bytes(op->data, op->len);
         if (table_find(e->set, (const char *)op->data, op->len, h, &mp))
             table_unlink(e->set, mp);
-        if (e->set->count == 0) /* Redis drops empty sets */
+        if (e->set->count == 0) /* Redis drops empty (sorted) sets */
             table_unlink(&m->keys, p);
         return TW_OK;
     }
@@ -764,15 +792,46 @@ static int mem_ttl(void *impl, const char *key, int64_t *ttl_ms, char *err,
     return 1;
 }
 
-static int mem_claim(void *impl, const char *key, int64_t ttl_s, char *err,
-                     size_t errlen)
+/* ZADD set score member (the key must not hold another kind). */
+static int zadd(memstore *m, const char *set, const char *member, int64_t score,
+                char *err, size_t errlen)
+{
+    mentry *e = key_find(m, set, NULL);
+    if (e != NULL && e->kind != ENT_ZSET) {
+        snprintf(err, errlen, "state: key '%s' is not a sorted set", set);
+        return TW_ERR;
+    }
+    if (e == NULL) {
+        e = key_add(m, set, ENT_ZSET);
+        if (e == NULL || (e->set = calloc(1, sizeof(*e->set))) == NULL)
+            goto oom;
+    }
+    size_t len = strlen(member);
+    uint64_t h = hash_bytes(member, len);
+    mentry *x = table_find(e->set, member, len, h, NULL);
+    if (x == NULL &&
+        (x = table_add(e->set, member, len, h, ENT_MEMBER)) == NULL)
+        goto oom;
+    x->expire_ms = score;
+    return TW_OK;
+oom:
+    snprintf(err, errlen, "state: out of memory adding to '%s'", set);
+    return TW_ERR;
+}
+
+static int mem_claim(void *impl, const char *key, const char *value,
+                     int64_t ttl_s, const char *pending, int64_t now_ms,
+                     char *err, size_t errlen)
 {
     memstore *m = impl;
     if (m->broken)
         return mem_ping(m, err, errlen);
     if (key_find(m, key, NULL) != NULL)
         return 0;
-    tw_store_op op = {TW_STORE_PUT, (char *)key, (uint8_t *)"1", 1, 0};
+    tw_store_op op = {TW_STORE_PUT, (char *)key, (uint8_t *)value,
+                      strlen(value), 0};
+    tw_store_op unpend = {TW_STORE_ZREM, (char *)pending, (uint8_t *)key,
+                          strlen(key), 0};
     mentry **p;
     mentry *e;
     if (mem_apply(m, &op) != TW_OK || (e = key_find(m, key, &p)) == NULL) {
@@ -780,14 +839,66 @@ static int mem_claim(void *impl, const char *key, int64_t ttl_s, char *err,
         return TW_ERR;
     }
     e->expire_ms = (tw_wall_us() / 1000) + ttl_s * 1000;
+    if (pending != NULL &&
+        zadd(m, pending, key, now_ms, err, errlen) != TW_OK) {
+        table_unlink(&m->keys, p);
+        return TW_ERR;
+    }
     m->dirty = 1;
     /* The claim must be on disk before the caller acts on it. */
     int rc = snapshot_maybe(m, 1, err, errlen);
     if (rc != TW_OK) {
-        table_unlink(&m->keys, p);
+        if (pending != NULL)
+            mem_apply(m, &unpend); /* a removal: cannot fail */
+        if ((e = key_find(m, key, &p)) != NULL)
+            table_unlink(&m->keys, p);
         return rc;
     }
     return 1;
+}
+
+static int mem_ztake(void *impl, const char *set, int64_t max_score, size_t max,
+                     tw_store_scored_fn fn, void *ud, char *err, size_t errlen)
+{
+    memstore *m = impl;
+    mentry **sp;
+    mentry *e = key_find(m, set, &sp);
+    if (e == NULL)
+        return 0;
+    if (e->kind != ENT_ZSET) {
+        snprintf(err, errlen, "state: key '%s' is not a sorted set", set);
+        return TW_ERR;
+    }
+    /* detach the members first: fn may use the store */
+    mentry *taken = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < e->set->cap && n < max; i++)
+        for (mentry **p = &e->set->buckets[i]; *p != NULL && n < max;) {
+            mentry *x = *p;
+            if (x->expire_ms > max_score) {
+                p = &x->next;
+                continue;
+            }
+            *p = x->next;
+            e->set->count--;
+            x->next = taken;
+            taken = x;
+            n++;
+        }
+    if (n == 0)
+        return 0;
+    if (e->set->count == 0)
+        table_unlink(&m->keys, sp);
+    m->dirty = 1;
+    /* a failure is logged there and kept dirty: the next commit writes it */
+    (void)snapshot_maybe(m, 1, err, errlen);
+    while (taken != NULL) {
+        mentry *x = taken;
+        taken = x->next;
+        fn(ud, x->key, x->expire_ms);
+        entry_free(x);
+    }
+    return (int)n;
 }
 
 /* Only a snapshot file outlives the process. */
@@ -798,8 +909,8 @@ static int mem_durable(const void *impl)
 }
 
 static const tw_store_vtable memory_vtable = {
-    "memory", mem_close,    mem_ping, mem_retry_in_ms, mem_commit,
-    mem_get,  mem_smembers, mem_ttl,  mem_claim,       mem_durable};
+    "memory",     mem_close, mem_ping,  mem_retry_in_ms, mem_commit, mem_get,
+    mem_smembers, mem_ttl,   mem_claim, mem_ztake,       mem_durable};
 
 int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
                          void **impl, char *err, size_t errlen)

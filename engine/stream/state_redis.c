@@ -357,7 +357,8 @@ static int64_t rs_retry_in_ms(const void *impl)
 
 static const char *op_cmd(tw_store_op_kind k)
 {
-    static const char *const names[] = {"SET", "DEL", "SADD", "SREM", "EXPIRE"};
+    static const char *const names[] = {"SET",  "DEL",    "SADD",
+                                        "SREM", "EXPIRE", "ZREM"};
     return names[k];
 }
 
@@ -663,20 +664,132 @@ static int rs_ttl_unguarded(void *impl, const char *key, int64_t *ttl_ms,
     return 1;
 }
 
-static int rs_claim_unguarded(void *impl, const char *key, int64_t ttl_s,
-                              char *err, size_t errlen)
+/* SET NX EX and, only when it set the key, ZADD to the pending set: one
+ * script, so the two cannot be split by a crash or by another engine. */
+static const char claim_script[] =
+    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then "
+    "redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4]) return 1 end return 0";
+
+static int rs_claim_unguarded(void *impl, const char *key, const char *value,
+                              int64_t ttl_s, const char *pending,
+                              int64_t now_ms, char *err, size_t errlen)
 {
-    char ttl[24];
+    rstore *r = impl;
+    char ttl[24], score[24];
     snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_s);
-    const char *argv[6] = {"SET", key, "1", "NX", "EX", ttl};
-    size_t lens[6] = {3, 0, 1, 2, 2, strlen(ttl)};
     redisReply *reply;
-    int rc = key_command(impl, 6, argv, lens, &reply, err, errlen);
+    int rc;
+    if (pending == NULL) {
+        const char *argv[6] = {"SET", key, value, "NX", "EX", ttl};
+        size_t lens[6] = {3, 0, strlen(value), 2, 2, strlen(ttl)};
+        rc = key_command(r, 6, argv, lens, &reply, err, errlen);
+        if (rc != TW_OK)
+            return rc;
+        int claimed = reply->type == REDIS_REPLY_STATUS;
+        freeReplyObject(reply);
+        return claimed ? 1 : 0;
+    }
+    if (ensure_up(r, err, errlen) != TW_OK)
+        return TW_UNAVAILABLE;
+    size_t at = 0, klen, plen;
+    size_t koff = scratch_key(r, &at, key, &klen);
+    size_t poff =
+        koff == (size_t)-1 ? koff : scratch_key(r, &at, pending, &plen);
+    if (poff == (size_t)-1) {
+        snprintf(err, errlen, "state: out of memory");
+        return TW_ERR;
+    }
+    snprintf(score, sizeof(score), "%lld", (long long)now_ms);
+    /* the member is the unprefixed key: what the caller names */
+    const char *argv[9] = {
+        "EVAL", claim_script, "2", r->scratch + koff, r->scratch + poff, value,
+        ttl,    score,        key};
+    size_t lens[9] = {
+        4,          strlen(claim_script), 1,           klen,
+        plen,       strlen(value),        strlen(ttl), strlen(score),
+        strlen(key)};
+    rc = command(r, 9, argv, lens, &reply, "EVAL (claim)", err, errlen);
     if (rc != TW_OK)
         return rc;
-    int claimed = reply->type == REDIS_REPLY_STATUS;
+    long long v = reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
     freeReplyObject(reply);
-    return claimed ? 1 : 0;
+    if (v != 0 && v != 1) {
+        snprintf(err, errlen, "state: claim of '%s': unexpected reply", key);
+        return TW_ERR;
+    }
+    return (int)v;
+}
+
+/* ZRANGEBYSCORE, then one pipelined ZREM per member: a member is seen only
+ * by the caller whose ZREM removed it. */
+static int rs_ztake_unguarded(void *impl, const char *set, int64_t max_score,
+                              size_t max, tw_store_scored_fn fn, void *ud,
+                              char *err, size_t errlen)
+{
+    rstore *r = impl;
+    char hi[24], lim[24];
+    snprintf(hi, sizeof(hi), "%lld", (long long)max_score);
+    snprintf(lim, sizeof(lim), "%zu", max);
+    const char *argv[8] = {"ZRANGEBYSCORE", set,     "-inf", hi,
+                           "WITHSCORES",    "LIMIT", "0",    lim};
+    size_t lens[8] = {13, 0, 4, strlen(hi), 10, 5, 1, strlen(lim)};
+    redisReply *range;
+    int rc = key_command(r, 8, argv, lens, &range, err, errlen);
+    if (rc != TW_OK)
+        return rc;
+    if (range->type != REDIS_REPLY_ARRAY || range->elements % 2 != 0) {
+        snprintf(err, errlen, "state: ZRANGEBYSCORE '%s': unexpected reply",
+                 set);
+        freeReplyObject(range);
+        return TW_ERR;
+    }
+    size_t n = range->elements / 2, at = 0, klen;
+    size_t off = scratch_key(r, &at, set, &klen);
+    if (off == (size_t)-1) {
+        freeReplyObject(range);
+        snprintf(err, errlen, "state: out of memory");
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *zrem[3] = {"ZREM", r->scratch + off,
+                               range->element[2 * i]->str};
+        size_t zlens[3] = {4, klen, range->element[2 * i]->len};
+        if (redisAppendCommandArgv(r->c, 3, zrem, zlens) != REDIS_OK) {
+            freeReplyObject(range);
+            redisFree(r->c); /* half a pipeline: start afresh */
+            r->c = NULL;
+            r->next_retry_us = 0;
+            snprintf(err, errlen, "state: out of memory");
+            return TW_ERR;
+        }
+    }
+    int seen = 0;
+    unsigned char *mine = calloc(n ? n : 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        redisReply *q = read_reply(r, err, errlen);
+        if (q == NULL) {
+            free(mine);
+            freeReplyObject(range);
+            return TW_UNAVAILABLE;
+        }
+        if (mine != NULL && q->type == REDIS_REPLY_INTEGER && q->integer == 1)
+            mine[i] = 1;
+        freeReplyObject(q);
+    }
+    if (mine == NULL) {
+        freeReplyObject(range);
+        snprintf(err, errlen, "state: out of memory");
+        return TW_ERR;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (mine[i]) {
+            fn(ud, range->element[2 * i]->str,
+               strtoll(range->element[2 * i + 1]->str, NULL, 10));
+            seen++;
+        }
+    free(mine);
+    freeReplyObject(range);
+    return seen;
 }
 
 static int rs_ping(void *impl, char *err, size_t errlen)
@@ -728,12 +841,24 @@ static int rs_ttl(void *impl, const char *key, int64_t *ttl_ms, char *err,
     return rc;
 }
 
-static int rs_claim(void *impl, const char *key, int64_t ttl_s, char *err,
-                    size_t errlen)
+static int rs_claim(void *impl, const char *key, const char *value,
+                    int64_t ttl_s, const char *pending, int64_t now_ms,
+                    char *err, size_t errlen)
 {
     pipe_guard g;
     guard_on(&g);
-    int rc = rs_claim_unguarded(impl, key, ttl_s, err, errlen);
+    int rc = rs_claim_unguarded(impl, key, value, ttl_s, pending, now_ms, err,
+                                errlen);
+    guard_off(&g);
+    return rc;
+}
+
+static int rs_ztake(void *impl, const char *set, int64_t max_score, size_t max,
+                    tw_store_scored_fn fn, void *ud, char *err, size_t errlen)
+{
+    pipe_guard g;
+    guard_on(&g);
+    int rc = rs_ztake_unguarded(impl, set, max_score, max, fn, ud, err, errlen);
     guard_off(&g);
     return rc;
 }
@@ -745,8 +870,8 @@ static int rs_durable(const void *impl)
 }
 
 static const tw_store_vtable redis_vtable = {
-    "redis", rs_close,    rs_ping, rs_retry_in_ms, rs_commit,
-    rs_get,  rs_smembers, rs_ttl,  rs_claim,       rs_durable};
+    "redis",     rs_close, rs_ping,  rs_retry_in_ms, rs_commit, rs_get,
+    rs_smembers, rs_ttl,   rs_claim, rs_ztake,       rs_durable};
 
 /* The password from password_env or password_file (never both). */
 static int read_password(const tw_settings *st, rstore *r, char *err,

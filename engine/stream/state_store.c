@@ -2,8 +2,10 @@
  * buffered transaction, and dispatch to the chosen implementation. */
 #include "state_store_internal.h"
 
+#include "clock.h"
 #include "config_schema.h"
 #include "grow.h"
+#include "tw_assert.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@ struct tw_store {
     int txn_failed; /* an op could not be buffered (out of memory) */
     int64_t checkpoint_interval_us;
     int64_t finished_ttl_s;
+    int64_t pending_check_us, pending_after_us;
     uint64_t requests; /* ping, commit, get, smembers, ttl, claim */
 };
 
@@ -36,6 +39,16 @@ int tw_store_open(const tw_settings *state, tw_store **out, char *err,
     int64_t ttl_us =
         tw_schema_duration_us(state, TW_SECTION_STATE, "finished_ttl");
 
+    int64_t pending_after =
+        tw_schema_duration_us(state, TW_SECTION_STATE, "pending_after");
+    /* delivered alerts are confirmed at checkpoints: a shorter wait would
+     * report them while they are merely not confirmed yet */
+    if (pending_after <= interval)
+        return tw_settings_error(
+            state, tw_settings_find(state, "pending_after"), err, errlen,
+            "pending_after (%.3g s) must be longer than checkpoint_interval "
+            "(%.3g s): delivered alerts are confirmed at checkpoints",
+            pending_after / 1e6, interval / 1e6);
     tw_store *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         snprintf(err, errlen, "state store: out of memory");
@@ -43,6 +56,9 @@ int tw_store_open(const tw_settings *state, tw_store **out, char *err,
     }
     s->checkpoint_interval_us = interval;
     s->finished_ttl_s = ttl_us / 1000000;
+    s->pending_check_us =
+        tw_schema_duration_us(state, TW_SECTION_STATE, "pending_check");
+    s->pending_after_us = pending_after;
     int rc;
     if (strcmp(kind, "memory") == 0)
         rc = tw_store_memory_open(state, &s->vt, &s->impl, err, errlen);
@@ -98,6 +114,16 @@ int64_t tw_store_checkpoint_interval_us(const tw_store *s)
 int64_t tw_store_finished_ttl_s(const tw_store *s)
 {
     return s->finished_ttl_s;
+}
+
+int64_t tw_store_pending_check_us(const tw_store *s)
+{
+    return s->pending_check_us;
+}
+
+int64_t tw_store_pending_after_us(const tw_store *s)
+{
+    return s->pending_after_us;
 }
 
 int tw_store_ping(tw_store *s, char *err, size_t errlen)
@@ -184,6 +210,11 @@ int tw_store_txn_expire(tw_store *s, const char *key, int64_t ttl_s)
     return txn_push(s, TW_STORE_EXPIRE, key, NULL, 0, ttl_s > 0 ? ttl_s : 1);
 }
 
+int tw_store_txn_zrem(tw_store *s, const char *set, const char *member)
+{
+    return txn_push(s, TW_STORE_ZREM, set, member, strlen(member), 0);
+}
+
 int tw_store_txn_commit(tw_store *s, char *err, size_t errlen)
 {
     if (s->txn_failed) {
@@ -220,5 +251,23 @@ int tw_store_claim(tw_store *s, const char *key, int64_t ttl_s, char *err,
                    size_t errlen)
 {
     s->requests++;
-    return s->vt->claim(s->impl, key, ttl_s > 0 ? ttl_s : 1, err, errlen);
+    return s->vt->claim(s->impl, key, "1", ttl_s > 0 ? ttl_s : 1, NULL, 0, err,
+                        errlen);
+}
+
+int tw_store_claim_pending(tw_store *s, const char *key, const char *value,
+                           int64_t ttl_s, const char *pending, char *err,
+                           size_t errlen)
+{
+    TW_ASSERT(value != NULL && pending != NULL);
+    s->requests++;
+    return s->vt->claim(s->impl, key, value, ttl_s > 0 ? ttl_s : 1, pending,
+                        tw_wall_us() / 1000, err, errlen);
+}
+
+int tw_store_ztake(tw_store *s, const char *set, int64_t max_score, size_t max,
+                   tw_store_scored_fn fn, void *ud, char *err, size_t errlen)
+{
+    s->requests++;
+    return s->vt->ztake(s->impl, set, max_score, max, fn, ud, err, errlen);
 }

@@ -14,6 +14,8 @@
  *                               # action ids are kept (s, m, h, d suffixes)
  *     snapshot: /var/lib/trainwatch/state.snap  # memory store only; optional
  *     snapshot_interval: 0s     # memory: 0 = write at every commit
+ *     pending_check: 60s        # look for unconfirmed claims this often
+ *     pending_after: 5m         # report a claim unconfirmed this long
  *     redis:
  *       host: 127.0.0.1         # or socket: /run/redis/redis.sock
  *       port: 6379
@@ -89,6 +91,11 @@ int tw_store_durable(const tw_store *s);
  * state.finished_ttl (seconds, default 7 days). */
 int64_t tw_store_checkpoint_interval_us(const tw_store *s);
 int64_t tw_store_finished_ttl_s(const tw_store *s);
+/* state.pending_check (how often to look for unconfirmed claims) and
+ * state.pending_after (how old an unconfirmed claim must be to be
+ * reported), both µs. */
+int64_t tw_store_pending_check_us(const tw_store *s);
+int64_t tw_store_pending_after_us(const tw_store *s);
 
 /* ---- availability ------------------------------------------------------- */
 /* TW_OK when the store answers; TW_UNAVAILABLE when it does not (a
@@ -110,6 +117,8 @@ int tw_store_txn_del(tw_store *s, const char *key);
 int tw_store_txn_sadd(tw_store *s, const char *set, const char *member);
 int tw_store_txn_srem(tw_store *s, const char *set, const char *member);
 int tw_store_txn_expire(tw_store *s, const char *key, int64_t ttl_s);
+/* Removes member from the sorted set `set` (ZREM; absent: nothing). */
+int tw_store_txn_zrem(tw_store *s, const char *set, const char *member);
 /* Number of operations buffered. */
 size_t tw_store_txn_size(const tw_store *s);
 int tw_store_txn_commit(tw_store *s, char *err, size_t errlen);
@@ -135,5 +144,24 @@ int tw_store_ttl(tw_store *s, const char *key, int64_t *ttl_ms, char *err,
  * restart before the caller acts on it. */
 int tw_store_claim(tw_store *s, const char *key, int64_t ttl_s, char *err,
                    size_t errlen);
+/* tw_store_claim with `value` as the key's value (a label for messages)
+ * and, when it claims, the claim recorded as pending in the sorted set
+ * `pending` (member: key; score: the claim's wall-clock time in ms), in
+ * the same step (Redis: one EVAL, atomic; memory: one snapshot). The
+ * caller clears it with tw_store_txn_zrem once the send is confirmed;
+ * tw_store_ztake finds the ones never confirmed. */
+int tw_store_claim_pending(tw_store *s, const char *key, const char *value,
+                           int64_t ttl_s, const char *pending, char *err,
+                           size_t errlen);
+/* Removes up to `max` members whose score is <= max_score from the sorted
+ * set `set` and calls fn (member, score) for each one this call removed:
+ * with several engines on one store, each member is seen by exactly one
+ * (Redis: ZRANGEBYSCORE, then one pipelined ZREM each; only a ZREM that
+ * returns 1 counts). fn is called after the removal, outside the store,
+ * and may use the store. Returns the number seen, TW_ERR or
+ * TW_UNAVAILABLE. */
+typedef void (*tw_store_scored_fn)(void *ud, const char *member, int64_t score);
+int tw_store_ztake(tw_store *s, const char *set, int64_t max_score, size_t max,
+                   tw_store_scored_fn fn, void *ud, char *err, size_t errlen);
 
 #endif /* TW_STATE_STORE_H */

@@ -16,11 +16,12 @@ typedef enum tw_store_op_kind {
     TW_STORE_DEL,
     TW_STORE_SADD,
     TW_STORE_SREM,
-    TW_STORE_EXPIRE
+    TW_STORE_EXPIRE,
+    TW_STORE_ZREM
 } tw_store_op_kind;
 
 /* One buffered operation. key is NUL-terminated; data is the value (PUT) or
- * the member (SADD/SREM, NUL-terminated), NULL otherwise. */
+ * the member (SADD/SREM/ZREM, NUL-terminated), NULL otherwise. */
 typedef struct tw_store_op {
     tw_store_op_kind kind;
     char *key;
@@ -43,8 +44,11 @@ typedef struct tw_store_vtable {
                     void *ud, char *err, size_t errlen);
     int (*ttl)(void *impl, const char *key, int64_t *ttl_ms, char *err,
                size_t errlen);
-    int (*claim)(void *impl, const char *key, int64_t ttl_s, char *err,
-                 size_t errlen);
+    /* pending NULL: a plain claim; else also ZADD pending now_ms key */
+    int (*claim)(void *impl, const char *key, const char *value, int64_t ttl_s,
+                 const char *pending, int64_t now_ms, char *err, size_t errlen);
+    int (*ztake)(void *impl, const char *set, int64_t max_score, size_t max,
+                 tw_store_scored_fn fn, void *ud, char *err, size_t errlen);
     /* 1 when what is committed outlives this process. */
     int (*durable)(const void *impl);
 } tw_store_vtable;

@@ -2,7 +2,8 @@
  * corpus_gen_snapshot.c - writes the seed corpus of fuzz_snapshot
  * (tests/fuzz/corpus/snapshot/): memory-store snapshot files written by
  * the store itself, one empty and one with values (binary, with a NUL),
- * a set, and keys with a time to live. Run by hand:
+ * a set, keys with a time to live, and a sorted set of pending claims.
+ * Run by hand:
  *   build/tests/corpus_gen_snapshot tests/fuzz/corpus/snapshot
  */
 #include <stdio.h>
@@ -44,6 +45,13 @@ static int write_one(const char *dir, const char *name, int fill)
     if (rc == TW_OK && fill &&
         tw_store_claim(s, "tw:claim:x", 60, err, sizeof(err)) != 1)
         rc = TW_ERR;
+    /* claims pending confirmation: a sorted set (record 'Z') */
+    if (rc == TW_OK && fill == 2 &&
+        (tw_store_claim_pending(s, "tw:claim:y", "alert y", 60, "tw:pending",
+                                err, sizeof(err)) != 1 ||
+         tw_store_claim_pending(s, "tw:claim:z", "action z", 60, "tw:pending",
+                                err, sizeof(err)) != 1))
+        rc = TW_ERR;
     tw_store_close(s);
     if (rc != TW_OK) {
         fprintf(stderr, "%s: %s\n", path, err);
@@ -59,5 +67,6 @@ int main(int argc, char **argv)
         return 2;
     }
     return write_one(argv[1], "empty.snap", 0) ||
-           write_one(argv[1], "jobs.snap", 1);
+           write_one(argv[1], "jobs.snap", 1) ||
+           write_one(argv[1], "pending.snap", 2);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -278,13 +279,82 @@ static void test_claim(void **st)
         assert_int_equal(tw_store_ttl(s, "act:1", &ttl, err, sizeof(err)), 1);
         assert_true(ttl > 50000 && ttl <= 60000);
         /* through the checkpoint layout: v1:sent:<id>, TTL finished_ttl */
-        assert_int_equal(tw_checkpoint_claim(s, "alert-9", err, sizeof(err)),
-                         1);
-        assert_int_equal(tw_checkpoint_claim(s, "alert-9", err, sizeof(err)),
-                         0);
+        assert_int_equal(
+            tw_checkpoint_claim(s, "alert-9", NULL, err, sizeof(err)), 1);
+        assert_int_equal(
+            tw_checkpoint_claim(s, "alert-9", NULL, err, sizeof(err)), 0);
         assert_int_equal(
             tw_store_ttl(s, "v1:sent:alert-9", &ttl, err, sizeof(err)), 1);
         assert_true(ttl > 2 * 86400000LL - 60000 && ttl <= 2 * 86400000LL);
+        tw_store_close(s);
+    }
+}
+
+typedef struct taken {
+    char members[8][64];
+    int64_t scores[8];
+    int n;
+} taken;
+
+static void on_taken(void *ud, const char *member, int64_t score)
+{
+    taken *t = ud;
+    if (t->n < 8) {
+        snprintf(t->members[t->n], sizeof(t->members[0]), "%s", member);
+        t->scores[t->n++] = score;
+    }
+}
+
+/* claim_pending records the claim in a sorted set, only when it claims;
+ * zrem clears it; ztake takes what is old enough, each member once. */
+static void test_claim_pending(void **st)
+{
+    (void)st;
+    for (int k = 0; k < 2; k++) {
+        tw_store *s = open_kind(k);
+        char err[512];
+        assert_int_equal(tw_store_claim_pending(s, "sent:a", "label a", 60,
+                                                "pend", err, sizeof(err)),
+                         1);
+        assert_int_equal(tw_store_claim_pending(s, "sent:b", "label b", 60,
+                                                "pend", err, sizeof(err)),
+                         1);
+        /* a second claim neither claims nor touches the pending set */
+        assert_int_equal(tw_store_claim_pending(s, "sent:a", "other", 60,
+                                                "pend", err, sizeof(err)),
+                         0);
+        uint8_t *d;
+        size_t n;
+        assert_int_equal(tw_store_get(s, "sent:a", &d, &n, err, sizeof(err)),
+                         1);
+        assert_string_equal((char *)d, "label a");
+        free(d);
+        /* b delivered: cleared */
+        tw_store_txn_begin(s);
+        tw_store_txn_zrem(s, "pend", "sent:b");
+        assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
+        /* nothing claimed before an hour ago */
+        taken t = {0};
+        int64_t hour_ago = (int64_t)time(NULL) * 1000 - 3600000;
+        assert_int_equal(tw_store_ztake(s, "pend", hour_ago, 100, on_taken, &t,
+                                        err, sizeof(err)),
+                         0);
+        int64_t now_ms = (int64_t)time(NULL) * 1000 + 1000;
+        assert_int_equal(tw_store_ztake(s, "pend", now_ms, 100, on_taken, &t,
+                                        err, sizeof(err)),
+                         1);
+        assert_int_equal(t.n, 1);
+        assert_string_equal(t.members[0], "sent:a");
+        assert_true(t.scores[0] > hour_ago && t.scores[0] <= now_ms);
+        /* taken once: a second look (another engine) sees nothing */
+        assert_int_equal(tw_store_ztake(s, "pend", now_ms, 100, on_taken, &t,
+                                        err, sizeof(err)),
+                         0);
+        assert_int_equal(t.n, 1);
+        /* a zrem on a value is refused as a whole */
+        tw_store_txn_begin(s);
+        tw_store_txn_zrem(s, "sent:a", "x");
+        assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_ERR);
         tw_store_close(s);
     }
 }
@@ -504,6 +574,75 @@ static void snap_cleanup(void)
     rmdir(snapdir);
 }
 
+typedef struct reported {
+    char ids[8][64];
+    char labels[8][128];
+    int n;
+} reported;
+
+static void on_unconfirmed(void *ud, const char *id, const char *label,
+                           int64_t claimed_ms)
+{
+    (void)claimed_ms;
+    reported *r = ud;
+    if (r->n < 8) {
+        snprintf(r->ids[r->n], sizeof(r->ids[0]), "%s", id);
+        snprintf(r->labels[r->n], sizeof(r->labels[0]), "%s",
+                 label ? label : "(none)");
+        r->n++;
+    }
+}
+
+/* Through the checkpoint layout, on the durable stores (redis; memory
+ * with a snapshot, across a reopen): v1:pending until confirmed; two
+ * stores on one redis (two engines) report an unconfirmed claim once. */
+static void test_checkpoint_unconfirmed(void **st)
+{
+    (void)st;
+    snap_paths();
+    for (int k = 0; k < 2; k++) {
+        char err[512];
+        unlink(snappath);
+        tw_store *s = k ? open_kind(1) : open_kv("snapshot", snappath, NULL);
+        assert_int_equal(tw_checkpoint_claim(s, "j/r/0/webhook/once",
+                                             "action j/r/0", err, sizeof(err)),
+                         1);
+        assert_int_equal(
+            tw_checkpoint_claim(s, "alert-1", "alert 1", err, sizeof(err)), 1);
+        const char *ok[] = {"alert-1"};
+        assert_int_equal(tw_checkpoint_confirm(s, ok, 1, err, sizeof(err)),
+                         TW_OK);
+        tw_store *other = NULL;
+        if (k == 0) { /* the restarted process */
+            tw_store_close(s);
+            s = open_kv("snapshot", snappath, NULL);
+        } else { /* a second engine */
+            snprintf(port_str, sizeof(port_str), "%d", shared_redis.port);
+            other = open_kv("store", "redis", "redis.port", port_str, NULL);
+        }
+        reported r = {0};
+        int64_t later = (int64_t)time(NULL) * 1000 + 1000;
+        if (other != NULL)
+            assert_int_equal(tw_checkpoint_unconfirmed(other, later,
+                                                       on_unconfirmed, &r, err,
+                                                       sizeof(err)),
+                             1);
+        assert_int_equal(tw_checkpoint_unconfirmed(s, later, on_unconfirmed, &r,
+                                                   err, sizeof(err)),
+                         k == 0 ? 1 : 0);
+        assert_int_equal(r.n, 1);
+        assert_string_equal(r.ids[0], "j/r/0/webhook/once");
+        assert_string_equal(r.labels[0], "action j/r/0");
+        /* the claim itself stays: never sent twice */
+        assert_int_equal(tw_checkpoint_claim(s, "j/r/0/webhook/once", NULL, err,
+                                             sizeof(err)),
+                         0);
+        tw_store_close(other);
+        tw_store_close(s);
+    }
+    snap_cleanup();
+}
+
 static void test_snapshot_roundtrip(void **st)
 {
     (void)st;
@@ -662,14 +801,26 @@ static void test_settings_errors(void **st)
                      TW_ERR);
     assert_non_null(strstr(err, "TW_TEST_UNSET_VAR_1"));
 
+    /* unconfirmed claims: reported only after a checkpoint could confirm */
+    assert_int_equal(open_err(err, sizeof(err), "checkpoint_interval", "10s",
+                              "pending_after", "5s", NULL),
+                     TW_ERR);
+    assert_non_null(strstr(err, "test.yaml:3: state: key 'pending_after'"));
+    assert_non_null(strstr(err, "longer than checkpoint_interval"));
+
     tw_store *s =
-        open_kv("checkpoint_interval", "250ms", "finished_ttl", "1.5d", NULL);
+        open_kv("checkpoint_interval", "250ms", "finished_ttl", "1.5d",
+                "pending_check", "2s", "pending_after", "90s", NULL);
     assert_int_equal(tw_store_checkpoint_interval_us(s), 250000);
     assert_int_equal(tw_store_finished_ttl_s(s), 129600);
+    assert_int_equal(tw_store_pending_check_us(s), 2000000);
+    assert_int_equal(tw_store_pending_after_us(s), 90000000);
     tw_store_close(s);
     s = open_kv("store", "memory", NULL);
     assert_int_equal(tw_store_checkpoint_interval_us(s), 1000000);
     assert_int_equal(tw_store_finished_ttl_s(s), 7 * 86400);
+    assert_int_equal(tw_store_pending_check_us(s), 60000000);
+    assert_int_equal(tw_store_pending_after_us(s), 300000000);
     tw_store_close(s);
     assert_int_equal(tw_store_open(NULL, &s, err, sizeof(err)), TW_OK);
     assert_string_equal(tw_store_kind(s), "memory");
@@ -1016,6 +1167,8 @@ int main(void)
         cmocka_unit_test(test_put_get),
         cmocka_unit_test(test_txn_type_error),
         cmocka_unit_test(test_claim),
+        cmocka_unit_test(test_claim_pending),
+        cmocka_unit_test(test_checkpoint_unconfirmed),
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_checkpoint_inconsistent),
         cmocka_unit_test(test_snapshot_roundtrip),

@@ -156,8 +156,12 @@ counted() { [ "$(field claims_unconfirmed "$(last_progress B)")" = 1 ]; }
 wait_for 60 counted || fail "run B did not count the unconfirmed claim"
 grep -q "WARN .*action $HOOK, claimed at .*claimed but its delivery was never confirmed (the process stopped in between?): it may not have been sent" "$WORK/B.err" ||
     fail "run B: no WARN naming $HOOK"
-METRIC=$(curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" | grep '^trainwatch_claims_unconfirmed_total ')
-[ "$METRIC" = "trainwatch_claims_unconfirmed_total 1" ] || fail "/metrics: '$METRIC'"
+# /metrics serves a snapshot republished every http.refresh (250 ms), so
+# it may trail the progress line by that much: wait for it.
+metric() { curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" | grep '^trainwatch_claims_unconfirmed_total '; }
+metric_is_1() { [ "$(metric)" = "trainwatch_claims_unconfirmed_total 1" ]; }
+wait_for 10 metric_is_1 || fail "/metrics: '$(metric)'"
+METRIC=$(metric)
 sleep 2.5 # more sweeps: still 1
 tw_run_stop B || fail "run B exit status $?"
 SUM=$(grep '^run:' "$WORK/B.out")

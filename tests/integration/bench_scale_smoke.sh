@@ -6,7 +6,8 @@
 # run == samples produced (and == nodes x series x rounds), the results
 # file written, no offset lost, no dead letter, checkpoints written with
 # their bytes counted, alerts matched to their completing messages, and
-# every figure line present.
+# every figure line present; then with every node CPU-bound, every
+# CPUBottleneck snapshot is a bottleneck.
 set -u
 BUILD=${1:-${TW_BUILD_DIR:?}}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -40,4 +41,26 @@ A=$(grep '^alert latency' "$OUT") || fail "no alert latency line"
 grep -q '^invariants: ok' "$OUT" || fail "invariants not ok"
 # the RSS table: a header and at least two rows
 [ "$(grep -c '^ *[0-9.]\+ \+[0-9.]\+ \+[0-9]\+ ' "$OUT")" -ge 2 ] || fail "RSS table rows"
-echo "PASS: scale bench smoke ($(grep '^sustained:' "$OUT"))"
+grep -q '^  not final (as scans run): received=[0-9]' "$OUT" || fail "no not-final alert line"
+grep -q '^  final (job end): received=[0-9]' "$OUT" || fail "no final alert line"
+FIRST=$(grep '^sustained:' "$OUT")
+
+# Every node CPU-bound (--bottleneck-every 1 once made none: n % 1 is never
+# 1) and judged from the start (--init-grace 0): each of CPUBottleneck's
+# snapshots is a bottleneck.
+bash "$SRC/tests/bench/scale.sh" "$BUILD" --nodes 2 --event-minutes 1 \
+    --bottleneck-every 1 --init-grace 0 --sample 2 --keep >"$OUT" 2>&1 ||
+    fail "scale.sh --bottleneck-every 1 exited $?"
+KEPT=$(sed -n 's/^kept //p' "$OUT")
+[ -d "$KEPT" ] || fail "no kept work folder"
+trap 'rm -f "$OUT"; rm -rf "$KEPT"' EXIT
+grep -q 'init_grace 0 min' "$OUT" || fail "banner without init_grace"
+V=$(/usr/bin/python3 - "$KEPT/res/scale-0.json" <<'PY'
+import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["rules"] if x["name"] == "CPUBottleneck"][0]
+print(r["datapoints"], r["violations"])
+PY
+) || fail "no CPUBottleneck in the results"
+set -- $V
+[ "$1" -gt 0 ] && [ "$1" = "$2" ] || fail "CPUBottleneck datapoints/violations $V: not every snapshot a bottleneck"
+echo "PASS: scale bench smoke ($FIRST; every node CPU-bound: $2 of $1 snapshots)"

@@ -81,6 +81,7 @@ typedef struct tw_run_settings {
     char *prop_kv[TW_RUN_MAX_PROPS]; /* "key=value" for the producer */
     size_t nprops;
     int64_t job_idle_us;
+    int64_t finding_every_us; /* -1: unset (by tick, tw_run_finding_every) */
     tw_on_data_loss on_data_loss;
     const char *results_dir;
     int report_html; /* engine.report_html */
@@ -278,6 +279,10 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
         s->nprops++;
     }
     s->job_idle_us = tw_schema_duration_us(e, TW_SECTION_ENGINE, "job_idle");
+    s->finding_every_us =
+        tw_schema_str(e, TW_SECTION_ENGINE, "finding_every") == NULL
+            ? -1
+            : tw_schema_duration_us(e, TW_SECTION_ENGINE, "finding_every");
     s->commit_interval_us =
         tw_schema_duration_us(e, TW_SECTION_ENGINE, "commit_interval");
     s->progress_interval_us =
@@ -319,6 +324,17 @@ static int tw_run_settings_load(const tw_config *cfg, tw_run_settings *s,
 
 /* Below this no alert fits (its fixed fields alone). */
 #define TW_RUN_ALERT_MIN 512
+
+/* engine.finding_every, or by default 60 s of event time with continuous
+ * ticks (a scan per message: a rule that keeps finding would publish a
+ * finding per message) and every scan that finds with ticks. */
+static int64_t tw_run_finding_every(const tw_run_settings *s,
+                                    const tw_job_config *jc)
+{
+    if (s->finding_every_us >= 0)
+        return s->finding_every_us;
+    return jc->tick_us == 0 ? 60 * 1000000LL : 0;
+}
 
 /* The longest alert JSON the producer will accept (message.max.bytes in
  * kafka.properties, else librdkafka's 1000000), less the headroom. */
@@ -576,9 +592,10 @@ static void tw_run_stats_line(const tw_router *router,
             " results_retries=%" PRIu64 " results_pending=%" PRIu64
             " checkpoints_held=%" PRIu64 " skewed=%" PRIu64
             " skewed_batches=%" PRIu64 " scan_cap_hits=%" PRIu64
-            " alerts_truncated=%" PRIu64 " jobs_quarantined=%" PRIu64
-            " messages_quarantined=%" PRIu64 " python_profiles=%" PRIu64
-            " tensors=%" PRIu64 " late_tensors=%" PRIu64 "%s\n",
+            " alerts_truncated=%" PRIu64 " findings_held=%" PRIu64
+            " jobs_quarantined=%" PRIu64 " messages_quarantined=%" PRIu64
+            " python_profiles=%" PRIu64 " tensors=%" PRIu64
+            " late_tensors=%" PRIu64 "%s\n",
             prefix, st.batches, st.samples, st.events, st.dead_letters,
             st.duplicates, st.late_samples + st.late_events, st.jobs_active,
             st.jobs_started, st.jobs_finished, st.jobs_idle, st.jobs_dropped,
@@ -590,8 +607,8 @@ static void tw_run_stats_line(const tw_router *router,
             st.results_versions, st.results_failures, st.results_retries,
             st.results_pending, st.checkpoints_held, st.skewed,
             st.skewed_batches, st.scan_cap_hits, st.alerts_truncated,
-            st.jobs_quarantined, st.messages_quarantined, st.python_profiles,
-            st.tensors, st.late_tensors, act);
+            st.findings_held, st.jobs_quarantined, st.messages_quarantined,
+            st.python_profiles, st.tensors, st.late_tensors, act);
     fflush(out);
 }
 
@@ -906,6 +923,8 @@ static int tw_run_open(tw_run *r, const tw_run_opts *o, char *err, size_t n)
                                .topic = r->s.metrics_topic,
                                .on_data_loss = r->s.on_data_loss,
                                .max_alert_bytes = tw_run_alert_room(&r->s),
+                               .finding_every_us =
+                                   tw_run_finding_every(&r->s, &jc),
                                .job_finished = tw_run_job_finished,
                                .job_finished_ud = r};
     if (tw_quarantine_new(r->s.failure_ledger, (unsigned)r->s.quarantine_after,

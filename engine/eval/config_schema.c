@@ -144,6 +144,12 @@ static const tw_key_spec schema[] = {
         "this often"),
     DUR(TW_SECTION_ENGINE, "progress_interval", "10s", 0,
         "a progress: log line this often; 0 = never"),
+    {TW_SECTION_ENGINE, "finding_every", TW_TYPE_DURATION, NULL, 0, DMAX, NULL,
+     NULL, "5m",
+     "at most one finding alert per rule in this much event time (its "
+     "first is never held; the next carries the violations so far); "
+     "default 60s with tick: continuous, 0 (every scan that finds) "
+     "otherwise"},
     ENUM(TW_SECTION_ENGINE, "on_data_loss", "evaluate", "evaluate|skip",
          "a job whose beginning was lost: evaluate what is left (partial) "
          "or skip it"),

@@ -14,6 +14,7 @@
 #include "json_writer.h"
 #include "log.h"
 #include "plugin_host.h"
+#include "tw_assert.h"
 
 #define TW_ALERT_SCHEMA_VERSION 3
 
@@ -24,6 +25,9 @@ typedef struct tw_alert_rule_state {
     /* 1 + the scan whose status alert said IssuesFound last; 0 = none
      * (or restored from a version 1 checkpoint): caused_by's alert_id */
     uint64_t issues_scan;
+    /* 1 + the end (µs) of the scan of the last finding alert published;
+     * 0 = none yet (or restored from a version 1-2 checkpoint) */
+    int64_t finding_end;
 } tw_alert_rule_state;
 
 struct tw_alert_tracker {
@@ -37,6 +41,8 @@ struct tw_alert_tracker {
     uint64_t sent;
     size_t max_bytes; /* 0 = no limit */
     uint64_t truncated;
+    int64_t finding_every_us; /* 0 = a finding alert per scan that finds */
+    uint64_t held;            /* findings not published: finding_every */
 };
 
 const char *tw_alert_kind_name(tw_alert_kind k)
@@ -126,6 +132,17 @@ uint64_t tw_alert_tracker_sent(const tw_alert_tracker *t)
 void tw_alert_tracker_set_max_bytes(tw_alert_tracker *t, size_t max_bytes)
 {
     t->max_bytes = max_bytes;
+}
+
+void tw_alert_tracker_set_finding_every(tw_alert_tracker *t, int64_t us)
+{
+    TW_ASSERT(us >= 0);
+    t->finding_every_us = us;
+}
+
+uint64_t tw_alert_tracker_held(const tw_alert_tracker *t)
+{
+    return t->held;
 }
 
 uint64_t tw_alert_tracker_truncated(const tw_alert_tracker *t)
@@ -539,10 +556,21 @@ static int tw_alert_on_scan(tw_alert_tracker *t, tw_job *job, tw_rule *rule,
             return TW_ERR;
     }
     if (res->condition_met && res->violations > st->violations) {
-        ev.kind = TW_ALERT_FINDING;
-        ev.previous = now;
-        if (tw_alert_publish(t, job, rule, parent, &ev) != TW_OK)
-            return TW_ERR;
+        /* A rule that finds at every scan (continuous ticks: a scan per
+         * message) would publish a finding per message; its first finding
+         * always goes, then at most one per finding_every of event time,
+         * carrying the violations so far. Event time keeps it
+         * deterministic across a restore. */
+        if (t->finding_every_us > 0 && st->finding_end != 0 &&
+            scan->end_us - (st->finding_end - 1) < t->finding_every_us) {
+            t->held++;
+        } else {
+            ev.kind = TW_ALERT_FINDING;
+            ev.previous = now;
+            if (tw_alert_publish(t, job, rule, parent, &ev) != TW_OK)
+                return TW_ERR;
+            st->finding_end = scan->end_us + 1;
+        }
     }
     st->status = now;
     st->violations = res->violations;
@@ -638,11 +666,12 @@ int tw_alert_tracker_finish(tw_alert_tracker *t, tw_job *job)
 }
 
 /* ---- checkpoints ----------------------------------------------------------
- * Blob: "TWAT", u8 version (2), uv nrules, per rule {uv status, iv
- * violations, uv issues_scan (version 2 on; 0 when restored from 1)},
- * uv nnodes, per node str, uv sent. */
+ * Blob: "TWAT", u8 version (3), uv nrules, per rule {uv status, iv
+ * violations, uv issues_scan (version 2 on; 0 when restored from 1), iv
+ * finding_end (version 3 on; 0 when restored from 1-2)}, uv nnodes, per
+ * node str, uv sent. */
 
-#define TW_ALERT_BLOB_VERSION 2
+#define TW_ALERT_BLOB_VERSION 3
 
 int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out)
 {
@@ -654,6 +683,7 @@ int tw_alert_tracker_save(const tw_alert_tracker *t, tw_buf *out)
         tw_ckw_uv(&w, (uint64_t)t->rules[i].status);
         tw_ckw_iv(&w, t->rules[i].violations);
         tw_ckw_uv(&w, t->rules[i].issues_scan);
+        tw_ckw_iv(&w, t->rules[i].finding_end);
     }
     tw_ckw_uv(&w, t->nnodes);
     for (size_t i = 0; i < t->nnodes; i++)
@@ -690,6 +720,8 @@ int tw_alert_tracker_restore(tw_alert_tracker *t, const void *data, size_t len,
         rules[i].violations = tw_ckr_iv(&r);
         if (version >= 2)
             rules[i].issues_scan = tw_ckr_uv(&r);
+        if (version >= 3)
+            rules[i].finding_end = tw_ckr_iv(&r);
     }
     size_t nnodes = tw_ckr_count(&r, 1);
     char **nodes = NULL;

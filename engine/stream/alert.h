@@ -122,12 +122,24 @@ uint64_t tw_alert_tracker_sent(const tw_alert_tracker *t);
  * publishing call fail (TW_ERR). */
 void tw_alert_tracker_set_max_bytes(tw_alert_tracker *t, size_t max_bytes);
 
+/* Finding alerts at most one per `us` of event time per rule (0, the
+ * default: one per scan that finds more violations): a rule's first
+ * finding is always published; a later one only when its scan ends at
+ * least `us` after the last published finding's scan, else it is held
+ * (counted) and the next published alert carries the violations so far.
+ * Saved in checkpoints (version 3), so a restored job holds the same. */
+void tw_alert_tracker_set_finding_every(tw_alert_tracker *t, int64_t us);
+
+/* Findings held back by finding_every so far. */
+uint64_t tw_alert_tracker_held(const tw_alert_tracker *t);
+
 /* Alerts published truncated so far. */
 uint64_t tw_alert_tracker_truncated(const tw_alert_tracker *t);
 
 /* Checkpoints: the tracker's bookkeeping (each rule's last published
- * status and violation count, the node list, the count sent) appended to
- * out as one blob (magic "TWAT", version 1, ckpt_codec.h encoding), and
+ * status, violation count and finding time, the node list, the count
+ * sent) appended to out as one blob (magic "TWAT", version 3; 1 and 2
+ * are still read; ckpt_codec.h encoding), and
  * restored into a fresh tracker, so a restored job publishes exactly the
  * alerts an uninterrupted one would. TW_ERR: out of memory / a blob that
  * is truncated or malformed (err says which and where). */

@@ -210,9 +210,11 @@ static void tw_rjob_free(tw_rjob *j)
 {
     if (j == NULL)
         return;
-    if (j->alerts != NULL)
+    if (j->alerts != NULL) {
         j->router->stats.alerts_truncated +=
             tw_alert_tracker_truncated(j->alerts);
+        j->router->stats.findings_held += tw_alert_tracker_held(j->alerts);
+    }
     tw_job_free(j->job);
     tw_alert_tracker_free(j->alerts);
     free(j);
@@ -619,8 +621,10 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
     /* the idle clock starts now (a restored job has no message yet) */
     j->last_active_us = j->started_us;
     j->alerts = tw_alert_tracker_new(tw_router_emit, j);
-    if (j->alerts != NULL)
+    if (j->alerts != NULL) {
         tw_alert_tracker_set_max_bytes(j->alerts, r->cfg.max_alert_bytes);
+        tw_alert_tracker_set_finding_every(j->alerts, r->cfg.finding_every_us);
+    }
     if (j->alerts == NULL ||
         tw_job_new(id, &r->cfg.job, r->cfg.reg, r->cfg.rules, r->cfg.nrules,
                    &j->job, err, sizeof(err)) != TW_OK) {

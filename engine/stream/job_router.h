@@ -89,7 +89,8 @@ typedef struct tw_router_config {
     tw_store *store;              /* borrowed; NULL = a private volatile one */
     const char *topic;            /* the metrics topic: checkpoint keys */
     tw_on_data_loss on_data_loss; /* a job whose beginning was lost */
-    size_t max_alert_bytes; /* 0 = none (tw_alert_tracker_set_max_bytes) */
+    size_t max_alert_bytes;   /* 0 = none (tw_alert_tracker_set_max_bytes) */
+    int64_t finding_every_us; /* tw_alert_tracker_set_finding_every */
     /* Told of each job finished here (its results handed to the writer);
      * NULL = nobody. */
     void (*job_finished)(void *ud, const char *job);
@@ -137,6 +138,7 @@ typedef struct tw_router_stats {
     uint64_t skewed_batches;   /* batches that had any (dead-letter copies) */
     uint64_t scan_cap_hits;    /* advances cut short by the scan cap      */
     uint64_t alerts_truncated; /* cut to max_alert_bytes               */
+    uint64_t findings_held;    /* finding alerts held: finding_every   */
     uint64_t jobs_quarantined; /* tw_router_quarantine                 */
     uint64_t messages_quarantined; /* tw_router_quarantine                 */
     uint64_t python_profiles;      /* the hook's, verified and not evaluated */

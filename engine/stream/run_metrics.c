@@ -333,6 +333,7 @@ static const tw_counter_row tw_counter_rows[] = {
     C(late_tensors, "debugging tensors dropped: their scan had closed"),
     C(scan_cap_hits, "advances cut short by the scan cap"),
     C(alerts_truncated, "alerts cut to the producer's message size"),
+    C(findings_held, "finding alerts held back by engine.finding_every"),
     C(jobs_quarantined, "jobs marked quarantined"),
     C(messages_quarantined, "messages quarantined"),
 };

@@ -1105,7 +1105,13 @@ static int64_t step_canonical(const char *text, size_t len)
 }
 
 /* SO02 step: uv 0 = the previous canonical number + 1 (not a string);
- * else uv len + 1, u8 is_str, the text. */
+ * else uv len + 1, u8 is_str, the text. SO03 (written): a canonical
+ * decimal above the previous one (a step of one kind interleaved with
+ * another's, sharing a counter, included) as uv 4k = the previous + 1 +
+ * k, or 4k + 2 for the same as a JSON string (the hooks write step_num
+ * as a string); any other as uv 2 len + 1, u8 is_str, the text. */
+#define SO_STEP_MAX 999999999999999999LL /* 18 digits: step_canonical */
+
 static void put_steps(tw_ser *w, const so_steps *st)
 {
     tw_ser_uv(w, st->n);
@@ -1113,19 +1119,21 @@ static void put_steps(tw_ser *w, const so_steps *st)
     for (size_t i = 0; i < st->n; i++) {
         const char *text = st->arena + st->v[i].off;
         int64_t v = step_canonical(text, st->v[i].len);
-        if (!st->v[i].is_str && prev >= 0 && v == prev + 1) {
-            tw_ser_uv(w, 0);
+        if (prev >= 0 && v > prev) {
+            tw_ser_uv(w, 4 * (uint64_t)(v - prev - 1) +
+                             (st->v[i].is_str ? 2u : 0u));
         } else {
-            tw_ser_uv(w, (uint64_t)st->v[i].len + 1);
+            tw_ser_uv(w, 2 * (uint64_t)st->v[i].len + 1);
             tw_ser_u8(w, st->v[i].is_str);
             tw_ser_bytes(w, text, st->v[i].len);
         }
-        prev = st->v[i].is_str ? -1 : v;
+        prev = v;
     }
 }
 
-static int get_steps(tw_deser *d, so_steps *st, int v2)
+static int get_steps(tw_deser *d, so_steps *st, int ver)
 {
+    int v2 = ver >= 2;
     uint64_t n;
     if (v2) {
         n = tw_deser_uv(d);
@@ -1141,17 +1149,19 @@ static int get_steps(tw_deser *d, so_steps *st, int v2)
         uint64_t len;
         uint8_t is_str;
         uint64_t tag = v2 ? tw_deser_uv(d) : 1;
-        if (v2 && tag == 0) {
-            if (prev < 0) {
+        /* SO02: 0 = +1; SO03: even = +1 + tag / 4, a string if tag % 4 */
+        if (v2 && (ver == 2 ? tag == 0 : tag % 2 == 0)) {
+            uint64_t k = tag / 4;
+            if (prev < 0 || k > (uint64_t)(SO_STEP_MAX - prev - 1)) {
                 tw_deser_fail(d);
                 break;
             }
             len = (uint64_t)snprintf(num, sizeof(num), "%lld",
-                                     (long long)(prev + 1));
+                                     (long long)(prev + 1 + (int64_t)k));
             text = num;
-            is_str = 0;
+            is_str = ver >= 3 && tag % 4 == 2;
         } else {
-            len = v2 ? tag - 1 : tw_deser_u32(d);
+            len = !v2 ? tw_deser_u32(d) : ver == 2 ? tag - 1 : tag / 2;
             is_str = tw_deser_u8(d);
             if (!tw_deser_ok(d) || len > d->left || len > UINT32_MAX) {
                 tw_deser_fail(d);
@@ -1164,7 +1174,8 @@ static int get_steps(tw_deser *d, so_steps *st, int v2)
         }
         if (steps_push(st, text, (size_t)len, is_str) != TW_OK)
             tw_deser_fail(d);
-        prev = is_str ? -1 : step_canonical(text, (size_t)len);
+        /* SO02 chains numbers only; SO03 strings too */
+        prev = is_str && ver < 3 ? -1 : step_canonical(text, (size_t)len);
     }
     return tw_deser_ok(d) ? TW_OK : TW_ERR;
 }
@@ -1203,6 +1214,16 @@ static void get_durations(tw_deser *d, double *v, size_t n, int v2)
         tw_deser_fail(d);
     for (size_t i = 0; i < n && tw_deser_ok(d); i++)
         v[i] = us ? (double)tw_deser_sv(d) / 1e6 : tw_deser_f64(d);
+}
+
+/* A duration in whole µs for the SO03 start-time deltas; 0 when it is
+ * not finite or out of range (any value works: both sides use it). */
+static uint64_t dur_us_or_0(double dur)
+{
+    double us = dur * 1e6;
+    if (!(fabs(us) < 9007199254740992.0))
+        return 0;
+    return (uint64_t)llrint(us);
 }
 
 static int so_save(void *state, tw_buf *out)
@@ -1266,11 +1287,12 @@ static int so_save(void *state, tw_buf *out)
         const so_node *n = s->nodes.ptrs[i];
         for (size_t k = 0; k < n->names.n; k++) {
             const so_series *ser = n->names.ptrs[k];
-            int64_t prev = 0;
+            /* SO03: a start against the previous step's end, ~0 for
+             * back-to-back steps (µs times of one job: no overflow) */
+            uint64_t prev = 0;
             for (size_t t = 0; t < ser->steps.n; t++) {
-                /* µs times of one job: deltas cannot overflow */
-                tw_ser_sv(&w, (int64_t)((uint64_t)ser->t[t] - (uint64_t)prev));
-                prev = ser->t[t];
+                tw_ser_sv(&w, (int64_t)((uint64_t)ser->t[t] - prev));
+                prev = (uint64_t)ser->t[t] + dur_us_or_0(ser->d[t]);
             }
         }
     }
@@ -1357,7 +1379,7 @@ static int restore_node(so_state *s, tw_deser *d, int ver)
         }
         so_series *ser = series_get(n, name);
         free(name);
-        if (!ser || get_steps(d, &ser->steps, v2) != TW_OK)
+        if (!ser || get_steps(d, &ser->steps, ver) != TW_OK)
             return TW_ERR;
         ser->dcap = ser->steps.n ? ser->steps.n : 1;
         ser->d = malloc(ser->dcap * sizeof(double));
@@ -1399,7 +1421,7 @@ static int restore_node(so_state *s, tw_deser *d, int ver)
             det->probs[b] = tw_deser_i64(d);
         for (int b = 0; b < 101; b++)
             det->edges[b] = tw_deser_f64(d);
-        if (get_steps(d, &det->steps, v2) != TW_OK)
+        if (get_steps(d, &det->steps, ver) != TW_OK)
             return TW_ERR;
         det->steps_str = tw_deser_u8(d) != 0;
     }
@@ -1459,6 +1481,8 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
                     else
                         prev = (uint64_t)tw_deser_i64(&d);
                     ser->t[t] = (int64_t)prev;
+                    if (ver >= 3)
+                        prev += dur_us_or_0(ser->d[t]);
                 }
             }
         }

@@ -44,7 +44,7 @@
  *  - `fixed`: per (node, name) the exact history up to `max_exact_steps`
  *    (default 2 000) steps, statistics identical to `reference`. Past
  *    that, the (node, name) switches to summary mode, bounded whatever the
- *    job's length (~11 KB saved at the defaults, ~7 bytes a windowed step):
+ *    job's length (~8 KB saved at the defaults, ~4 bytes a windowed step):
  *    the newest max_exact_steps/2 .. 1.125x that steps keep their step
  *    number, duration and start time (the window); the whole history
  *    keeps the exact count, mean/std (running, Welford: they differ from
@@ -493,9 +493,9 @@ static int interval_put(so_node *n, const char *key, int64_t start, int64_t end)
     return TW_OK;
 }
 
-/* Steps summary mode keeps with their numbers and start times: the newest
- * window .. 1.125 x window, half of max_exact_steps so that a summary
- * saves less than the exact history it replaced. */
+/* How many steps summary mode keeps with their numbers and start times
+ * (the newest window .. 1.125 x window): half of max_exact_steps, so a
+ * summary saves less than the exact history it replaced. */
 static size_t so_window(const so_state *s)
 {
     return s->max_exact / 2;

@@ -130,7 +130,7 @@ static const tw_param_spec pr_params[] = {
        "named <mode> or Step:<mode> (e.g. ModeKeys.TRAIN)"),
     OV("StepOutlier", "n_outliers", TW_PARAM_INT, "10", 0.0, 1e12,
        "trigger only when a (node, step kind) has more outliers than this"),
-    OV("StepOutlier", "max_exact_steps", TW_PARAM_INT, "20000", 1000.0, 1e9,
+    OV("StepOutlier", "max_exact_steps", TW_PARAM_INT, "2000", 1000.0, 1e9,
        "trainwatch extension, fixed semantics only: steps per (node, step "
        "kind) kept exactly before switching to bounded summaries"),
     OV("StepOutlier", "min_factor", TW_PARAM_DOUBLE, "3", 1.0, 1e6,

@@ -42,18 +42,28 @@
  *    the per-node report keeps the outliers' step numbers; the §4 buffer is
  *    bounded by the vocabulary (fwagg.h); intervals hold one scan's steps.
  *  - `fixed`: per (node, name) the exact history up to `max_exact_steps`
- *    (default 1 000 000) steps, statistics identical to `reference`. Past
- *    that, the (node, name) switches to summary mode: whole-history
- *    durations go to a count map capped at 100 000 distinct values
- *    (tw_countmap: beyond it durations are rounded to 0.01 s, 0.02 s, ...),
- *    mean/std are running (Welford) values, and only the newest
- *    max_exact_steps .. 1.125*max_exact_steps steps keep their step number.
- *    Then: the outlier count, quantiles, min/max and histogram stay
- *    whole-history (exact until the count map coarsens; mean/std differ
- *    from numpy's pairwise sums in the last bits), and `step_numbers` lists
- *    only outliers among the retained newest steps. Bound per (node, name):
- *    ~1.125*M*(28 bytes + step text) + ~6.4 MB; per node the report's
- *    step numbers are bounded by the same window.
+ *    (default 2 000) steps, statistics identical to `reference`. Past
+ *    that, the (node, name) switches to summary mode, bounded whatever the
+ *    job's length (~8 KB saved at the defaults, ~4 bytes a windowed step):
+ *    the newest max_exact_steps/2 .. 1.125x that steps keep their step
+ *    number, duration and start time (the window); the whole history
+ *    keeps the exact count, mean/std (running, Welford: they differ from
+ *    numpy's pairwise sums in the last bits), min and max, the SO_TOP_K
+ *    (256) largest durations exactly and every duration in a
+ *    relative-error histogram (rel_hist.h, alpha 0.5 %). Evaluations read
+ *    the multiset "top-K exact, the others as their bucket's value clamped
+ *    below the smallest top-K one" (approx_build), so:
+ *      - the outlier count is exact for the threshold used whenever at
+ *        most 256 steps exceed it; with more, only steps within 0.5 % of
+ *        the threshold may be miscounted (then n_outliers, default 10, is
+ *        passed anyway; the min_outlier_fraction test is the one that
+ *        reads such a count);
+ *      - p50/p95/p99 are within 0.5 % (exact where the rank falls in the
+ *        top 256), so the min_factor x median threshold is within 0.5 %
+ *        and steps within 0.5 % of it may be classed differently;
+ *      - the normal-steps histogram bins those values (each within 0.5 %);
+ *      - `step_numbers` lists only outliers among the window's steps.
+ *    Per node the report's step numbers are bounded by the same window.
  *  - both, outside summary mode: a sorted copy of the durations (8 bytes
  *    a step, not saved; rebuilt from them after a restore), merged with
  *    each scan's new steps, gives the order statistics and the outlier
@@ -68,6 +78,7 @@
 #include "fw_strmap.h"
 #include "fwagg.h"
 #include "ptr_memo.h"
+#include "rel_hist.h"
 #include "select.h"
 #include "sorted_history.h"
 #include "trainwatch/countmap.h"
@@ -93,7 +104,7 @@ static const tw_param_spec so_params[P_COUNT] = {
      "named <mode> or Step:<mode> (e.g. ModeKeys.TRAIN)"},
     {"n_outliers", TW_PARAM_INT, "10", 0.0, 1e12,
      "trigger only when a (node, step kind) has more outliers than this"},
-    {"max_exact_steps", TW_PARAM_INT, "20000", 1000.0, 1e9,
+    {"max_exact_steps", TW_PARAM_INT, "2000", 1000.0, 1e9,
      "trainwatch extension, fixed semantics only: steps per (node, step "
      "kind) kept exactly before switching to bounded summaries"},
     {"min_factor", TW_PARAM_DOUBLE, "3", 1.0, 1e6,
@@ -105,8 +116,10 @@ static const tw_param_spec so_params[P_COUNT] = {
      "steps"},
 };
 
-#define SO_MIN_STEPS 100          /* evaluate above this many durations */
-#define SO_SUMMARY_KEYS 4096u     /* count-map cap in summary mode */
+#define SO_MIN_STEPS 100      /* evaluate above this many durations */
+#define SO_SUMMARY_KEYS 4096u /* count-map cap of SO01/SO02 summaries */
+#define SO_TOP_K 256          /* summary: the largest durations kept exactly */
+#define SO_ALPHA 0.005        /* summary: relative error of the others */
 #define SO_OWNKEY_STEP_DETAILS 0u /* Details key id of "step_details" */
 
 /* A step number: its text (in an arena) and whether it was a JSON string. */
@@ -132,7 +145,9 @@ typedef struct so_series {
     uint64_t total; /* durations ever appended */
     int any_string;
     int summary;    /* fixed only: past max_exact_steps */
-    tw_countmap cm; /* summary: whole-history multiset */
+    tw_rel_hist rh; /* summary: every duration, within SO_ALPHA */
+    double *top;    /* summary: min-heap of the SO_TOP_K largest, exact */
+    size_t ntop;
     double w_mean, w_m2;
     /* not summary: d sorted, merged up to date at each evaluation (not
      * saved; rebuilt after a restore); unordered: a NaN came (restored
@@ -188,6 +203,7 @@ typedef struct so_state {
     tw_keyorder ko;
     double *scratch; /* sorted copy / normal values */
     size_t scratch_cap;
+    tw_countmap approx; /* summary evaluations: the multiset they read */
 
     /* For the finding: start times of the first and last outlier steps
      * of the evaluations that found violations (µs; 0 = none); with the
@@ -285,7 +301,8 @@ static void series_free(so_series *s)
     free(s->t);
     tw_sorted_history_free(&s->sorted);
     steps_free(&s->steps);
-    tw_countmap_free(&s->cm);
+    tw_rel_hist_free(&s->rh);
+    free(s->top);
     free(s);
 }
 
@@ -328,6 +345,7 @@ static void so_destroy(void *state)
     so_clear_nodes(s);
     tw_fwagg_free(&s->agg);
     free(s->scratch);
+    tw_countmap_free(&s->approx);
     free(s->mode);
     free(s->step_mode);
     free(s->params_text);
@@ -371,6 +389,7 @@ static int so_create(const tw_host *host, const tw_params *params, void **state,
     s->min_fraction = v[P_MIN_FRACTION].is_none ? 0.005 : v[P_MIN_FRACTION].d;
     fwsm_init(&s->nodes);
     tw_fwagg_init(&s->agg, s->semantics);
+    tw_countmap_init(&s->approx, 0);
     tw_keyorder_init(&s->ko);
     tw_keyorder_note(&s->ko, SO_OWNKEY_STEP_DETAILS);
 
@@ -444,7 +463,7 @@ static so_series *series_get(so_node *n, const char *name)
         so_series *ser = calloc(1, sizeof(*ser));
         if (!ser)
             return NULL;
-        tw_countmap_init(&ser->cm, SO_SUMMARY_KEYS);
+        tw_rel_hist_init(&ser->rh, SO_ALPHA);
         n->names.ptrs[at] = ser;
     }
     return n->names.ptrs[at];
@@ -474,11 +493,19 @@ static int interval_put(so_node *n, const char *key, int64_t start, int64_t end)
     return TW_OK;
 }
 
-/* Summary mode keeps step numbers for the newest max_exact..1.125x steps:
- * drop the oldest once the list reaches the upper mark. */
+/* How many steps summary mode keeps with their numbers and start times
+ * (the newest window .. 1.125 x window): half of max_exact_steps, so a
+ * summary saves less than the exact history it replaced. */
+static size_t so_window(const so_state *s)
+{
+    return s->max_exact / 2;
+}
+
+/* Summary mode: drop the oldest window steps once the list reaches the
+ * upper mark. */
 static int series_compact(so_state *s, so_series *ser)
 {
-    size_t keep = s->max_exact;
+    size_t keep = so_window(s);
     size_t drop = ser->steps.n - keep;
     so_steps fresh;
     memset(&fresh, 0, sizeof(fresh));
@@ -522,6 +549,54 @@ static void order_stats(const tw_host *h, double *buf, size_t cnt, so_detail *d)
     d->p50 = tw_select_quantile(buf, cnt, 0.50);
 }
 
+/* The SO_TOP_K largest durations, a min-heap in ser->top (allocated on
+ * entering summary mode). NaN (restored state only) has no rank: skipped. */
+static void top_sift_down(double *v, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && v[l] < v[m])
+            m = l;
+        if (l + 1 < n && v[l + 1] < v[m])
+            m = l + 1;
+        if (m == i)
+            return;
+        double t = v[i];
+        v[i] = v[m];
+        v[m] = t;
+        i = m;
+    }
+}
+
+static void top_push(so_series *ser, double x)
+{
+    if (isnan(x))
+        return;
+    if (ser->ntop < SO_TOP_K) {
+        size_t i = ser->ntop++;
+        ser->top[i] = x;
+        while (i > 0 && ser->top[(i - 1) / 2] > ser->top[i]) {
+            double t = ser->top[i];
+            ser->top[i] = ser->top[(i - 1) / 2];
+            ser->top[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+    } else if (x > ser->top[0]) {
+        ser->top[0] = x;
+        top_sift_down(ser->top, ser->ntop, 0);
+    }
+}
+
+/* A duration into the summary: histogram, top-K and running moments. */
+static int summary_add(so_series *ser, double x, uint64_t count)
+{
+    double delta = x - ser->w_mean;
+    ser->w_mean += delta / (double)count;
+    ser->w_m2 += delta * (x - ser->w_mean);
+    top_push(ser, x);
+    return tw_rel_hist_add_n(&ser->rh, x, 1);
+}
+
 static int series_append(so_state *s, so_series *ser, double dur,
                          int64_t start_us, const char *text, size_t len,
                          int is_str)
@@ -549,29 +624,25 @@ static int series_append(so_state *s, so_series *ser, double dur,
         return TW_OK;
 
     if (!ser->summary && ser->total > s->max_exact) {
-        /* Switch to summary mode: the whole history so far seeds the count
-         * map and the running mean/variance. */
+        /* Switch to summary mode: the whole history so far seeds the
+         * histogram, the top-K and the running mean/variance. */
+        ser->top = malloc(SO_TOP_K * sizeof(double));
+        if (!ser->top)
+            return TW_ERR;
         ser->summary = 1;
-        tw_sorted_history_free(&ser->sorted); /* summary uses the map */
+        ser->ntop = 0;
+        tw_sorted_history_free(&ser->sorted); /* summary reads rh, top */
         ser->w_mean = 0.0;
         ser->w_m2 = 0.0;
-        for (size_t i = 0; i < ser->steps.n; i++) {
-            double x = ser->d[i];
-            double delta = x - ser->w_mean;
-            ser->w_mean += delta / (double)(i + 1);
-            ser->w_m2 += delta * (x - ser->w_mean);
-            if (tw_countmap_add(&ser->cm, x) != TW_OK)
+        for (size_t i = 0; i < ser->steps.n; i++)
+            if (summary_add(ser, ser->d[i], i + 1) != TW_OK)
                 return TW_ERR;
-        }
-        return TW_OK;
+        return series_compact(s, ser);
     }
     if (ser->summary) {
-        double delta = dur - ser->w_mean;
-        ser->w_mean += delta / (double)ser->total;
-        ser->w_m2 += delta * (dur - ser->w_mean);
-        if (tw_countmap_add(&ser->cm, dur) != TW_OK)
+        if (summary_add(ser, dur, ser->total) != TW_OK)
             return TW_ERR;
-        if (ser->steps.n >= s->max_exact + s->max_exact / 8)
+        if (ser->steps.n >= so_window(s) + so_window(s) / 8)
             return series_compact(s, ser);
     }
     return TW_OK;
@@ -664,6 +735,84 @@ static int so_flagged(const so_state *s, const so_detail *d)
     return 1;
 }
 
+/* The multiset a summary's evaluation reads: the top-K durations exactly,
+ * every other one as its histogram bucket's representative clamped to
+ * [min, smallest top-K value] (so it stays within SO_ALPHA of the value,
+ * and no value outside the top-K rises above one inside it), and the
+ * exact minimum. Then the count of values above a cut-off is exact
+ * whenever the cut-off is at least the smallest top-K value. */
+typedef struct approx_fill {
+    tw_countmap *m;
+    const tw_rel_hist *rh;
+    const double *top; /* ascending */
+    size_t ntop, at;
+    double lo, hi;
+    int min_placed;
+    int err;
+} approx_fill;
+
+static int approx_bucket(void *ctx, int64_t key, double rep, uint64_t count)
+{
+    approx_fill *f = ctx;
+    /* the top-K values of this bucket are added exactly, later (a value
+     * with no bucket can only come from a corrupt checkpoint: skipped) */
+    while (f->at < f->ntop && tw_rel_hist_key(f->rh, f->top[f->at]) < key)
+        f->at++;
+    while (f->at < f->ntop && count > 0 &&
+           tw_rel_hist_key(f->rh, f->top[f->at]) == key) {
+        count--;
+        f->at++;
+    }
+    if (count == 0)
+        return 0;
+    if (!f->min_placed) {
+        f->min_placed = 1;
+        if (tw_countmap_add(f->m, f->lo) != TW_OK) {
+            f->err = 1;
+            return 1;
+        }
+        count--;
+    }
+    double r = rep < f->lo ? f->lo : rep > f->hi ? f->hi : rep;
+    if (count > 0 && tw_countmap_add_n(f->m, r, count) != TW_OK) {
+        f->err = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int approx_build(so_state *s, const so_series *ser)
+{
+    double top[SO_TOP_K];
+    memcpy(top, ser->top, ser->ntop * sizeof(double));
+    qsort(top, ser->ntop, sizeof(double), cmp_double);
+    tw_countmap_clear(&s->approx);
+    approx_fill f = {&s->approx,
+                     &ser->rh,
+                     top,
+                     ser->ntop,
+                     0,
+                     ser->rh.min,
+                     ser->ntop == SO_TOP_K ? top[0] : ser->rh.max,
+                     0,
+                     0};
+    if (f.hi < f.lo)
+        f.hi = f.lo; /* corrupt checkpoint only */
+    tw_rel_hist_each(&ser->rh, approx_bucket, &f);
+    for (size_t i = 0; i < ser->ntop && !f.err; i++)
+        if (tw_countmap_add(&s->approx, top[i]) != TW_OK)
+            f.err = 1;
+    if (f.err)
+        return TW_ERR;
+    return tw_countmap_count(&s->approx) > 0 ? TW_OK : 1;
+}
+
 /* Fills the node's report slot from one (node, name) series. */
 static int so_evaluate(so_state *s, so_node *n, size_t node_index,
                        const char *name, so_series *ser)
@@ -729,15 +878,23 @@ static int so_evaluate(so_state *s, so_node *n, size_t node_index,
         d->n_out = nout;
         h->hist100(buf, nn, d->probs, d->edges);
     } else {
-        d->max = tw_countmap_max(&ser->cm);
-        d->min = tw_countmap_min(&ser->cm);
-        if (tw_countmap_quantile(&ser->cm, 0.99, &d->p99) != TW_OK ||
-            tw_countmap_quantile(&ser->cm, 0.95, &d->p95) != TW_OK ||
-            tw_countmap_quantile(&ser->cm, 0.50, &d->p50) != TW_OK)
+        tw_countmap *m = &s->approx;
+        rc = approx_build(s, ser);
+        if (rc == TW_ERR)
             return TW_ERR;
+        if (rc == TW_OK) {
+            d->max = tw_countmap_max(m);
+            d->min = tw_countmap_min(m);
+            if (tw_countmap_quantile(m, 0.99, &d->p99) != TW_OK ||
+                tw_countmap_quantile(m, 0.95, &d->p95) != TW_OK ||
+                tw_countmap_quantile(m, 0.50, &d->p50) != TW_OK)
+                return TW_ERR;
+        } else { /* only NaNs (a corrupt checkpoint) */
+            d->max = d->min = d->p99 = d->p95 = d->p50 = NAN;
+        }
         thr = so_threshold(s, mean, std, d->p50);
-        d->n_out = (int64_t)fw_countmap_above(&ser->cm, thr);
-        fw_hist100_countmap(&ser->cm, h, 1, thr, d->probs, d->edges);
+        d->n_out = (int64_t)fw_countmap_above(m, thr);
+        fw_hist100_countmap(m, h, 1, thr, d->probs, d->edges);
     }
     d->out_first_us = d->out_last_us = 0;
     /* (outside summary mode n_out counts exactly these values) */
@@ -927,6 +1084,10 @@ static int so_details(void *state, tw_json *j)
  * decimals, not strings) is one byte, durations that are whole µs are
  * varints, start times varint deltas. ~7 bytes a step instead of ~26. */
 #define SO_MAGIC_2 0x534f3032u
+/* "SO03": SO02 with a summary's count map replaced by the bounded summary
+ * (rel_hist and the top-K durations); nothing for a series outside
+ * summary mode. SO01/SO02 summaries convert on restore. */
+#define SO_MAGIC_3 0x534f3033u
 
 /* The value of a canonical unsigned decimal ("0" or no leading zero, at
  * most 19 digits), or -1. */
@@ -944,7 +1105,13 @@ static int64_t step_canonical(const char *text, size_t len)
 }
 
 /* SO02 step: uv 0 = the previous canonical number + 1 (not a string);
- * else uv len + 1, u8 is_str, the text. */
+ * else uv len + 1, u8 is_str, the text. SO03 (written): a canonical
+ * decimal above the previous one (a step of one kind interleaved with
+ * another's, sharing a counter, included) as uv 4k = the previous + 1 +
+ * k, or 4k + 2 for the same as a JSON string (the hooks write step_num
+ * as a string); any other as uv 2 len + 1, u8 is_str, the text. */
+#define SO_STEP_MAX 999999999999999999LL /* 18 digits: step_canonical */
+
 static void put_steps(tw_ser *w, const so_steps *st)
 {
     tw_ser_uv(w, st->n);
@@ -952,19 +1119,21 @@ static void put_steps(tw_ser *w, const so_steps *st)
     for (size_t i = 0; i < st->n; i++) {
         const char *text = st->arena + st->v[i].off;
         int64_t v = step_canonical(text, st->v[i].len);
-        if (!st->v[i].is_str && prev >= 0 && v == prev + 1) {
-            tw_ser_uv(w, 0);
+        if (prev >= 0 && v > prev) {
+            tw_ser_uv(w, 4 * (uint64_t)(v - prev - 1) +
+                             (st->v[i].is_str ? 2u : 0u));
         } else {
-            tw_ser_uv(w, (uint64_t)st->v[i].len + 1);
+            tw_ser_uv(w, 2 * (uint64_t)st->v[i].len + 1);
             tw_ser_u8(w, st->v[i].is_str);
             tw_ser_bytes(w, text, st->v[i].len);
         }
-        prev = st->v[i].is_str ? -1 : v;
+        prev = v;
     }
 }
 
-static int get_steps(tw_deser *d, so_steps *st, int v2)
+static int get_steps(tw_deser *d, so_steps *st, int ver)
 {
+    int v2 = ver >= 2;
     uint64_t n;
     if (v2) {
         n = tw_deser_uv(d);
@@ -980,17 +1149,19 @@ static int get_steps(tw_deser *d, so_steps *st, int v2)
         uint64_t len;
         uint8_t is_str;
         uint64_t tag = v2 ? tw_deser_uv(d) : 1;
-        if (v2 && tag == 0) {
-            if (prev < 0) {
+        /* SO02: 0 = +1; SO03: even = +1 + tag / 4, a string if tag % 4 */
+        if (v2 && (ver == 2 ? tag == 0 : tag % 2 == 0)) {
+            uint64_t k = tag / 4;
+            if (prev < 0 || k > (uint64_t)(SO_STEP_MAX - prev - 1)) {
                 tw_deser_fail(d);
                 break;
             }
             len = (uint64_t)snprintf(num, sizeof(num), "%lld",
-                                     (long long)(prev + 1));
+                                     (long long)(prev + 1 + (int64_t)k));
             text = num;
-            is_str = 0;
+            is_str = ver >= 3 && tag % 4 == 2;
         } else {
-            len = v2 ? tag - 1 : tw_deser_u32(d);
+            len = !v2 ? tw_deser_u32(d) : ver == 2 ? tag - 1 : tag / 2;
             is_str = tw_deser_u8(d);
             if (!tw_deser_ok(d) || len > d->left || len > UINT32_MAX) {
                 tw_deser_fail(d);
@@ -1003,7 +1174,8 @@ static int get_steps(tw_deser *d, so_steps *st, int v2)
         }
         if (steps_push(st, text, (size_t)len, is_str) != TW_OK)
             tw_deser_fail(d);
-        prev = is_str ? -1 : step_canonical(text, (size_t)len);
+        /* SO02 chains numbers only; SO03 strings too */
+        prev = is_str && ver < 3 ? -1 : step_canonical(text, (size_t)len);
     }
     return tw_deser_ok(d) ? TW_OK : TW_ERR;
 }
@@ -1044,12 +1216,22 @@ static void get_durations(tw_deser *d, double *v, size_t n, int v2)
         v[i] = us ? (double)tw_deser_sv(d) / 1e6 : tw_deser_f64(d);
 }
 
+/* A duration in whole µs for the SO03 start-time deltas; 0 when it is
+ * not finite or out of range (any value works: both sides use it). */
+static uint64_t dur_us_or_0(double dur)
+{
+    double us = dur * 1e6;
+    if (!(fabs(us) < 9007199254740992.0))
+        return 0;
+    return (uint64_t)llrint(us);
+}
+
 static int so_save(void *state, tw_buf *out)
 {
     so_state *s = state;
     tw_ser w;
     tw_ser_init(&w, s->host, out);
-    tw_ser_u32(&w, SO_MAGIC_2);
+    tw_ser_u32(&w, SO_MAGIC_3);
     tw_ser_i64(&w, s->triggered);
     tw_ser_i64(&w, s->violations);
     tw_ser_i64(&w, s->datapoints);
@@ -1068,7 +1250,11 @@ static int so_save(void *state, tw_buf *out)
             tw_ser_u8(&w, (uint8_t)ser->summary);
             tw_ser_f64(&w, ser->w_mean);
             tw_ser_f64(&w, ser->w_m2);
-            tw_countmap_save(&ser->cm, &w);
+            if (ser->summary) {
+                tw_rel_hist_save(&ser->rh, &w);
+                tw_ser_uv(&w, ser->ntop);
+                put_durations(&w, ser->top, ser->ntop);
+            }
         }
         const so_detail *d = &n->det;
         tw_ser_u8(&w, (uint8_t)d->set);
@@ -1101,11 +1287,12 @@ static int so_save(void *state, tw_buf *out)
         const so_node *n = s->nodes.ptrs[i];
         for (size_t k = 0; k < n->names.n; k++) {
             const so_series *ser = n->names.ptrs[k];
-            int64_t prev = 0;
+            /* SO03: a start against the previous step's end, ~0 for
+             * back-to-back steps (µs times of one job: no overflow) */
+            uint64_t prev = 0;
             for (size_t t = 0; t < ser->steps.n; t++) {
-                /* µs times of one job: deltas cannot overflow */
-                tw_ser_sv(&w, (int64_t)((uint64_t)ser->t[t] - (uint64_t)prev));
-                prev = ser->t[t];
+                tw_ser_sv(&w, (int64_t)((uint64_t)ser->t[t] - prev));
+                prev = (uint64_t)ser->t[t] + dur_us_or_0(ser->d[t]);
             }
         }
     }
@@ -1115,8 +1302,59 @@ static int so_save(void *state, tw_buf *out)
     return tw_ser_ok(&w) ? TW_OK : TW_ERR;
 }
 
-static int restore_node(so_state *s, tw_deser *d, int v2)
+/* An SO01/SO02 summary's count map (durations, coarsened past 4096
+ * distinct values) becomes the histogram and top-K; its exact min and max
+ * are kept. */
+static int summary_from_countmap(so_series *ser, const tw_countmap *cm)
 {
+    for (size_t i = 0; i < cm->map.n; i++) {
+        double x = cm->map.ent[i].key;
+        uint64_t c = cm->map.ent[i].val;
+        if (tw_rel_hist_add_n(&ser->rh, x, c) != TW_OK)
+            return TW_ERR;
+        for (uint64_t k = 0; k < c && k < SO_TOP_K; k++)
+            top_push(ser, x);
+    }
+    if (ser->rh.n > 0) {
+        ser->rh.min = tw_countmap_min(cm);
+        ser->rh.max = tw_countmap_max(cm);
+    }
+    return TW_OK;
+}
+
+/* The summary of an SO03 series: a valid min-heap of at most SO_TOP_K. */
+static int restore_summary(so_series *ser, tw_deser *d, int ver)
+{
+    if (!ser->summary)
+        return TW_OK;
+    ser->top = malloc(SO_TOP_K * sizeof(double));
+    if (!ser->top)
+        return TW_ERR;
+    if (ver < 3) {
+        tw_countmap cm;
+        tw_countmap_init(&cm, SO_SUMMARY_KEYS);
+        int rc = tw_countmap_restore(&cm, d);
+        if (rc == TW_OK)
+            rc = summary_from_countmap(ser, &cm);
+        tw_countmap_free(&cm);
+        return rc;
+    }
+    if (tw_rel_hist_restore(&ser->rh, d) != TW_OK)
+        return TW_ERR;
+    uint64_t nt = tw_deser_uv(d);
+    if (!tw_deser_ok(d) || nt > SO_TOP_K)
+        return TW_ERR;
+    ser->ntop = (size_t)nt;
+    get_durations(d, ser->top, ser->ntop, 1);
+    for (size_t i = 1; i < ser->ntop; i++)
+        if (!(ser->top[(i - 1) / 2] <= ser->top[i]))
+            return TW_ERR;
+    return tw_deser_ok(d) ? TW_OK : TW_ERR;
+}
+
+static int restore_node(so_state *s, tw_deser *d, int ver)
+{
+    int v2 = ver >= 2; /* compact step columns */
     char *id = tw_deser_str(d);
     if (!id) {
         tw_deser_fail(d);
@@ -1141,7 +1379,7 @@ static int restore_node(so_state *s, tw_deser *d, int v2)
         }
         so_series *ser = series_get(n, name);
         free(name);
-        if (!ser || get_steps(d, &ser->steps, v2) != TW_OK)
+        if (!ser || get_steps(d, &ser->steps, ver) != TW_OK)
             return TW_ERR;
         ser->dcap = ser->steps.n ? ser->steps.n : 1;
         ser->d = malloc(ser->dcap * sizeof(double));
@@ -1154,7 +1392,15 @@ static int restore_node(so_state *s, tw_deser *d, int v2)
         ser->summary = tw_deser_u8(d) != 0;
         ser->w_mean = tw_deser_f64(d);
         ser->w_m2 = tw_deser_f64(d);
-        if (tw_deser_ok(d) && tw_countmap_restore(&ser->cm, d) != TW_OK)
+        if (ver < 3 && tw_deser_ok(d) && !ser->summary) {
+            /* an empty count map outside summary mode */
+            tw_countmap cm;
+            tw_countmap_init(&cm, SO_SUMMARY_KEYS);
+            if (tw_countmap_restore(&cm, d) != TW_OK)
+                tw_deser_fail(d);
+            tw_countmap_free(&cm);
+        }
+        if (tw_deser_ok(d) && restore_summary(ser, d, ver) != TW_OK)
             tw_deser_fail(d);
     }
     so_detail *det = &n->det;
@@ -1175,7 +1421,7 @@ static int restore_node(so_state *s, tw_deser *d, int v2)
             det->probs[b] = tw_deser_i64(d);
         for (int b = 0; b < 101; b++)
             det->edges[b] = tw_deser_f64(d);
-        if (get_steps(d, &det->steps, v2) != TW_OK)
+        if (get_steps(d, &det->steps, ver) != TW_OK)
             return TW_ERR;
         det->steps_str = tw_deser_u8(d) != 0;
     }
@@ -1189,15 +1435,16 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
     tw_deser d;
     tw_deser_init(&d, data, len);
     uint32_t magic = tw_deser_u32(&d);
-    int v2 = magic == SO_MAGIC_2;
-    if (magic != SO_MAGIC && !v2)
+    int ver = magic == SO_MAGIC_3 ? 3 : magic == SO_MAGIC_2 ? 2 : 1;
+    int v2 = ver >= 2;
+    if (magic != SO_MAGIC && magic != SO_MAGIC_2 && magic != SO_MAGIC_3)
         tw_deser_fail(&d);
     s->triggered = tw_deser_i64(&d);
     s->violations = tw_deser_i64(&d);
     s->datapoints = tw_deser_i64(&d);
     uint64_t nn = tw_deser_count(&d, 8);
     for (uint64_t i = 0; i < nn && tw_deser_ok(&d); i++)
-        if (restore_node(s, &d, v2) != TW_OK)
+        if (restore_node(s, &d, ver) != TW_OK)
             tw_deser_fail(&d);
     uint64_t ndet = tw_deser_count(&d, 8);
     if (tw_deser_ok(&d) && ndet > s->nodes.n)
@@ -1234,6 +1481,8 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
                     else
                         prev = (uint64_t)tw_deser_i64(&d);
                     ser->t[t] = (int64_t)prev;
+                    if (ver >= 3)
+                        prev += dur_us_or_0(ser->d[t]);
                 }
             }
         }

@@ -12,33 +12,13 @@
 /* cmocka.h needs the four above first */
 #include <cmocka.h>
 
+#include "byte_sink.h"
 #include "numeric.h"
 #include "trainwatch/countmap.h"
 
 static int bits_eq(double a, double b)
 {
     return memcmp(&a, &b, sizeof(a)) == 0;
-}
-
-/* A minimal byte sink standing in for the host's tw_buf. */
-struct tw_buf {
-    uint8_t *p;
-    size_t n, cap;
-};
-
-static int sink_write(tw_buf *b, const void *data, size_t len)
-{
-    if (b->n + len > b->cap) {
-        size_t cap = (b->n + len) * 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (p == NULL)
-            return TW_ERR;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-    return TW_OK;
 }
 
 static uint64_t rng_next(uint64_t *s)

@@ -16,29 +16,9 @@
 
 /* The helper is part of the rule plugins, not of twcore. */
 #include "../../rules/common/rel_hist.c"
+#include "byte_sink.h"
 
 #define ALPHA 0.005
-
-/* A minimal byte sink standing in for the host's tw_buf. */
-struct tw_buf {
-    uint8_t *p;
-    size_t n, cap;
-};
-
-static int sink_write(tw_buf *b, const void *data, size_t len)
-{
-    if (b->n + len > b->cap) {
-        size_t cap = (b->n + len) * 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (p == NULL)
-            return TW_ERR;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-    return TW_OK;
-}
 
 static uint64_t rng = 0x1234567u;
 

@@ -139,7 +139,9 @@ static int osu_create(const tw_host *host, const tw_params *params,
 static int osu_cell_of(osu *r, int metric, const char *node, osu_cell **out)
 {
     osu_metric *m = &r->m[metric];
-    if (node == m->memo_node) {
+    /* (a NULL node, e.g. from a hostile checkpoint, is never the memo:
+     * memo_node starts NULL and cells may not exist yet) */
+    if (node != NULL && node == m->memo_node) {
         *out = &m->cells[m->memo_idx];
         return TW_OK;
     }
@@ -442,6 +444,7 @@ static int osu_restore(void *state, const void *data, size_t len, char *err,
             }
         }
         tw_namemap_free(&nodes);
+        r->m[k].memo_node = NULL; /* it pointed into `nodes` */
     }
     if (tw_deser_done(&d))
         return TW_OK;

@@ -143,8 +143,10 @@ static int wants_mem(const tw_series *s)
 static int bs_hist_init(bs *r, bs_hist *h)
 {
     memset(h, 0, sizeof(*h));
-    tw_countmap_init(
-        &h->all, r->sem == TW_SEMANTICS_FIXED ? TW_COUNTMAP_DEFAULT_CAP : 0);
+    /* with a window the map feeds only Details' box plots: a small cap;
+     * window = 0 reads the verdict's p95 from it: the exact-hundredths cap */
+    size_t cap = r->window > 0 ? TW_SYS_REPORT_CAP : TW_COUNTMAP_DEFAULT_CAP;
+    tw_countmap_init(&h->all, r->sem == TW_SEMANTICS_FIXED ? cap : 0);
     return tw_dring_init(&h->ring, r->window);
 }
 
@@ -573,10 +575,11 @@ static void bs_load_box(tw_deser *d, tw_box *b)
     b->lower = tw_deser_f64(d);
 }
 
-static void bs_save_hist(tw_ser *s, const bs_hist *h)
+/* divisor: the CPU points' |cores| (averages: a compact ring), else 1 */
+static void bs_save_hist(tw_ser *s, const bs_hist *h, uint32_t divisor)
 {
     tw_ser_u64(s, h->n);
-    tw_dring_save(&h->ring, s);
+    tw_dring_save_avg(&h->ring, s, divisor);
     tw_countmap_save(&h->all, s);
 }
 
@@ -606,18 +609,18 @@ static int bs_save(void *state, tw_buf *out)
     for (uint32_t i = 0; i < r->cpu_nodes.count; i++) {
         tw_ser_u32(&s, r->cpu[i].det_seq);
         bs_save_box(&s, &r->cpu[i].box);
-        bs_save_hist(&s, &r->cpu[i].h);
+        bs_save_hist(&s, &r->cpu[i].h, r->cores.count);
     }
     tw_seriestab_save(&r->util_tab, &s);
     for (uint32_t i = 0; i < tw_seriestab_count(&r->util_tab); i++) {
         tw_ser_u32(&s, r->util[i].det_seq);
         bs_save_box(&s, &r->util[i].box);
         bs_save_box(&s, &r->util[i].mem_box);
-        bs_save_hist(&s, &r->util[i].h);
+        bs_save_hist(&s, &r->util[i].h, 1);
     }
     tw_seriestab_save(&r->mem_tab, &s);
     for (uint32_t i = 0; i < tw_seriestab_count(&r->mem_tab); i++)
-        bs_save_hist(&s, &r->mem[i]);
+        bs_save_hist(&s, &r->mem[i], 1);
     tw_ser_i64(&s, r->viol_first_us);
     tw_ser_i64(&s, r->viol_last_us);
     tw_ser_f64(&s, r->last_cpu95);

@@ -152,9 +152,8 @@ static int osu_cell_of(osu *r, int metric, const char *node, osu_cell **out)
     if (added) {
         tw_dmap_init(&m->cells[idx].ts);
         m->cells[idx].last = 0;
-        tw_countmap_init(&m->cells[idx].sums, r->sem == TW_SEMANTICS_FIXED
-                                                  ? TW_COUNTMAP_DEFAULT_CAP
-                                                  : 0);
+        tw_countmap_init(&m->cells[idx].sums,
+                         r->sem == TW_SEMANTICS_FIXED ? TW_SYS_REPORT_CAP : 0);
     }
     m->memo_node = node;
     m->memo_idx = idx;

@@ -31,10 +31,15 @@
  * Memory: per node a ring of W CPU averages (W = window) and a count map
  * of the distinct averages; per GPU two rings of W values (utilisation,
  * memory) and two count maps; the set of core names; and, during a scan
- * only, the scan's (timestamp -> CPU sum) map. Count maps are capped at
- * TW_COUNTMAP_DEFAULT_CAP keys in fixed (about 0.7 MB each; beyond the cap
- * the whole-history box plot is approximate, see countmap.h), so fixed
- * holds at most about N*(8W + 0.7 MB) + N*G*(16W + 1.4 MB) + O(C) bytes.
+ * only, the scan's (timestamp -> CPU sum) map. In fixed the count maps
+ * feed only Details' box plots when window > 0 (the verdict reads the
+ * rings), so they are capped at TW_SYS_REPORT_CAP (256) keys (beyond it
+ * each box value is within max(R/255, 0.005), see sysutil.h); with
+ * window = 0 the verdict's p95 reads them, so they keep
+ * TW_COUNTMAP_DEFAULT_CAP (exact for two-decimal percentages). fixed
+ * holds at most about N*(8W + 10 KB) + N*G*(16W + 20 KB) + O(C) bytes
+ * (W > 0). The CPU ring is saved as averages of hundredths over |cores|
+ * (sysutil.h, tw_dring_save_avg): ~3 bytes a point instead of 8.
  * reference leaves the count maps uncapped (one entry per distinct value:
  * exact box plots for any data, e.g. CPU averages of many cores).
  */

@@ -30,8 +30,9 @@
  * feed a report (OverallSystemUsage's statistics, BatchSize's box plots
  * when its verdict reads the ring): past it the map coarsens
  * (trainwatch/countmap.h), so each reported order statistic is within
- * quantum/2 < R/(K-1) of the exact one, R = max - min of the values,
- * K = this cap, while min, max and counts stay exact. 256 keeps a map
+ * quantum/2 <= max(R/(K-1), 0.005) of the exact one, R = max - min of the
+ * values, K = this cap (more than K keys at quantum q/2 means
+ * R/(q/2) + 2 > K + 1), while min, max and counts stay exact. 256 keeps a map
  * under ~1 KB saved; at 10 001 (TW_COUNTMAP_DEFAULT_CAP) it took up to
  * ~30 KB, and its unrounded sums ~8 bytes a key until coarsened. */
 #define TW_SYS_REPORT_CAP 256u

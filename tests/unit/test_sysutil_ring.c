@@ -63,8 +63,7 @@ static size_t round_trip(const tw_dring *r, uint32_t divisor)
     /* a truncated save is rejected */
     if (buf.n > 6) {
         tw_deser_init(&d, buf.p, buf.n - 1);
-        assert_false(tw_dring_load(&back, &d) == TW_OK &&
-                     tw_deser_done(&d));
+        assert_false(tw_dring_load(&back, &d) == TW_OK && tw_deser_done(&d));
     }
     tw_dring_free(&back);
     free(buf.p);

@@ -31,10 +31,15 @@
  * Memory: per node a ring of W CPU averages (W = window) and a count map
  * of the distinct averages; per GPU two rings of W values (utilisation,
  * memory) and two count maps; the set of core names; and, during a scan
- * only, the scan's (timestamp -> CPU sum) map. Count maps are capped at
- * TW_COUNTMAP_DEFAULT_CAP keys in fixed (about 0.7 MB each; beyond the cap
- * the whole-history box plot is approximate, see countmap.h), so fixed
- * holds at most about N*(8W + 0.7 MB) + N*G*(16W + 1.4 MB) + O(C) bytes.
+ * only, the scan's (timestamp -> CPU sum) map. In fixed the count maps
+ * feed only Details' box plots when window > 0 (the verdict reads the
+ * rings), so they are capped at TW_SYS_REPORT_CAP (256) keys (beyond it
+ * each box value is within max(R/255, 0.005), see sysutil.h); with
+ * window = 0 the verdict's p95 reads them, so they keep
+ * TW_COUNTMAP_DEFAULT_CAP (exact for two-decimal percentages). fixed
+ * holds at most about N*(8W + 10 KB) + N*G*(16W + 20 KB) + O(C) bytes
+ * (W > 0). The CPU ring is saved as averages of hundredths over |cores|
+ * (sysutil.h, tw_dring_save_avg): ~3 bytes a point instead of 8.
  * reference leaves the count maps uncapped (one entry per distinct value:
  * exact box plots for any data, e.g. CPU averages of many cores).
  */
@@ -143,8 +148,10 @@ static int wants_mem(const tw_series *s)
 static int bs_hist_init(bs *r, bs_hist *h)
 {
     memset(h, 0, sizeof(*h));
-    tw_countmap_init(
-        &h->all, r->sem == TW_SEMANTICS_FIXED ? TW_COUNTMAP_DEFAULT_CAP : 0);
+    /* with a window the map feeds only Details' box plots: a small cap;
+     * window = 0 reads the verdict's p95 from it: the exact-hundredths cap */
+    size_t cap = r->window > 0 ? TW_SYS_REPORT_CAP : TW_COUNTMAP_DEFAULT_CAP;
+    tw_countmap_init(&h->all, r->sem == TW_SEMANTICS_FIXED ? cap : 0);
     return tw_dring_init(&h->ring, r->window);
 }
 
@@ -573,10 +580,11 @@ static void bs_load_box(tw_deser *d, tw_box *b)
     b->lower = tw_deser_f64(d);
 }
 
-static void bs_save_hist(tw_ser *s, const bs_hist *h)
+/* divisor: the CPU points' |cores| (averages: a compact ring), else 1 */
+static void bs_save_hist(tw_ser *s, const bs_hist *h, uint32_t divisor)
 {
     tw_ser_u64(s, h->n);
-    tw_dring_save(&h->ring, s);
+    tw_dring_save_avg(&h->ring, s, divisor);
     tw_countmap_save(&h->all, s);
 }
 
@@ -606,18 +614,18 @@ static int bs_save(void *state, tw_buf *out)
     for (uint32_t i = 0; i < r->cpu_nodes.count; i++) {
         tw_ser_u32(&s, r->cpu[i].det_seq);
         bs_save_box(&s, &r->cpu[i].box);
-        bs_save_hist(&s, &r->cpu[i].h);
+        bs_save_hist(&s, &r->cpu[i].h, r->cores.count);
     }
     tw_seriestab_save(&r->util_tab, &s);
     for (uint32_t i = 0; i < tw_seriestab_count(&r->util_tab); i++) {
         tw_ser_u32(&s, r->util[i].det_seq);
         bs_save_box(&s, &r->util[i].box);
         bs_save_box(&s, &r->util[i].mem_box);
-        bs_save_hist(&s, &r->util[i].h);
+        bs_save_hist(&s, &r->util[i].h, 1);
     }
     tw_seriestab_save(&r->mem_tab, &s);
     for (uint32_t i = 0; i < tw_seriestab_count(&r->mem_tab); i++)
-        bs_save_hist(&s, &r->mem[i]);
+        bs_save_hist(&s, &r->mem[i], 1);
     tw_ser_i64(&s, r->viol_first_us);
     tw_ser_i64(&s, r->viol_last_us);
     tw_ser_f64(&s, r->last_cpu95);

@@ -51,7 +51,11 @@
 #define LB_BINS 49
 #define LB_MAX_DATAPOINTS 1000000u
 #define LB_NOSEQ UINT32_MAX
-#define LB_STATE_TAG 0x4c424c31u /* "LBL1" */
+/* LBL2 writes the counters as zigzag varints, Details' copy as its
+ * difference from the live one (mostly 0): ~1-3 bytes a bin instead of 16;
+ * LBL1 (fixed-width) is still read. */
+#define LB_STATE_TAG 0x4c424c32u    /* "LBL2" */
+#define LB_STATE_TAG_V1 0x4c424c31u /* "LBL1" */
 
 enum { P_THRESHOLD = 0, P_PATIENCE, P_INIT_GRACE, P_COUNT };
 
@@ -564,8 +568,9 @@ static int lb_save(void *state, tw_buf *out)
         tw_ser_u64(&s, g->n);
         tw_ser_u32(&s, g->det_seq);
         for (int b = 0; b < LB_BINS; b++) {
-            tw_ser_i64(&s, g->hist[b]);
-            tw_ser_i64(&s, g->written[b]);
+            /* both counts are >= 0: their difference fits */
+            tw_ser_sv(&s, g->hist[b]);
+            tw_ser_sv(&s, g->written[b] - g->hist[b]);
         }
     }
     tw_ser_u64(&s, r->ndist);
@@ -586,7 +591,9 @@ static int lb_restore(void *state, const void *data, size_t len, char *err,
     lb *r = state;
     tw_deser d;
     tw_deser_init(&d, data, len);
-    if (tw_deser_u32(&d) != LB_STATE_TAG || tw_seriestab_count(&r->tab) != 0) {
+    uint32_t tag = tw_deser_u32(&d);
+    if ((tag != LB_STATE_TAG && tag != LB_STATE_TAG_V1) ||
+        tw_seriestab_count(&r->tab) != 0) {
         snprintf(err, errlen,
                  "LoadBalancing: not a LoadBalancing checkpoint, "
                  "or restore into a used instance");
@@ -610,8 +617,18 @@ static int lb_restore(void *state, const void *data, size_t len, char *err,
         g->n = tw_deser_u64(&d);
         g->det_seq = tw_deser_u32(&d);
         for (int b = 0; b < LB_BINS; b++) {
-            g->hist[b] = tw_deser_i64(&d);
-            g->written[b] = tw_deser_i64(&d);
+            if (tag == LB_STATE_TAG_V1) {
+                g->hist[b] = tw_deser_i64(&d);
+                g->written[b] = tw_deser_i64(&d);
+                continue;
+            }
+            int64_t h = tw_deser_sv(&d), diff = tw_deser_sv(&d);
+            if (h < 0 || (diff < 0 ? h + diff < 0 : diff > INT64_MAX - h)) {
+                tw_deser_fail(&d);
+                break;
+            }
+            g->hist[b] = h;
+            g->written[b] = h + diff;
         }
     }
     uint32_t nd = (uint32_t)tw_deser_count(&d, 16);

@@ -31,11 +31,13 @@
  *    5. memory: reference keeps every timestamp of every node and metric
  *       (as the reference, O(6*N*H)); fixed keeps per (metric, node) a
  *       count map of the distinct per-timestamp sums, capped at
- *       TW_COUNTMAP_DEFAULT_CAP keys (about 0.7 MB; exact up to 10 001
- *       distinct sums, beyond that the quantiles are within half a
- *       quantum of the sum, see countmap.h; max, min and Datapoints stay
- *       exact), plus, during a scan only, that scan's timestamp -> sum map.
- *       Bound in fixed: about 6*N*0.7 MB + O(G + C) names.
+ *       TW_SYS_REPORT_CAP (256) keys (exact up to 256 distinct sums,
+ *       beyond that the quantiles are within max(R/255, 0.005) of the
+ *       sums' exact ones, R their range, see sysutil.h; max, min and
+ *       Datapoints stay exact; the rule only reports, so no verdict can
+ *       flip), plus, during a scan only, that scan's timestamp -> sum map.
+ *       Bound in fixed: about 6*N*(256 * 40 bytes) + O(G + C) names in
+ *       memory, < 1 KB a map saved.
  */
 #include <math.h>
 #include <stdio.h>
@@ -154,9 +156,8 @@ static int osu_cell_of(osu *r, int metric, const char *node, osu_cell **out)
     if (added) {
         tw_dmap_init(&m->cells[idx].ts);
         m->cells[idx].last = 0;
-        tw_countmap_init(&m->cells[idx].sums, r->sem == TW_SEMANTICS_FIXED
-                                                  ? TW_COUNTMAP_DEFAULT_CAP
-                                                  : 0);
+        tw_countmap_init(&m->cells[idx].sums,
+                         r->sem == TW_SEMANTICS_FIXED ? TW_SYS_REPORT_CAP : 0);
     }
     m->memo_node = node;
     m->memo_idx = idx;

@@ -66,9 +66,42 @@ size_t tw_dring_copy(const tw_dring *r, size_t skip_newest, size_t n,
 /* The compact form sets this bit in the u32 length (a length never
  * reaches it: windows are at most 100 000), then u8 1 and the values as
  * zigzag varint deltas of their hundredths when every value is exactly
- * hundredths / 100.0 (utilisation with two decimals), else u8 0 and the
- * f64 bits. Lossless; the older form (plain length, f64 bits) is read. */
+ * hundredths / 100.0 (utilisation with two decimals); or u8 2, a u32
+ * divisor D > 1 and per value the zigzag varint delta of
+ * h = rint(x * D * 100) and the zigzag varint of x's bits minus those of
+ * (h / 100.0) / D, when every value is such an average over D
+ * (tw_dring_save_avg); else u8 0 and the f64 bits. Lossless; the older
+ * form (plain length, f64 bits) is read. */
 #define RING_COMPACT 0x80000000u
+#define RING_F64 0u
+#define RING_HUNDREDTHS 1u
+#define RING_AVG 2u
+/* An average's bits are at most this far from (h / 100.0) / D (a sum of
+ * percentages is a few ulps off its hundredths); else f64. */
+#define RING_AVG_MAX_ULPS 65536
+
+/* (h / 100.0) / div: what an average of hundredths over div decodes to. */
+static double ring_avg_base(int64_t h, double div)
+{
+    return (double)h / 100.0 / div;
+}
+
+/* x as h and its distance in ulps from ring_avg_base(h, div); 0 when x is
+ * negative (or -0.0), not finite or too far. */
+static int ring_avg(double x, double div, int64_t *h, int64_t *ulps)
+{
+    double y = x * div * 100.0;
+    if (!(x >= 0.0) || signbit(x) || !(y < 9007199254740992.0)) /* 2^53 */
+        return 0;
+    *h = (int64_t)llrint(y);
+    double base = ring_avg_base(*h, div);
+    uint64_t bx, bb;
+    memcpy(&bx, &x, sizeof(bx));
+    memcpy(&bb, &base, sizeof(bb));
+    /* both below 2^63 (non-negative doubles): the difference fits */
+    *ulps = (int64_t)bx - (int64_t)bb;
+    return *ulps >= -RING_AVG_MAX_ULPS && *ulps <= RING_AVG_MAX_ULPS;
+}
 
 static int ring_hundredths(double x, int64_t *h)
 {
@@ -82,21 +115,38 @@ static int ring_hundredths(double x, int64_t *h)
 
 void tw_dring_save(const tw_dring *r, tw_ser *s)
 {
-    int hundredths = 1;
+    tw_dring_save_avg(r, s, 1);
+}
+
+void tw_dring_save_avg(const tw_dring *r, tw_ser *s, uint32_t divisor)
+{
+    int hundredths = 1, avg = divisor > 1;
     for (uint32_t i = 0; i < r->len && hundredths; i++) {
         int64_t h;
         hundredths = ring_hundredths(r->v[i], &h);
     }
+    for (uint32_t i = 0; i < r->len && avg && !hundredths; i++) {
+        int64_t h, u;
+        avg = ring_avg(r->v[i], (double)divisor, &h, &u);
+    }
+    uint8_t form = hundredths ? RING_HUNDREDTHS : avg ? RING_AVG : RING_F64;
     tw_ser_u32(s, r->len | RING_COMPACT);
-    tw_ser_u8(s, (uint8_t)hundredths);
+    tw_ser_u8(s, form);
+    if (form == RING_AVG)
+        tw_ser_u32(s, divisor);
     int64_t prev = 0;
     for (uint32_t i = r->len; i > 0; i--) {
         double x;
         tw_dring_copy(r, i - 1, 1, &x);
-        if (hundredths) {
-            int64_t h = 0;
+        int64_t h = 0, ulps = 0;
+        if (form == RING_HUNDREDTHS) {
             ring_hundredths(x, &h);
             tw_ser_sv(s, h - prev); /* |h| < 2^53: no overflow */
+            prev = h;
+        } else if (form == RING_AVG) {
+            ring_avg(x, (double)divisor, &h, &ulps);
+            tw_ser_sv(s, h - prev); /* 0 <= h < 2^53 */
+            tw_ser_sv(s, ulps);
             prev = h;
         } else {
             tw_ser_f64(s, x);
@@ -109,10 +159,12 @@ int tw_dring_load(tw_dring *r, tw_deser *d)
     uint32_t len = tw_deser_u32(d);
     int compact = (len & RING_COMPACT) != 0;
     len &= ~RING_COMPACT;
-    int hundredths = compact ? tw_deser_u8(d) : 0;
-    /* at least one byte a value (compact hundredths), else eight */
-    size_t least = hundredths ? 1 : 8;
-    if (!tw_deser_ok(d) || hundredths > 1 || len > r->cap ||
+    unsigned form = compact ? tw_deser_u8(d) : RING_F64;
+    uint32_t divisor = form == RING_AVG ? tw_deser_u32(d) : 1;
+    /* at least one byte a value (hundredths), two (averages), else eight */
+    size_t least = form == RING_HUNDREDTHS ? 1 : form == RING_AVG ? 2 : 8;
+    if (!tw_deser_ok(d) || form > RING_AVG ||
+        (form == RING_AVG && divisor < 2) || len > r->cap ||
         (size_t)len * least > d->left) {
         tw_deser_fail(d);
         return TW_ERR;
@@ -120,13 +172,28 @@ int tw_dring_load(tw_dring *r, tw_deser *d)
     tw_dring_clear(r);
     int64_t prev = 0;
     for (uint32_t i = 0; i < len && tw_deser_ok(d); i++) {
-        if (hundredths) {
+        if (form != RING_F64) {
             int64_t delta = tw_deser_sv(d);
             if (delta > 0 ? prev > INT64_MAX - delta : prev < INT64_MIN - delta)
                 tw_deser_fail(d);
             else
                 prev += delta;
+        }
+        if (form == RING_HUNDREDTHS) {
             tw_dring_push(r, (double)prev / 100.0);
+        } else if (form == RING_AVG) {
+            int64_t ulps = tw_deser_sv(d);
+            if (prev < 0 || ulps < -RING_AVG_MAX_ULPS ||
+                ulps > RING_AVG_MAX_ULPS) {
+                tw_deser_fail(d);
+                break;
+            }
+            double base = ring_avg_base(prev, (double)divisor), x;
+            uint64_t bits;
+            memcpy(&bits, &base, sizeof(bits));
+            bits += (uint64_t)ulps; /* wraps as the saver's subtraction */
+            memcpy(&x, &bits, sizeof(x));
+            tw_dring_push(r, x);
         } else {
             tw_dring_push(r, tw_deser_f64(d));
         }

@@ -26,6 +26,17 @@
 #include "trainwatch/plugin.h"
 #include "trainwatch/ser.h"
 
+/* Distinct values kept, in `fixed` semantics, by the count maps that only
+ * feed a report (OverallSystemUsage's statistics, BatchSize's box plots
+ * when its verdict reads the ring): past it the map coarsens
+ * (trainwatch/countmap.h), so each reported order statistic is within
+ * quantum/2 <= max(R/(K-1), 0.005) of the exact one, R = max - min of the
+ * values, K = this cap (more than K keys at quantum q/2 means
+ * R/(q/2) + 2 > K + 1), while min, max and counts stay exact. 256 keeps a map
+ * under ~1 KB saved; at 10 001 (TW_COUNTMAP_DEFAULT_CAP) it took up to
+ * ~30 KB, and its unrounded sums ~8 bytes a key until coarsened. */
+#define TW_SYS_REPORT_CAP 256u
+
 /* ---- ring of doubles ------------------------------------------------ */
 
 typedef struct tw_dring {
@@ -48,6 +59,10 @@ size_t tw_dring_copy(const tw_dring *r, size_t skip_newest, size_t n,
 /* Oldest first; values that are all exact hundredths (utilisation with two
  * decimals) as varint deltas, ~1-3 bytes each, else their f64 bits. */
 void tw_dring_save(const tw_dring *r, tw_ser *s);
+/* The same for a ring of averages over `divisor` (> 1) values with two
+ * decimals (a node's CPU average over its cores): ~3 bytes a value
+ * instead of 8, still lossless (falls back to the other forms). */
+void tw_dring_save_avg(const tw_dring *r, tw_ser *s, uint32_t divisor);
 /* Restores into an initialised ring of the same capacity; reads both the
  * compact form and the older plain one. */
 int tw_dring_load(tw_dring *r, tw_deser *d);

@@ -6,7 +6,10 @@
  * after finish also as the whole stored value. The corpus keeps the seeds
  * of earlier generations under their names (mid., end.: version 2, 13
  * rules; compact-end.: the compact rule forms) for test_state_compat; the
- * newest generation is prefixed v4- (core version 4, 31 built-in rules).
+ * newest generation is prefixed v4- (core version 4, 31 built-in rules);
+ * later rule forms add only the parts they change (so3-: StepOutlier
+ * "SO03"; osub-: BatchSize's CPU ring of averages, LoadBalancing "LBL2",
+ * and ProfilerReport holding both).
  * Run by hand (then prefix the files):
  *   TRAINWATCH_RULES_DIR=build/rules build/tests/corpus_gen_state \
  *       tests/fuzz/corpus/state

@@ -2,8 +2,12 @@
  * in both semantics (memory-IQR quirk), thresholds and patience at their
  * boundaries, the rule clock as last_timestamp, the union-of-cores
  * divisor, missing GPU data (no crash), CPU-only jobs, several nodes,
- * checkpoint equivalence and parameter validation. */
+ * checkpoint equivalence, parameter validation, and fixed's small
+ * Details-only count maps on a long job near the thresholds (verdicts
+ * equal to reference, boxes within the bound, restore bit for bit). */
 #include "rule_test_util.h"
+
+#include <math.h>
 
 #define RULE "BatchSize"
 #define MIN_US 60000000LL
@@ -347,6 +351,141 @@ static void test_checkpoint_equivalence(void **state)
     }
 }
 
+/* ---- a long job near the thresholds --------------------------------- */
+
+#define BS_CAP 256        /* TW_SYS_REPORT_CAP, rules/common/sysutil.h */
+#define LONG_PER_SCAN 600 /* rounds a scan */
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *x >> 33;
+}
+
+/* Scan k: every value a random hundredth in [lo, lo + 10), lo = base +
+ * step * (k % 4): with base 60 and step 2 the windowed p95s sit around the
+ * 70 thresholds (~69.5 to ~75.5) and the verdict changes from scan to
+ * scan; with base 55 and step 1 the whole history's p95 stays below. */
+static size_t long_scan(const bs_job *b, uint64_t k, double base, double step,
+                        tw_sample *s)
+{
+    uint64_t seed = 1000 + k;
+    double lo = base + step * (double)(k % 4);
+    size_t n = 0;
+    for (size_t i = 0; i < LONG_PER_SCAN; i++) {
+        double t = (double)k * 60.0 + (double)i * 0.1;
+        s[n++] = rt_sample(t, lo + (double)(lcg(&seed) % 1000) / 100.0, b->c0);
+        s[n++] = rt_sample(t, lo + (double)(lcg(&seed) % 1000) / 100.0, b->c1);
+        s[n++] = rt_sample(t + 0.003, lo + (double)(lcg(&seed) % 1000) / 100.0,
+                           b->g0u);
+        s[n++] = rt_sample(t + 0.003, lo + (double)(lcg(&seed) % 1000) / 100.0,
+                           b->g0m);
+    }
+    return n;
+}
+
+/* Scans [from, to) into every env; their verdicts must be equal. Returns
+ * how many scans triggered. */
+static int feed_long(rt_env **e, int nenv, const bs_job *b, uint64_t from,
+                     uint64_t to, double base, double step)
+{
+    static tw_sample s[LONG_PER_SCAN * 4];
+    int triggered = 0;
+    int64_t before = 0; /* rule_triggered counts up over the job */
+    for (uint64_t k = from; k < to; k++) {
+        size_t n = long_scan(b, k, base, step, s);
+        tw_scan_result first = {0};
+        for (int i = 0; i < nenv; i++) {
+            const tw_scan_result *r = run_scan(e[i], &b->job, k, s, n);
+            if (i == 0) {
+                first = *r;
+                triggered += r->rule_triggered > before;
+                before = r->rule_triggered;
+                continue;
+            }
+            if (r->rule_triggered != first.rule_triggered ||
+                r->violations != first.violations ||
+                r->datapoints != first.datapoints)
+                fail_msg("scan %llu env %d: triggered %lld/%lld, violations "
+                         "%lld/%lld",
+                         (unsigned long long)k, i, (long long)r->rule_triggered,
+                         (long long)first.rule_triggered,
+                         (long long)r->violations, (long long)first.violations);
+        }
+    }
+    return triggered;
+}
+
+static void check_boxes_close(rt_env *f, rt_env *r, double bound)
+{
+    json_t *rf = rt_report(f), *rr = rt_report(r);
+    const char *k[6] = {"p25", "p50", "p75", "p95", "upper", "lower"};
+    json_t *bf[2] = {rt_jget(rf, "Details", "algo-1", "cpu", NULL),
+                     rt_jget(rf, "Details", "algo-1", "gpu0", NULL)};
+    json_t *br[2] = {rt_jget(rr, "Details", "algo-1", "cpu", NULL),
+                     rt_jget(rr, "Details", "algo-1", "gpu0", NULL)};
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 6; i++) {
+            double x = rt_jnum(bf[b], k[i]), y = rt_jnum(br[b], k[i]);
+            if (fabs(x - y) > bound)
+                fail_msg("box %d %s: %.17g vs %.17g (bound %g)", b, k[i], x, y,
+                         bound);
+        }
+    json_decref(rf);
+    json_decref(rr);
+}
+
+/* Default window: the verdicts read the ring (exact), so fixed's capped
+ * maps change no verdict; the Details boxes (p25..p95 within R/(K-1),
+ * whiskers within 4 R/(K-1), R = 16 the values' range) stay close. With
+ * window 0 the verdict reads the map: fixed keeps the exact-hundredths cap
+ * there and its boxes equal reference's bit for bit. */
+static void test_long_job_near_thresholds(void **state)
+{
+    (void)state;
+    for (int w0 = 0; w0 < 2; w0++) {
+        const char *kv[] = {"init_grace",     "0", "patience", "0", "window",
+                            w0 ? "0" : "500", NULL};
+        rt_env *e[2] = {rt_env_new(), rt_env_new()};
+        assert_int_equal(rt_create(e[0], RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
+        assert_int_equal(rt_create(e[1], RULE, TW_SEMANTICS_REFERENCE, kv),
+                         TW_OK);
+        bs_job b;
+        bs_job_init(&b, "algo-1");
+        int trig = feed_long(e, 2, &b, 0, 12, w0 ? 55 : 60, w0 ? 1 : 2);
+        if (w0) {
+            assert_true(trig > 0); /* so Details has boxes */
+            check_boxes_close(e[0], e[1], 0.0);
+        } else {
+            assert_true(trig > 0 && trig < 12); /* verdicts do change */
+            check_boxes_close(e[0], e[1], 4.0 * 16.0 / (BS_CAP - 1) + 1e-9);
+        }
+        rt_env_free(e[0]);
+        rt_env_free(e[1]);
+    }
+}
+
+/* Past the cap a saved and restored BatchSize continues bit for bit. */
+static void test_restore_after_coarsening(void **state)
+{
+    (void)state;
+    const char *kv[] = {"init_grace", "0", "patience", "0", NULL};
+    rt_env *a = rt_env_new();
+    assert_int_equal(rt_create(a, RULE, TW_SEMANTICS_FIXED, kv), TW_OK);
+    bs_job b;
+    bs_job_init(&b, "algo-1");
+    feed_long(&a, 1, &b, 0, 4, 60, 2);
+    rt_env *c = rt_clone_via_checkpoint(a, RULE, TW_SEMANTICS_FIXED, kv);
+    rt_env *both[2] = {a, c};
+    feed_long(both, 2, &b, 4, 8, 60, 2);
+    char *ta = strdup(rt_report_text(a));
+    assert_non_null(ta);
+    assert_string_equal(ta, rt_report_text(c));
+    free(ta);
+    rt_env_free(a);
+    rt_env_free(c);
+}
+
 static void test_bad_parameters(void **state)
 {
     (void)state;
@@ -376,6 +515,8 @@ int main(void)
         cmocka_unit_test(test_boundary_points_and_per_scan_count),
         cmocka_unit_test(test_checkpoint_equivalence),
         cmocka_unit_test(test_bad_parameters),
+        cmocka_unit_test(test_long_job_near_thresholds),
+        cmocka_unit_test(test_restore_after_coarsening),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

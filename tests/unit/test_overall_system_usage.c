@@ -2,9 +2,13 @@
  * worked example (identical in both semantics on a stream without
  * boundary samples), rounding and quantiles, the integer 0 and Infinity
  * quirks, global divisors over several nodes, boundary timestamps summed
- * twice in reference and once in fixed, checkpoint equivalence, and
- * parameter validation. */
+ * twice in reference and once in fixed, checkpoint equivalence,
+ * parameter validation, and fixed's bounded count maps (256 distinct sums:
+ * exact below, within the stated bound above, saved size flat, restore
+ * continuing bit for bit). */
 #include "rule_test_util.h"
+
+#include <math.h>
 
 #define RULE "OverallSystemUsage"
 #define MIN_US 60000000LL
@@ -261,6 +265,166 @@ static void test_checkpoint_equivalence(void **state)
     }
 }
 
+/* The cap of fixed's count maps (TW_SYS_REPORT_CAP, rules/common/sysutil.h)
+ * and how many distinct sums a long job below gives. */
+#define OSU_CAP 256
+#define LONG_SCANS 10
+#define LONG_PER_SCAN 600 /* sampling rounds a scan (two a second) */
+
+static uint64_t lcg(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *x >> 33;
+}
+
+/* Scan k of a long job: LONG_PER_SCAN rounds, both cores, the GPU and its
+ * memory, the host memory at random hundredths in [lo, lo + 10). Only the
+ * first `rounds` rounds are used. */
+static size_t long_scan(const ex_job *x, uint64_t k, size_t rounds,
+                        uint64_t *seed, tw_sample *s)
+{
+    size_t n = 0;
+    const uint32_t ids[5] = {x->c0, x->c1, x->gu, x->gm, x->mem};
+    const double lo[5] = {60, 64, 70, 30, 55};
+    for (size_t i = 0; i < rounds; i++) {
+        double t = (double)k * 60.0 + (double)i * 0.1;
+        for (int m = 0; m < 5; m++)
+            s[n++] = rt_sample(t, lo[m] + (double)(lcg(seed) % 1000) / 100.0,
+                               ids[m]);
+    }
+    return n;
+}
+
+static json_t *details_of(rt_env *e)
+{
+    json_t *rep = rt_report(e);
+    json_t *d = json_incref(rt_jget(rep, "Details", NULL));
+    json_decref(rep);
+    return d;
+}
+
+/* Feed scans [from, to) of the long job to every env in envs. */
+static void feed_long(rt_env **envs, int nenv, const ex_job *x, uint64_t from,
+                      uint64_t to, size_t rounds, uint64_t seed)
+{
+    static tw_sample s[LONG_PER_SCAN * 5];
+    for (uint64_t k = from; k < to; k++) {
+        uint64_t sd = seed + k;
+        size_t n = long_scan(x, k, rounds, &sd, s);
+        for (int i = 0; i < nenv; i++) {
+            const tw_scan_result *r = run_scan(envs[i], &x->job, k, s, n);
+            assert_int_equal(r->rule_triggered, 0); /* never triggers */
+        }
+    }
+}
+
+static size_t saved_bytes(rt_env *e)
+{
+    tw_buf *b = tw_buf_new();
+    assert_non_null(b);
+    assert_int_equal(tw_rule_save(e->rule, b), TW_OK);
+    size_t len = tw_buf_len(b);
+    tw_buf_free(b);
+    return len;
+}
+
+/* Fewer distinct sums than the cap: fixed is reference byte for byte. */
+static void test_fixed_exact_below_cap(void **state)
+{
+    (void)state;
+    rt_env *e[2] = {rt_env_new(), rt_env_new()};
+    for (int sem = 0; sem < 2; sem++)
+        assert_int_equal(rt_create(e[sem], RULE, (tw_semantics)sem, NULL),
+                         TW_OK);
+    ex_job x;
+    ex_job_init(&x, "algo-1");
+    /* 2 scans x 128 rounds = 256 timestamps <= 256 distinct sums */
+    feed_long(e, 2, &x, 0, 2, OSU_CAP / 2, 7);
+    json_t *d0 = details_of(e[0]), *d1 = details_of(e[1]);
+    char *a = json_dumps(d0, JSON_SORT_KEYS);
+    char *b = json_dumps(d1, JSON_SORT_KEYS);
+    assert_non_null(strstr(a, "\"CPU\": {\"algo-1\""));
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    json_decref(d0);
+    json_decref(d1);
+    rt_env_free(e[0]);
+    rt_env_free(e[1]);
+}
+
+/* Past the cap: max, min and Datapoints exact, the quantiles within
+ * R / (K - 1) of the divided sums (R their range) plus the two round(x, 2)
+ * of the report; the fixed checkpoint stays small while reference grows. */
+static void test_fixed_bounded_long_job(void **state)
+{
+    (void)state;
+    rt_env *e[2] = {rt_env_new(), rt_env_new()};
+    for (int sem = 0; sem < 2; sem++)
+        assert_int_equal(rt_create(e[sem], RULE, (tw_semantics)sem, NULL),
+                         TW_OK);
+    ex_job x;
+    ex_job_init(&x, "algo-1");
+    feed_long(e, 2, &x, 0, LONG_SCANS / 2, LONG_PER_SCAN, 11);
+    size_t half = saved_bytes(e[0]);
+    feed_long(e, 2, &x, LONG_SCANS / 2, LONG_SCANS, LONG_PER_SCAN, 11);
+    size_t full = saved_bytes(e[0]), ref = saved_bytes(e[1]);
+    /* 4 metrics with data, <= 256 keys of ~2-4 bytes each */
+    assert_true(full < 4 * OSU_CAP * 4 + 1024);
+    assert_true(full < half + 512); /* flat: only counts grow */
+    assert_true(ref > 8 * full);    /* reference keeps every timestamp */
+    json_t *df = details_of(e[0]), *dr = details_of(e[1]);
+    static const char *const metrics[4] = {"GPU", "CPU", "CPU memory",
+                                           "GPU memory"};
+    /* every divided sum spans 9.99 at most: values in [lo, lo + 9.99], the
+     * CPU's two cores' sum halved */
+    static const char *const st[5] = {"max", "p99", "p95", "p50", "min"};
+    for (int m = 0; m < 4; m++) {
+        json_t *f = rt_jget(df, metrics[m], "algo-1", NULL);
+        json_t *r = rt_jget(dr, metrics[m], "algo-1", NULL);
+        double bound = 9.99 / (OSU_CAP - 1) + 0.01 + 1e-9;
+        for (int i = 0; i < 5; i++) {
+            double a = rt_jnum(f, st[i]), b = rt_jnum(r, st[i]);
+            if (i == 0 || i == 4)
+                rt_assert_bits(a, b); /* extremes stay exact */
+            else if (fabs(a - b) > bound)
+                fail_msg("%s %s: fixed %.17g, reference %.17g, bound %g",
+                         metrics[m], st[i], a, b, bound);
+        }
+    }
+    json_decref(df);
+    json_decref(dr);
+    json_t *rf = rt_report(e[0]), *rr = rt_report(e[1]);
+    assert_int_equal((int64_t)rt_jnum(rf, "Datapoints"),
+                     LONG_SCANS * LONG_PER_SCAN);
+    assert_int_equal((int64_t)rt_jnum(rr, "Datapoints"),
+                     LONG_SCANS * LONG_PER_SCAN);
+    json_decref(rf);
+    json_decref(rr);
+    rt_env_free(e[0]);
+    rt_env_free(e[1]);
+}
+
+/* A coarsened map saved and restored continues bit for bit. */
+static void test_fixed_restore_after_coarsening(void **state)
+{
+    (void)state;
+    rt_env *a = rt_env_new();
+    assert_int_equal(rt_create(a, RULE, TW_SEMANTICS_FIXED, NULL), TW_OK);
+    ex_job x;
+    ex_job_init(&x, "algo-1");
+    feed_long(&a, 1, &x, 0, 3, LONG_PER_SCAN, 5);
+    rt_env *c = rt_clone_via_checkpoint(a, RULE, TW_SEMANTICS_FIXED, NULL);
+    rt_env *both[2] = {a, c};
+    feed_long(both, 2, &x, 3, 6, LONG_PER_SCAN, 5);
+    char *ta = strdup(rt_report_text(a));
+    assert_non_null(ta);
+    assert_string_equal(ta, rt_report_text(c));
+    free(ta);
+    rt_env_free(a);
+    rt_env_free(c);
+}
+
 static void test_bad_parameters(void **state)
 {
     (void)state;
@@ -281,6 +445,9 @@ int main(void)
         cmocka_unit_test(test_boundary_timestamp),
         cmocka_unit_test(test_checkpoint_equivalence),
         cmocka_unit_test(test_bad_parameters),
+        cmocka_unit_test(test_fixed_exact_below_cap),
+        cmocka_unit_test(test_fixed_bounded_long_job),
+        cmocka_unit_test(test_fixed_restore_after_coarsening),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -618,8 +618,15 @@ static int lb_restore(void *state, const void *data, size_t len, char *err,
         g->det_seq = tw_deser_u32(&d);
         for (int b = 0; b < LB_BINS; b++) {
             if (tag == LB_STATE_TAG_V1) {
-                g->hist[b] = tw_deser_i64(&d);
-                g->written[b] = tw_deser_i64(&d);
+                /* counts: a negative one is corrupt (and would overflow
+                 * the difference LBL2 saves) */
+                int64_t h = tw_deser_i64(&d), w = tw_deser_i64(&d);
+                if (h < 0 || w < 0) {
+                    tw_deser_fail(&d);
+                    break;
+                }
+                g->hist[b] = h;
+                g->written[b] = w;
                 continue;
             }
             int64_t h = tw_deser_sv(&d), diff = tw_deser_sv(&d);

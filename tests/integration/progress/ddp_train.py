@@ -8,8 +8,8 @@ Faults: --hang-rank R --hang-step K: rank R sleeps before the all_reduce
 of step K until killed (prints hang_us=...); --ckpt-step K --ckpt-sleep S:
 every rank spends S s in hook.section("checkpoint") after step K;
 --eval-every N --eval-steps M: an evaluation pass (mode eval) every N
-steps; --stall-step K --stall-sleep S: every rank sleeps S s inside step K
-(prints stall_us=...). Prints one summary line per rank."""
+steps; --stall-step K --stall-sleep S: every rank sleeps S s inside step K,
+from a barrier (prints stall_us=...). Prints one summary line per rank."""
 import argparse
 import os
 import sys
@@ -43,6 +43,10 @@ def rank_main(rank, a, init):
         loss.backward()
         time.sleep(a.compute)
         if k == a.stall_step:
+            # every rank starts its sleep at the same moment: on a loaded
+            # machine one could reach it seconds after the other, and the
+            # stall would read as one rank behind, not all stopped together
+            dist.barrier()
             print(f"rank={rank} stall_us={now_us()} step={k}", flush=True)
             time.sleep(a.stall_sleep)
         if rank == a.hang_rank and k == a.hang_step:

@@ -174,6 +174,8 @@ void tw_job_free(tw_job *j)
     free(j->scan_tensors);
     free(j->tensor_order);
     free(j->order);
+    free(j->csegs);
+    free(j->dsegs);
     free(j->series);
     free(j->nodes);
     for (size_t i = 0; i < j->nproducers; i++)
@@ -1140,6 +1142,7 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     scan.ntensors = nt;
     j->core_changes++;
     j->rules_changes++;
+    j->windows_changes++;
     if (tw_windows_feed_scan(j->windows, &scan) != TW_OK)
         return TW_ERR;
     for (size_t r = 0; r < j->nrules; r++)
@@ -1169,9 +1172,10 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
         }
         if (j->cfg.tick_us <= 0)
             tensors_done = c->max_tensor_us <= end_us || final;
-        if (sys_done && fw_done && tensors_done)
+        if (sys_done && fw_done && tensors_done) {
+            tw_job_chunk_released_(j, c);
             tw_batch_free(c->batch);
-        else
+        } else
             j->chunks[kept++] = *c;
     }
     j->nchunks = kept;
@@ -1317,8 +1321,10 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
     }
     for (size_t r = 0; r < j->nrules; r++)
         tw_rule_finish(j->rules[r]);
-    for (size_t i = 0; i < j->nchunks; i++)
+    for (size_t i = 0; i < j->nchunks; i++) {
+        tw_job_chunk_released_(j, &j->chunks[i]);
         tw_batch_free(j->chunks[i].batch);
+    }
     j->nchunks = 0;
     j->finished = 1;
     return TW_OK;

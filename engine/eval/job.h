@@ -203,9 +203,27 @@ size_t tw_job_memory(const tw_job *j); /* bytes of buffered batches + windows */
  * the same job id, configuration and rule specs continues exactly where the
  * save was. Blob layout: docs in job_state.c. */
 
-/* Called once per part by tw_job_save. `part` is "core" or "rule.<i>".
- * Data is valid only during the call; the callback must not call into the
- * job. Returns TW_OK, or TW_ERR to abort the save. */
+/* Segmented checkpoints, for a job whose saves go to a store that keeps
+ * parts (the daemon): call before the first save or restore. Then "core"
+ * keeps only the clock, statistics, producers and data-loss record; the
+ * rest is in parts written only when they change:
+ *   "dict.<seq>"    nodes and series added since the previous save;
+ *   "windows"       the aggregator windows (rewritten after a scan or
+ *                   when the dictionary grew);
+ *   "chunks.<seq>"  the batches that arrived since the previous save,
+ *                   removed (data NULL) once a scan released all of them.
+ * So a save after a second of input writes that second's batches, not
+ * every buffered one. Restore order: "core", "dict.*" and "chunks.*" by
+ * increasing seq with "windows" after the last dict, then the rules
+ * (tw_checkpoint_load's order). Without it a save is "core" (everything)
+ * plus the rules, as tests and tools expect. */
+void tw_job_set_segmented(tw_job *j);
+
+/* Called once per part by tw_job_save. `part` is "core", "rule.<i>" or,
+ * segmented, one of the parts above; data NULL (len 0) means the part is
+ * gone: remove it from the store. Data is valid only during the call; the
+ * callback must not call into the job. Returns TW_OK, or TW_ERR to abort
+ * the save. */
 typedef int (*tw_job_part_fn)(void *ud, const char *part, const void *data,
                               size_t len);
 

@@ -25,7 +25,22 @@ typedef struct chunk {
     int64_t min_ns, max_ns; /* system samples (ts in ns), if any         */
     int64_t min_start_us, max_end_us;     /* framework events, if any        */
     int64_t min_tensor_us, max_tensor_us; /* tensors' wall_us, if any    */
+    uint64_t seg; /* segmented checkpoints: the "chunks.<seg>" part that
+                     holds it; 0 = not saved yet (job_state.c)         */
 } chunk;
+
+/* Segmented checkpoints (job_state.c): a saved "chunks.<seq>" part and how
+ * many of its batches are still buffered (0: remove it at the next save),
+ * and a saved "dict.<seq>" part and the first node and series it holds. */
+typedef struct chunk_seg {
+    uint64_t seq;
+    size_t live;
+} chunk_seg;
+
+typedef struct dict_seg {
+    uint64_t seq;
+    size_t first_node, first_series;
+} dict_seg;
 
 #define SEQ_WINDOW 4096
 
@@ -120,6 +135,24 @@ struct tw_job {
     uint64_t core_changes, rules_changes;
     uint64_t core_saved, rules_saved;
     tw_buf *ckpt; /* reusable save buffer, owned; NULL until first save */
+
+    /* Segmented checkpoints (tw_job_set_segmented): the dictionary, the
+     * aggregator windows and the buffered batches leave "core" for parts
+     * written when they change: append-only "dict.<seq>", "windows", and
+     * append-only "chunks.<seq>" removed once all their batches are
+     * released. Each save's new segments share one seq (from 1). */
+    int segmented;
+    uint64_t seg_next;  /* seq of the next save's segments     */
+    uint64_t seg_tried; /* seq of a failed save's chunk segment */
+    chunk_seg *csegs;   /* saved chunk segments, oldest first  */
+    size_t ncsegs, csegs_cap;
+    dict_seg *dsegs; /* saved dictionary segments, in order */
+    size_t ndsegs, dsegs_cap;
+    size_t nodes_saved, series_saved; /* dictionary entries in dsegs    */
+    int windows_saved;                /* "windows" is in the store        */
+    size_t windows_series;            /* series it was saved with        */
+    uint64_t windows_changes;         /* scans fed to the windows, and   */
+    uint64_t windows_saved_changes;   /* their count at the last save    */
 };
 
 /* Dictionary access for restore: the same paths ingest takes, so the maps,
@@ -131,5 +164,8 @@ int tw_job_series_id_(tw_job *j, uint32_t node, const char *node_name,
 producer *tw_job_producer_get_(tw_job *j, const char *kind, const char *node);
 /* p->newest_us := t when newer, and the watermark with it. TW_ERR: OOM. */
 int tw_job_producer_newest_(tw_job *j, producer *p, int64_t t);
+/* job.c calls this for every buffered batch it releases (job_state.c):
+ * the batch's checkpoint segment loses one live batch. */
+void tw_job_chunk_released_(tw_job *j, const chunk *c);
 
 #endif /* TW_JOB_INTERNAL_H */

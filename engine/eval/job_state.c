@@ -37,6 +37,18 @@
  * "rule.<i>" (magic "TWJR", version 1) payload: uv i, uv rule count, str
  * rule name, str plugin name, then tw_rule_save's bytes.
  *
+ * Segmented checkpoints (tw_job_set_segmented) write version 5:
+ *   "core" as version 4 without nodes, series, windows and chunks, and with
+ *   uv seq of the next segments after the arrivals;
+ *   "dict.<seq>" (magic "TWJD"): uv seq, uv first node index, uv n, str
+ *   each; uv first series id, uv n, per series as in "core";
+ *   "windows" (magic "TWJW"): uv series count, tw_windows_save bytes;
+ *   "chunks.<seq>" (magic "TWJB"): uv seq, uv n, chunks as in version 4
+ *   but each sample's series as the zigzag difference from the previous
+ *   sample's (an agent's batch lists its series in id order: one byte).
+ * A segment's seq is below the core's next seq, and dictionary segments
+ * must arrive in order without a gap (their first index is checked).
+ *
  * Restoring the core runs its parser twice: a check pass that reads the
  * whole blob and changes nothing (the aggregator part is restored into a
  * scratch tw_windows), then an apply pass over the same bytes that can only
@@ -53,17 +65,23 @@
 #include <zlib.h>
 
 #include "ckpt_codec.h"
+#include "grow.h"
 #include "job.h"
 #include "job_internal.h"
+#include "tw_assert.h"
 
-#define CORE_MAGIC 0x434a5754u /* "TWJC" */
-#define RULE_MAGIC 0x524a5754u /* "TWJR" */
+#define CORE_MAGIC 0x434a5754u  /* "TWJC" */
+#define RULE_MAGIC 0x524a5754u  /* "TWJR" */
+#define DICT_MAGIC 0x444a5754u  /* "TWJD" */
+#define WIN_MAGIC 0x574a5754u   /* "TWJW" */
+#define CHUNK_MAGIC 0x424a5754u /* "TWJB" */
 /* Version 2 appends the data-loss record (job_loss.h) to "core"; version 3
  * the buffered debugging tensors and their counters; version 4 writes the
  * buffered samples and events compactly (see the head comment). Older
  * blobs are still read. */
 #define STATE_VERSION 4u
 #define STATE_VERSION_MIN 1u
+#define SEG_VERSION 5u /* segmented core and its parts */
 #define HEADER_BYTES 20u
 #define CKPT_KEEP_BYTES (256u * 1024u)
 
@@ -96,12 +114,12 @@ static uint64_t get_le(const uint8_t *p, int bytes)
 /* Writes the header in front of the payload already in b (which starts
  * with HEADER_BYTES reserved bytes). The buffer is ours: writing through
  * tw_buf_data's pointer is writing our own heap memory. */
-static void seal(tw_buf *b, uint32_t magic)
+static void seal(tw_buf *b, uint32_t magic, unsigned version)
 {
     uint8_t *d = (uint8_t *)(uintptr_t)tw_buf_data(b);
     size_t n = tw_buf_len(b) - HEADER_BYTES;
     put_le(d, magic, 4);
-    put_le(d + 4, STATE_VERSION, 2);
+    put_le(d + 4, version, 2);
     put_le(d + 6, 0, 2);
     put_le(d + 8, n, 8);
     put_le(d + 16, crc_of(d + HEADER_BYTES, n), 4);
@@ -124,15 +142,24 @@ static int unseal(const char *part, const void *data, size_t len,
         snprintf(err, errlen,
                  "checkpoint part '%s': not a trainwatch %s checkpoint (bad "
                  "magic)",
-                 part, magic == CORE_MAGIC ? "job core" : "job rule");
+                 part,
+                 magic == CORE_MAGIC   ? "job core"
+                 : magic == RULE_MAGIC ? "job rule"
+                 : magic == DICT_MAGIC ? "job dictionary"
+                 : magic == WIN_MAGIC  ? "job windows"
+                                       : "job batches");
         return TW_ERR;
     }
     unsigned version = (unsigned)get_le(d + 4, 2);
-    if (version < STATE_VERSION_MIN || version > STATE_VERSION) {
+    /* the segment parts exist from version 5 on; core and rules from 1 */
+    unsigned vmin = magic == CORE_MAGIC || magic == RULE_MAGIC
+                        ? STATE_VERSION_MIN
+                        : SEG_VERSION;
+    if (version < vmin || version > SEG_VERSION) {
         snprintf(err, errlen,
                  "checkpoint part '%s': version %u, this engine reads "
                  "versions %u to %u",
-                 part, version, STATE_VERSION_MIN, STATE_VERSION);
+                 part, version, vmin, SEG_VERSION);
         return TW_ERR;
     }
     if (get_le(d + 6, 2) != 0) {
@@ -327,7 +354,8 @@ static int get_str(tw_ckr *r, str_dict_r *d, const char **s, size_t *n)
     return d != NULL ? get_dict_str(r, d, s, n) : tw_ckr_str(r, s, n);
 }
 
-static void put_batch_chunk(tw_ckw *w, const chunk *c)
+/* delta_series: version 5 segments (see the head comment) */
+static void put_batch_chunk(tw_ckw *w, const chunk *c, int delta_series)
 {
     const tw_batch *b = c->batch;
     tw_ckw_uv(w, c->arrival);
@@ -344,13 +372,20 @@ static void put_batch_chunk(tw_ckw *w, const chunk *c)
     tw_ckw_str(w, b->file_path);
     tw_ckw_uv(w, b->nsamples);
     uint64_t prev_ts = 0; /* bits of the previous sample's ts */
+    uint32_t prev_series = 0;
     for (size_t i = 0; i < b->nsamples; i++) {
         const tw_sample *s = &b->samples[i];
         uint64_t ts_bits;
         memcpy(&ts_bits, &s->ts, sizeof(ts_bits));
         int64_t k = 0;
         int same_ts = ts_bits == prev_ts, hund = exact_hundredths(s->value, &k);
-        tw_ckw_uv(w, (uint64_t)s->series << 3 | (uint64_t)(s->flags != 0) << 2 |
+        uint64_t series = s->series;
+        if (delta_series) {
+            int64_t d = (int64_t)s->series - (int64_t)prev_series;
+            series = ((uint64_t)d << 1) ^ (d < 0 ? UINT64_MAX : 0);
+            prev_series = s->series;
+        }
+        tw_ckw_uv(w, series << 3 | (uint64_t)(s->flags != 0) << 2 |
                          (uint64_t)same_ts << 1 | (uint64_t)hund);
         if (!same_ts)
             tw_ckw_u64(w, ts_bits);
@@ -425,7 +460,20 @@ static void put_batch_chunk(tw_ckw *w, const chunk *c)
     }
 }
 
-static int build_core(tw_job *j, tw_buf *b)
+static void put_producers(tw_ckw *w, const tw_job *j)
+{
+    tw_ckw_uv(w, j->nproducers);
+    for (size_t i = 0; i < j->nproducers; i++) {
+        const producer *p = &j->producers[i];
+        tw_ckw_str(w, p->name);
+        tw_ckw_iv(w, p->newest_us);
+        tw_ckw_uv(w, p->max_seq);
+        put_seen(w, p->seen);
+    }
+}
+
+/* seg_next: the segmented core's next seq (0: a whole version 4 core) */
+static int build_core(tw_job *j, tw_buf *b, uint64_t seg_next)
 {
     static const uint8_t zero[HEADER_BYTES];
     tw_ckw w = {b, 0};
@@ -459,6 +507,17 @@ static int build_core(tw_job *j, tw_buf *b)
     tw_ckw_uv(&w, st->late_events);
     tw_ckw_uv(&w, st->scans);
     tw_ckw_uv(&w, j->arrivals);
+    if (seg_next != 0) {
+        tw_ckw_uv(&w, seg_next);
+        put_producers(&w, j);
+        tw_job_loss_save(&j->loss, &w);
+        tw_ckw_uv(&w, j->stats.tensors);
+        tw_ckw_uv(&w, j->stats.late_tensors);
+        if (w.failed)
+            return TW_ERR;
+        seal(b, CORE_MAGIC, SEG_VERSION);
+        return TW_OK;
+    }
 
     tw_ckw_uv(&w, j->nnodes);
     for (size_t i = 0; i < j->nnodes; i++)
@@ -471,14 +530,7 @@ static int build_core(tw_job *j, tw_buf *b)
         tw_ckw_str(&w, s->name);
         tw_ckw_str(&w, s->dimension);
     }
-    tw_ckw_uv(&w, j->nproducers);
-    for (size_t i = 0; i < j->nproducers; i++) {
-        const producer *p = &j->producers[i];
-        tw_ckw_str(&w, p->name);
-        tw_ckw_iv(&w, p->newest_us);
-        tw_ckw_uv(&w, p->max_seq);
-        put_seen(&w, p->seen);
-    }
+    put_producers(&w, j);
 
     /* windows, length-prefixed: reserve a fixed 5-byte varint (a windows
      * blob under 32 GiB) and patch it, to avoid a second buffer */
@@ -496,13 +548,13 @@ static int build_core(tw_job *j, tw_buf *b)
 
     tw_ckw_uv(&w, j->nchunks);
     for (size_t i = 0; i < j->nchunks && !w.failed; i++)
-        put_batch_chunk(&w, &j->chunks[i]);
+        put_batch_chunk(&w, &j->chunks[i], 0);
     tw_job_loss_save(&j->loss, &w);
     tw_ckw_uv(&w, j->stats.tensors);
     tw_ckw_uv(&w, j->stats.late_tensors);
     if (w.failed)
         return TW_ERR;
-    seal(b, CORE_MAGIC);
+    seal(b, CORE_MAGIC, STATE_VERSION);
     return TW_OK;
 }
 
@@ -518,7 +570,7 @@ static int build_rule(tw_job *j, size_t i, tw_buf *b)
     tw_ckw_str(&w, tw_rule_descriptor_of(r)->name);
     if (w.failed || tw_rule_save(r, b) != TW_OK)
         return TW_ERR;
-    seal(b, RULE_MAGIC);
+    seal(b, RULE_MAGIC, STATE_VERSION);
     return TW_OK;
 }
 
@@ -528,53 +580,313 @@ int tw_job_dirty(const tw_job *j)
            j->rules_changes != j->rules_saved;
 }
 
+void tw_job_set_segmented(tw_job *j)
+{
+    j->segmented = 1;
+}
+
+void tw_job_chunk_released_(tw_job *j, const chunk *c)
+{
+    if (c->seg == 0)
+        return;
+    /* batches leave roughly in arrival order: the oldest segments first */
+    for (size_t i = 0; i < j->ncsegs; i++)
+        if (j->csegs[i].seq == c->seg) {
+            TW_ASSERT(j->csegs[i].live > 0);
+            j->csegs[i].live--;
+            return;
+        }
+    TW_ASSERT(!"a buffered batch names a segment the job does not track");
+}
+
+/* "dict.<seq>": nodes [n0, n1) and series [s0, s1). */
+static int build_dict(tw_job *j, tw_buf *b, uint64_t seq, size_t n0, size_t n1,
+                      size_t s0, size_t s1)
+{
+    static const uint8_t zero[HEADER_BYTES];
+    tw_ckw w = {b, 0};
+    tw_ckw_bytes(&w, zero, sizeof(zero));
+    tw_ckw_uv(&w, seq);
+    tw_ckw_uv(&w, n0);
+    tw_ckw_uv(&w, n1 - n0);
+    for (size_t i = n0; i < n1; i++)
+        tw_ckw_str(&w, j->nodes[i]);
+    tw_ckw_uv(&w, s0);
+    tw_ckw_uv(&w, s1 - s0);
+    for (size_t i = s0; i < s1; i++) {
+        const tw_series *s = &j->series[i];
+        tw_ckw_uv(&w, s->node);
+        tw_ckw_str(&w, s->type);
+        tw_ckw_str(&w, s->name);
+        tw_ckw_str(&w, s->dimension);
+    }
+    if (w.failed)
+        return TW_ERR;
+    seal(b, DICT_MAGIC, SEG_VERSION);
+    return TW_OK;
+}
+
+static int build_windows(tw_job *j, tw_buf *b)
+{
+    static const uint8_t zero[HEADER_BYTES];
+    tw_ckw w = {b, 0};
+    tw_ckw_bytes(&w, zero, sizeof(zero));
+    tw_ckw_uv(&w, j->nseries);
+    if (w.failed || tw_windows_save(j->windows, b) != TW_OK)
+        return TW_ERR;
+    seal(b, WIN_MAGIC, SEG_VERSION);
+    return TW_OK;
+}
+
+/* "chunks.<seq>": the buffered batches whose seg is `match` (0: the
+ * unsaved ones, about to become segment seq). */
+static int build_chunks(tw_job *j, tw_buf *b, uint64_t seq, uint64_t match)
+{
+    static const uint8_t zero[HEADER_BYTES];
+    tw_ckw w = {b, 0};
+    tw_ckw_bytes(&w, zero, sizeof(zero));
+    size_t n = 0;
+    for (size_t i = 0; i < j->nchunks; i++)
+        n += j->chunks[i].seg == match;
+    tw_ckw_uv(&w, seq);
+    tw_ckw_uv(&w, n);
+    for (size_t i = 0; i < j->nchunks && !w.failed; i++)
+        if (j->chunks[i].seg == match)
+            put_batch_chunk(&w, &j->chunks[i], 1);
+    if (w.failed)
+        return TW_ERR;
+    seal(b, CHUNK_MAGIC, SEG_VERSION);
+    return TW_OK;
+}
+
+/* One save's emits from the job's reusable buffer. */
+typedef struct save_run {
+    tw_job *j;
+    tw_job_part_fn emit;
+    void *ud;
+    size_t biggest;
+    char *err;
+    size_t errlen;
+} save_run;
+
+/* Emits what a build_* just left in j->ckpt (built: its result); `rule`
+ * names the rule of a "rule.<i>" part for the message. */
+static int emit_built(save_run *sr, const char *part, int built,
+                      const char *rule)
+{
+    tw_job *j = sr->j;
+    if (built != TW_OK) {
+        snprintf(sr->err, sr->errlen,
+                 "job %s: checkpoint part '%s'%s%s: cannot save (out of "
+                 "memory or the rule failed)",
+                 j->id, part, rule ? " " : "", rule ? rule : "");
+        return TW_ERR;
+    }
+    size_t n = tw_buf_len(j->ckpt);
+    if (n > sr->biggest)
+        sr->biggest = n;
+    if (sr->emit(sr->ud, part, tw_buf_data(j->ckpt), n) != TW_OK) {
+        snprintf(sr->err, sr->errlen,
+                 "job %s: checkpoint part '%s': the store refused it", j->id,
+                 part);
+        return TW_ERR;
+    }
+    tw_buf_clear(j->ckpt);
+    return TW_OK;
+}
+
+static int emit_removal(save_run *sr, const char *part)
+{
+    if (sr->emit(sr->ud, part, NULL, 0) != TW_OK) {
+        snprintf(sr->err, sr->errlen,
+                 "job %s: checkpoint part '%s': the store refused its "
+                 "removal",
+                 sr->j->id, part);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+static int save_rules(save_run *sr)
+{
+    tw_job *j = sr->j;
+    char part[32];
+    for (size_t i = 0; i < j->nrules; i++) {
+        snprintf(part, sizeof(part), "rule.%zu", i);
+        if (emit_built(sr, part, build_rule(j, i, j->ckpt),
+                       tw_rule_name(j->rules[i])) != TW_OK)
+            return TW_ERR;
+    }
+    return TW_OK;
+}
+
+/* A whole version 4 core; segments left by a segmented past (a restore)
+ * are removed, since the core now holds what they held. */
+static int save_whole(save_run *sr, int core, int rules)
+{
+    tw_job *j = sr->j;
+    char part[48];
+    if (core &&
+        emit_built(sr, "core", build_core(j, j->ckpt, 0), NULL) != TW_OK)
+        return TW_ERR;
+    if (core) {
+        for (size_t i = 0; i < j->ndsegs; i++) {
+            snprintf(part, sizeof(part), "dict.%llu",
+                     (unsigned long long)j->dsegs[i].seq);
+            if (emit_removal(sr, part) != TW_OK)
+                return TW_ERR;
+        }
+        for (size_t i = 0; i < j->ncsegs; i++) {
+            snprintf(part, sizeof(part), "chunks.%llu",
+                     (unsigned long long)j->csegs[i].seq);
+            if (emit_removal(sr, part) != TW_OK)
+                return TW_ERR;
+        }
+        if (j->windows_saved && emit_removal(sr, "windows") != TW_OK)
+            return TW_ERR;
+    }
+    if (rules && save_rules(sr) != TW_OK)
+        return TW_ERR;
+    if (core) {
+        j->ndsegs = j->ncsegs = 0;
+        j->nodes_saved = j->series_saved = 0;
+        j->windows_saved = 0;
+        for (size_t i = 0; i < j->nchunks; i++)
+            j->chunks[i].seg = 0;
+    }
+    return TW_OK;
+}
+
+static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
+{
+    tw_job *j = sr->j;
+    uint64_t seq = j->seg_next != 0 ? j->seg_next : 1;
+    size_t unsaved = 0;
+    for (size_t i = 0; i < j->nchunks; i++)
+        unsaved += j->chunks[i].seg == 0;
+    int dict_grew = j->nnodes > j->nodes_saved || j->nseries > j->series_saved;
+    int dead = 0;
+    for (size_t i = 0; i < j->ncsegs; i++)
+        dead |= j->csegs[i].live == 0;
+    /* a failed save may have left its chunks.<seq> in the caller's pending
+     * list; with nothing to replace it now, it must be removed */
+    int stale = unsaved == 0 && j->seg_tried == seq;
+    int windows = !only_dirty || !j->windows_saved ||
+                  j->windows_changes != j->windows_saved_changes ||
+                  j->windows_series != j->nseries;
+    uint64_t next = dict_grew || unsaved > 0 ? seq + 1 : seq;
+    if (!core && !rules && !windows && !dead && !stale && next == j->seg_next)
+        return TW_OK;
+    core = core || next != j->seg_next || dead || stale;
+    /* the bookkeeping slots first: after the emits nothing may fail */
+    if ((dict_grew && tw_grow((void **)&j->dsegs, &j->dsegs_cap, j->ndsegs + 1,
+                              sizeof(*j->dsegs), 8) != TW_OK) ||
+        (unsaved > 0 &&
+         tw_grow((void **)&j->csegs, &j->csegs_cap, j->ncsegs + 1,
+                 sizeof(*j->csegs), 16) != TW_OK)) {
+        snprintf(sr->err, sr->errlen, "job %s: checkpoint: out of memory",
+                 j->id);
+        return TW_ERR;
+    }
+    char part[48];
+    if (core &&
+        emit_built(sr, "core", build_core(j, j->ckpt, next), NULL) != TW_OK)
+        return TW_ERR;
+    for (size_t i = 0; !only_dirty && i < j->ndsegs; i++) {
+        const dict_seg *d = &j->dsegs[i];
+        size_t n1 =
+            i + 1 < j->ndsegs ? j->dsegs[i + 1].first_node : j->nodes_saved;
+        size_t s1 =
+            i + 1 < j->ndsegs ? j->dsegs[i + 1].first_series : j->series_saved;
+        snprintf(part, sizeof(part), "dict.%llu", (unsigned long long)d->seq);
+        if (emit_built(sr, part,
+                       build_dict(j, j->ckpt, d->seq, d->first_node, n1,
+                                  d->first_series, s1),
+                       NULL) != TW_OK)
+            return TW_ERR;
+    }
+    if (dict_grew) {
+        snprintf(part, sizeof(part), "dict.%llu", (unsigned long long)seq);
+        if (emit_built(sr, part,
+                       build_dict(j, j->ckpt, seq, j->nodes_saved, j->nnodes,
+                                  j->series_saved, j->nseries),
+                       NULL) != TW_OK)
+            return TW_ERR;
+    }
+    if (windows &&
+        emit_built(sr, "windows", build_windows(j, j->ckpt), NULL) != TW_OK)
+        return TW_ERR;
+    for (size_t i = 0; i < j->ncsegs; i++) {
+        const chunk_seg *c = &j->csegs[i];
+        snprintf(part, sizeof(part), "chunks.%llu", (unsigned long long)c->seq);
+        if (c->live == 0
+                ? emit_removal(sr, part) != TW_OK
+                : !only_dirty &&
+                      emit_built(sr, part,
+                                 build_chunks(j, j->ckpt, c->seq, c->seq),
+                                 NULL) != TW_OK)
+            return TW_ERR;
+    }
+    snprintf(part, sizeof(part), "chunks.%llu", (unsigned long long)seq);
+    if (unsaved > 0) {
+        j->seg_tried = seq;
+        if (emit_built(sr, part, build_chunks(j, j->ckpt, seq, 0), NULL) !=
+            TW_OK)
+            return TW_ERR;
+    } else if (stale && emit_removal(sr, part) != TW_OK) {
+        return TW_ERR;
+    }
+    if (rules && save_rules(sr) != TW_OK)
+        return TW_ERR;
+
+    /* every emit went through: the store will hold what was written */
+    if (dict_grew) {
+        j->dsegs[j->ndsegs++] =
+            (dict_seg){seq, j->nodes_saved, j->series_saved};
+        j->nodes_saved = j->nnodes;
+        j->series_saved = j->nseries;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < j->ncsegs; i++)
+        if (j->csegs[i].live > 0)
+            j->csegs[kept++] = j->csegs[i];
+    j->ncsegs = kept;
+    if (unsaved > 0) {
+        for (size_t i = 0; i < j->nchunks; i++)
+            if (j->chunks[i].seg == 0)
+                j->chunks[i].seg = seq;
+        j->csegs[j->ncsegs++] = (chunk_seg){seq, unsaved};
+    }
+    if (windows) {
+        j->windows_saved = 1;
+        j->windows_series = j->nseries;
+        j->windows_saved_changes = j->windows_changes;
+    }
+    j->seg_next = next;
+    j->seg_tried = 0;
+    return TW_OK;
+}
+
 int tw_job_save(tw_job *j, int only_dirty, tw_job_part_fn emit, void *ud,
                 char *err, size_t errlen)
 {
     int core = !only_dirty || j->core_changes != j->core_saved;
     int rules = !only_dirty || j->rules_changes != j->rules_saved;
-    if (!core && !rules)
+    if (!core && !rules && !j->segmented)
         return TW_OK;
     if (j->ckpt == NULL && (j->ckpt = tw_buf_new()) == NULL) {
         snprintf(err, errlen, "job %s: checkpoint: out of memory", j->id);
         return TW_ERR;
     }
-    size_t biggest = 0;
-    int rc = TW_OK;
-    char part[32];
-    for (size_t i = 0; rc == TW_OK && i < 1 + j->nrules; i++) {
-        if (i == 0 ? !core : !rules)
-            continue;
-        if (i == 0)
-            snprintf(part, sizeof(part), "core");
-        else
-            snprintf(part, sizeof(part), "rule.%zu", i - 1);
-        tw_buf_clear(j->ckpt);
-        if ((i == 0 ? build_core(j, j->ckpt) : build_rule(j, i - 1, j->ckpt)) !=
-            TW_OK) {
-            snprintf(err, errlen,
-                     "job %s: checkpoint part '%s'%s%s: cannot save (out of "
-                     "memory or the rule failed)",
-                     j->id, part, i ? " " : "",
-                     i ? tw_rule_name(j->rules[i - 1]) : "");
-            rc = TW_ERR;
-            break;
-        }
-        size_t n = tw_buf_len(j->ckpt);
-        if (n > biggest)
-            biggest = n;
-        if (emit(ud, part, tw_buf_data(j->ckpt), n) != TW_OK) {
-            snprintf(err, errlen,
-                     "job %s: checkpoint part '%s': the store refused it",
-                     j->id, part);
-            rc = TW_ERR;
-        }
-    }
+    tw_buf_clear(j->ckpt);
+    save_run sr = {j, emit, ud, 0, err, errlen};
+    int rc = j->segmented ? save_segmented(&sr, only_dirty, core, rules)
+                          : save_whole(&sr, core, rules);
     if (rc == TW_OK) {
         j->core_saved = j->core_changes;
         j->rules_saved = j->rules_changes;
     }
-    if (biggest > CKPT_KEEP_BYTES || rc != TW_OK) {
+    if (sr.biggest > CKPT_KEEP_BYTES || rc != TW_OK) {
         tw_buf_free(j->ckpt);
         j->ckpt = NULL;
     } else {
@@ -640,8 +952,11 @@ typedef struct core_pass {
     const char *bad;  /* a semantic problem (the reader keeps syntax ones) */
     unsigned version; /* of the blob */
     char detail[256];
-    size_t nnodes, nseries; /* as read from the blob */
-    tw_windows *check;      /* check pass: scratch aggregator */
+    size_t nnodes, nseries;          /* as read from the blob */
+    size_t first_node, first_series; /* a dictionary segment's first */
+    uint64_t seg_next; /* version 5 core: the next segments' seq */
+    uint64_t want_seq; /* a segment: the seq its part name gives */
+    tw_windows *check; /* check pass: scratch aggregator (core) */
     scratch sc;
 } core_pass;
 
@@ -876,6 +1191,7 @@ static void get_chunk(core_pass *cp)
             goto out;
     }
     double prev_ts = 0.0;
+    uint64_t prev_series = 0;
     for (size_t i = 0; i < nsamples; i++) {
         tw_sample s;
         uint64_t series, flags;
@@ -886,6 +1202,13 @@ static void get_chunk(core_pass *cp)
             flags = (h & 4) ? tw_ckr_uv(r) : 0;
             series = h >> 3;
             prev_ts = s.ts;
+            if (cp->version >= SEG_VERSION) {
+                /* zigzag difference from the previous sample's; a wrap
+                 * below 0 fails the range check below */
+                uint64_t z = series;
+                series = prev_series + ((z >> 1) ^ (0 - (z & 1)));
+                prev_series = series;
+            }
         } else {
             s.ts = tw_ckr_f64(r);
             s.value = tw_ckr_f64(r);
@@ -1064,7 +1387,8 @@ static void get_series(core_pass *cp)
             break;
         if (!cp->apply) {
             tw_metric m = tw_metric_classify(bs.type, bs.name, bs.dimension);
-            if (tw_windows_add_series(cp->check, (uint32_t)i, m) != TW_OK)
+            if (cp->check != NULL &&
+                tw_windows_add_series(cp->check, (uint32_t)i, m) != TW_OK)
                 cp->oom = 1;
             continue;
         }
@@ -1074,12 +1398,12 @@ static void get_series(core_pass *cp)
             cp->oom = 1;
             break;
         }
-        if (id != i) {
+        if (id != cp->first_series + i) {
             cp->bad = "the dictionary holds the same series twice";
             break;
         }
     }
-    cp->nseries = n;
+    cp->nseries = cp->first_series + n;
 }
 
 static void get_producers(core_pass *cp)
@@ -1141,10 +1465,10 @@ static void get_nodes(core_pass *cp)
             cp->oom = 1;
             break;
         }
-        if (idx != i)
+        if (idx != cp->first_node + i)
             cp->bad = "the dictionary holds the same node twice";
     }
-    cp->nnodes = n;
+    cp->nnodes = cp->first_node + n;
 }
 
 /* Does F + (k + 2) * tick stay in int64 (so later scans cannot overflow)? */
@@ -1233,31 +1557,45 @@ static void core_pass_run(core_pass *cp)
         return;
     }
 
-    get_nodes(cp);
-    if (core_failed(cp))
-        return;
-    get_series(cp);
-    if (core_failed(cp))
-        return;
-    get_producers(cp);
-    if (core_failed(cp))
-        return;
+    if (cp->version >= SEG_VERSION) {
+        /* the dictionary, windows and batches are parts of their own */
+        cp->seg_next = tw_ckr_uv(r);
+        if (r->why != NULL)
+            return;
+        if (cp->seg_next == 0) {
+            cp->bad = "next segment number 0";
+            return;
+        }
+        get_producers(cp);
+        if (core_failed(cp))
+            return;
+    } else {
+        get_nodes(cp);
+        if (core_failed(cp))
+            return;
+        get_series(cp);
+        if (core_failed(cp))
+            return;
+        get_producers(cp);
+        if (core_failed(cp))
+            return;
 
-    size_t wlen = tw_ckr_count(r, 1);
-    const uint8_t *wdata = tw_ckr_bytes(r, wlen);
-    if (r->why != NULL)
-        return;
-    if (tw_windows_restore(cp->apply ? j->windows : cp->check, wdata, wlen,
-                           cp->detail, sizeof(cp->detail)) != TW_OK) {
-        cp->bad = cp->detail;
-        return;
+        size_t wlen = tw_ckr_count(r, 1);
+        const uint8_t *wdata = tw_ckr_bytes(r, wlen);
+        if (r->why != NULL)
+            return;
+        if (tw_windows_restore(cp->apply ? j->windows : cp->check, wdata, wlen,
+                               cp->detail, sizeof(cp->detail)) != TW_OK) {
+            cp->bad = cp->detail;
+            return;
+        }
+
+        size_t nchunks = tw_ckr_count(r, 20);
+        for (size_t i = 0; i < nchunks && !core_failed(cp); i++)
+            get_chunk(cp);
+        if (core_failed(cp))
+            return;
     }
-
-    size_t nchunks = tw_ckr_count(r, 20);
-    for (size_t i = 0; i < nchunks && !core_failed(cp); i++)
-        get_chunk(cp);
-    if (core_failed(cp))
-        return;
     if (cp->version >= 2 &&
         tw_job_loss_restore(&j->loss, r, cp->apply) != TW_OK)
         cp->oom = 1;
@@ -1288,6 +1626,46 @@ static void core_pass_run(core_pass *cp)
     j->end_marker = (flags & CLOCK_END_MARKER) != 0;
     j->stats = st;
     j->arrivals = arrivals;
+    j->seg_next = cp->seg_next;
+}
+
+/* Runs `run` over a part's payload twice: a check pass that changes
+ * nothing, then (if it passed) the apply pass. check_windows: the core's
+ * check pass needs a scratch aggregator. */
+static int two_passes(tw_job *j, const char *part, const uint8_t *payload,
+                      size_t n, unsigned version, uint64_t want_seq,
+                      int check_windows, void (*run)(core_pass *cp), char *err,
+                      size_t errlen)
+{
+    int rc = TW_OK;
+    for (int apply = 0; apply <= 1 && rc == TW_OK; apply++) {
+        core_pass cp;
+        memset(&cp, 0, sizeof(cp));
+        cp.j = j;
+        cp.apply = apply;
+        cp.version = version;
+        cp.want_seq = want_seq;
+        tw_ckr_init(&cp.r, payload, n);
+        if (!apply && check_windows && (cp.check = tw_windows_new()) == NULL)
+            cp.oom = 1;
+        else
+            run(&cp);
+        if (cp.oom) {
+            snprintf(err, errlen, "checkpoint part '%s': out of memory", part);
+            rc = TW_ERR;
+        } else if (cp.r.why != NULL) {
+            snprintf(err, errlen,
+                     "checkpoint part '%s': %s at payload byte %zu of %zu",
+                     part, cp.r.why, tw_ckr_offset(&cp.r), n);
+            rc = TW_ERR;
+        } else if (cp.bad != NULL) {
+            snprintf(err, errlen, "checkpoint part '%s': %s", part, cp.bad);
+            rc = TW_ERR;
+        }
+        tw_windows_free(cp.check);
+        scratch_free(&cp.sc);
+    }
+    return rc;
 }
 
 static int restore_core(tw_job *j, const void *data, size_t len, char *err,
@@ -1308,36 +1686,198 @@ static int restore_core(tw_job *j, const void *data, size_t len, char *err,
                  j->id);
         return TW_ERR;
     }
-    int rc = TW_OK;
-    for (int apply = 0; apply <= 1 && rc == TW_OK; apply++) {
-        core_pass cp;
-        memset(&cp, 0, sizeof(cp));
-        cp.j = j;
-        cp.apply = apply;
-        cp.version = version;
-        tw_ckr_init(&cp.r, payload, n);
-        if (!apply && (cp.check = tw_windows_new()) == NULL)
-            cp.oom = 1;
-        else
-            core_pass_run(&cp);
-        if (cp.oom) {
-            snprintf(err, errlen, "checkpoint part 'core': out of memory");
-            rc = TW_ERR;
-        } else if (cp.r.why != NULL) {
-            snprintf(err, errlen,
-                     "checkpoint part 'core': %s at payload byte %zu of %zu",
-                     cp.r.why, tw_ckr_offset(&cp.r), n);
-            rc = TW_ERR;
-        } else if (cp.bad != NULL) {
-            snprintf(err, errlen, "checkpoint part 'core': %s", cp.bad);
-            rc = TW_ERR;
-        }
-        tw_windows_free(cp.check);
-        scratch_free(&cp.sc);
-    }
+    int rc = two_passes(j, "core", payload, n, version, 0, 1, core_pass_run,
+                        err, errlen);
     if (rc == TW_OK)
         j->core_saved = j->core_changes;
     return rc;
+}
+
+/* ---- restore: segments (version 5) -----------------------------------------
+ */
+
+/* The checks every segment's seq passes: the one its name gives, and
+ * older than the restored core's next. */
+static int segment_seq_ok(core_pass *cp, uint64_t seq)
+{
+    if (cp->r.why != NULL)
+        return 0;
+    if (seq != cp->want_seq) {
+        cp->bad = "its segment number differs from the one in its name";
+        return 0;
+    }
+    if (cp->j->seg_next == 0) {
+        cp->bad = "no segmented (version 5) 'core' was restored before it";
+        return 0;
+    }
+    if (seq >= cp->j->seg_next) {
+        cp->bad = "it is newer than the core (a core from an older save)";
+        return 0;
+    }
+    return 1;
+}
+
+static void dict_pass_run(core_pass *cp)
+{
+    tw_ckr *r = &cp->r;
+    tw_job *j = cp->j;
+    uint64_t seq = tw_ckr_uv(r);
+    uint64_t n0 = tw_ckr_uv(r);
+    if (!segment_seq_ok(cp, seq))
+        return;
+    if (n0 != j->nnodes) {
+        snprintf(cp->detail, sizeof(cp->detail),
+                 "it starts at node %llu, the job has %zu (a dictionary "
+                 "segment is missing or repeated)",
+                 (unsigned long long)n0, j->nnodes);
+        cp->bad = cp->detail;
+        return;
+    }
+    cp->first_node = n0;
+    get_nodes(cp);
+    uint64_t s0 = tw_ckr_uv(r);
+    if (core_failed(cp))
+        return;
+    if (s0 != j->nseries) {
+        snprintf(cp->detail, sizeof(cp->detail),
+                 "it starts at series %llu, the job has %zu (a dictionary "
+                 "segment is missing or repeated)",
+                 (unsigned long long)s0, j->nseries);
+        cp->bad = cp->detail;
+        return;
+    }
+    cp->first_series = s0;
+    get_series(cp);
+    if (core_failed(cp))
+        return;
+    if (tw_ckr_left(r) != 0)
+        tw_ckr_fail(r, "trailing bytes");
+}
+
+static void chunks_pass_run(core_pass *cp)
+{
+    tw_ckr *r = &cp->r;
+    tw_job *j = cp->j;
+    uint64_t seq = tw_ckr_uv(r);
+    if (!segment_seq_ok(cp, seq))
+        return;
+    if (j->ncsegs > 0 && seq <= j->csegs[j->ncsegs - 1].seq) {
+        cp->bad = "batch segments restored out of order or twice";
+        return;
+    }
+    size_t n = tw_ckr_count(r, 20);
+    cp->nseries = j->nseries;
+    for (size_t i = 0; i < n && !core_failed(cp); i++)
+        get_chunk(cp);
+    if (core_failed(cp))
+        return;
+    if (tw_ckr_left(r) != 0)
+        tw_ckr_fail(r, "trailing bytes");
+}
+
+static int restore_dict(tw_job *j, const char *part, uint64_t seq,
+                        const void *data, size_t len, char *err, size_t errlen)
+{
+    const uint8_t *payload;
+    size_t n;
+    unsigned version;
+    if (unseal(part, data, len, DICT_MAGIC, &payload, &n, &version, err,
+               errlen) != TW_OK)
+        return TW_ERR;
+    if (tw_grow((void **)&j->dsegs, &j->dsegs_cap, j->ndsegs + 1,
+                sizeof(*j->dsegs), 8) != TW_OK) {
+        snprintf(err, errlen, "checkpoint part '%s': out of memory", part);
+        return TW_ERR;
+    }
+    size_t n0 = j->nnodes, s0 = j->nseries;
+    if (two_passes(j, part, payload, n, version, seq, 0, dict_pass_run, err,
+                   errlen) != TW_OK)
+        return TW_ERR;
+    j->dsegs[j->ndsegs++] = (dict_seg){seq, n0, s0};
+    j->nodes_saved = j->nnodes;
+    j->series_saved = j->nseries;
+    return TW_OK;
+}
+
+static int restore_windows(tw_job *j, const void *data, size_t len, char *err,
+                           size_t errlen)
+{
+    const uint8_t *payload;
+    size_t n;
+    unsigned version;
+    if (unseal("windows", data, len, WIN_MAGIC, &payload, &n, &version, err,
+               errlen) != TW_OK)
+        return TW_ERR;
+    tw_ckr r;
+    tw_ckr_init(&r, payload, n);
+    uint64_t nseries = tw_ckr_uv(&r);
+    if (r.why != NULL) {
+        snprintf(err, errlen, "checkpoint part 'windows': %s", r.why);
+        return TW_ERR;
+    }
+    if (j->seg_next == 0 || j->windows_saved) {
+        snprintf(err, errlen, "checkpoint part 'windows': %s",
+                 j->windows_saved ? "restored twice"
+                                  : "no segmented (version 5) 'core' was "
+                                    "restored before it");
+        return TW_ERR;
+    }
+    if (nseries != j->nseries) {
+        snprintf(err, errlen,
+                 "checkpoint part 'windows': saved with %llu series, the job "
+                 "has %zu (a dictionary segment is missing)",
+                 (unsigned long long)nseries, j->nseries);
+        return TW_ERR;
+    }
+    char why[256];
+    if (tw_windows_restore(j->windows, r.p, tw_ckr_left(&r), why,
+                           sizeof(why)) != TW_OK) {
+        snprintf(err, errlen, "checkpoint part 'windows': %s", why);
+        return TW_ERR;
+    }
+    j->windows_saved = 1;
+    j->windows_series = j->nseries;
+    j->windows_saved_changes = j->windows_changes;
+    return TW_OK;
+}
+
+static int restore_chunks(tw_job *j, const char *part, uint64_t seq,
+                          const void *data, size_t len, char *err,
+                          size_t errlen)
+{
+    const uint8_t *payload;
+    size_t n;
+    unsigned version;
+    if (unseal(part, data, len, CHUNK_MAGIC, &payload, &n, &version, err,
+               errlen) != TW_OK)
+        return TW_ERR;
+    if (tw_grow((void **)&j->csegs, &j->csegs_cap, j->ncsegs + 1,
+                sizeof(*j->csegs), 16) != TW_OK) {
+        snprintf(err, errlen, "checkpoint part '%s': out of memory", part);
+        return TW_ERR;
+    }
+    size_t before = j->nchunks;
+    if (two_passes(j, part, payload, n, version, seq, 0, chunks_pass_run, err,
+                   errlen) != TW_OK)
+        return TW_ERR;
+    for (size_t i = before; i < j->nchunks; i++)
+        j->chunks[i].seg = seq;
+    j->csegs[j->ncsegs++] = (chunk_seg){seq, j->nchunks - before};
+    return TW_OK;
+}
+
+/* "<prefix><n>" with n a decimal without leading zeros: 1 and *n, else 0. */
+static int segment_name(const char *part, const char *prefix, uint64_t *n)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(part, prefix, pl) != 0)
+        return 0;
+    const char *d = part + pl;
+    size_t nd = strspn(d, "0123456789");
+    if (nd == 0 || nd > 19 || d[nd] != '\0' || (d[0] == '0' && nd > 1))
+        return 0;
+    *n = strtoull(d, NULL, 10);
+    return 1;
 }
 
 /* ---- restore: rules --------------------------------------------------------
@@ -1422,9 +1962,16 @@ int tw_job_restore_part(tw_job *j, const char *part, const void *data,
             return restore_rule(j, part, (size_t)idx, data, len, err, errlen);
         }
     }
+    uint64_t seq;
+    if (segment_name(part, "dict.", &seq))
+        return restore_dict(j, part, seq, data, len, err, errlen);
+    if (segment_name(part, "chunks.", &seq))
+        return restore_chunks(j, part, seq, data, len, err, errlen);
+    if (strcmp(part, "windows") == 0)
+        return restore_windows(j, data, len, err, errlen);
     snprintf(err, errlen,
-             "checkpoint part '%.64s': unknown part name (expected 'core' or "
-             "'rule.<i>')",
+             "checkpoint part '%.64s': unknown part name (expected 'core', "
+             "'rule.<i>', 'dict.<n>', 'windows' or 'chunks.<n>')",
              part);
     return TW_ERR;
 }

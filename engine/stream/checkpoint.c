@@ -208,6 +208,12 @@ int tw_checkpoint_commit(tw_store *s, const char *topic, int32_t partition,
             continue;
         if (tw_checkpoint_key_part(key, sizeof(key), p->job, p->part) != TW_OK)
             return too_long(err, errlen, "job id", p->job);
+        if (p->data == NULL) { /* a part the job no longer has */
+            tw_store_txn_del(s, key);
+            tw_checkpoint_key_part(key, sizeof(key), p->job, "parts");
+            tw_store_txn_srem(s, key, p->part);
+            continue;
+        }
         tw_store_txn_put(s, key, p->data, p->len);
         tw_checkpoint_key_part(key, sizeof(key), p->job, "parts");
         tw_store_txn_sadd(s, key, p->part);
@@ -246,31 +252,51 @@ int tw_checkpoint_forget(tw_store *s, const char *topic, int32_t partition,
 /* ---- load
  * -------------------------------------------------------------------- */
 
-/* core, then rule.<i> by i, then the rest by name. */
-static int part_rank(const char *p, long *index)
+/* 1 and *index when p is prefix followed by a decimal number. */
+static int numbered(const char *p, const char *prefix,
+                    unsigned long long *index)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(p, prefix, n) != 0 || p[n] < '0' || p[n] > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    *index = strtoull(p + n, &end, 10);
+    return *end == 0 && errno == 0;
+}
+
+/* The restore order (job.h, segmented checkpoints): core, the dictionary
+ * segments by seq, the windows (which need the whole dictionary), the batch
+ * segments by seq, rule.<i> by i, then the rest by name. */
+static int part_rank(const char *p, unsigned long long *index)
 {
     if (strcmp(p, "core") == 0)
         return 0;
-    if (strncmp(p, "rule.", 5) == 0 && p[5] >= '0' && p[5] <= '9') {
-        char *end;
-        errno = 0;
-        *index = strtol(p + 5, &end, 10);
-        if (*end == 0 && errno == 0)
-            return 1;
-    }
-    return 2;
+    if (numbered(p, "dict.", index))
+        return 1;
+    if (strcmp(p, "windows") == 0)
+        return 2;
+    if (numbered(p, "chunks.", index))
+        return 3;
+    if (numbered(p, "rule.", index))
+        return 4;
+    return 5;
+}
+
+int tw_checkpoint_part_cmp(const char *pa, const char *pb)
+{
+    unsigned long long ia = 0, ib = 0;
+    int ra = part_rank(pa, &ia), rb = part_rank(pb, &ib);
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    if (ia != ib)
+        return ia < ib ? -1 : 1;
+    return strcmp(pa, pb);
 }
 
 static int part_cmp(const void *a, const void *b)
 {
-    const char *pa = *(char *const *)a, *pb = *(char *const *)b;
-    long ia = 0, ib = 0;
-    int ra = part_rank(pa, &ia), rb = part_rank(pb, &ib);
-    if (ra != rb)
-        return ra < rb ? -1 : 1;
-    if (ra == 1 && ia != ib)
-        return ia < ib ? -1 : 1;
-    return strcmp(pa, pb);
+    return tw_checkpoint_part_cmp(*(char *const *)a, *(char *const *)b);
 }
 
 static int str_cmp(const void *a, const void *b)

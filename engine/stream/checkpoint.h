@@ -7,7 +7,9 @@
  *
  *   <prefix>v1:job:{<job>}:<part>          the bytes of one part of a job's
  *                                          state: "core" (engine: clock,
- *                                          windows, per-node state) and
+ *                                          producers), "dict.<n>",
+ *                                          "windows", "chunks.<n>" (job.h,
+ *                                          segmented checkpoints) and
  *                                          "rule.<i>" (rule i's plugin state)
  *   <prefix>v1:job:{<job>}:parts           set of the job's part names
  *   <prefix>v1:part:<topic>:<p>:jobs       set of the job ids checkpointed
@@ -26,8 +28,10 @@
  *
  * The version ("v1") changes when the layout or a part's encoding changes
  * incompatibly, so a new engine never misreads an old checkpoint. There are
- * no per-node or per-rule keys outside the parts: node state lives inside
- * the job's "core" part and each rule's state (all nodes) in "rule.<i>".
+ * no per-node or per-rule keys outside the parts: node state lives in the
+ * job's engine parts and each rule's state (all nodes) in "rule.<i>". The
+ * parts' blobs carry their own versions (job_state.c), so a segmented
+ * engine still reads a whole version 4 "core".
  * `{<job>}` is a Redis Cluster hash tag keeping a job's keys in one slot;
  * a partition's checkpoint spans jobs, so it needs a single Redis (or a
  * cluster-aware store later).
@@ -51,8 +55,8 @@
 /* One serialized part of one job's state (e.g. from tw_job_save). */
 typedef struct tw_checkpoint_part {
     const char *job;
-    const char *part; /* "core", "rule.0", "rule.1", ... */
-    const void *data;
+    const char *part; /* "core", "rule.0", "chunks.12", ... */
+    const void *data; /* NULL: remove the part (its key and set member) */
     size_t len;
 } tw_checkpoint_part;
 
@@ -78,11 +82,16 @@ int tw_checkpoint_forget(tw_store *s, const char *topic, int32_t partition,
                          char *err, size_t errlen);
 
 /* Called by tw_checkpoint_load once per stored part: per job (jobs in
- * sorted order) "core" first, then "rule.<i>" in increasing i, then any
- * other part by name. Non-zero stops the load and is returned. */
+ * sorted order) "core" first, then "dict.<n>" by n, "windows", "chunks.<n>"
+ * by n, "rule.<i>" by i, then any other part by name (job.h, segmented
+ * checkpoints). Non-zero stops the load and is returned. */
 typedef int (*tw_checkpoint_part_fn)(void *ud, const char *job,
                                      const char *part, const uint8_t *data,
                                      size_t len);
+
+/* <0, 0, >0 as part a is restored before, with, after part b (the order
+ * above). */
+int tw_checkpoint_part_cmp(const char *a, const char *b);
 
 /* Load a partition's checkpoint on assignment: *next_offset gets the
  * offset to seek to (-1 when the partition has none), then fn sees every

@@ -635,6 +635,9 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
     }
     tw_job_on_scan(j->job, tw_router_on_scan, j);
     tw_job_on_wallclock(j->job, tw_router_on_wallclock, j);
+    /* a checkpoint writes what arrived since the last one, not every
+     * buffered batch (job.h, segmented checkpoints) */
+    tw_job_set_segmented(j->job);
     if (tw_grow((void **)&p->jobs, &p->jobs_cap, p->njobs + 1, sizeof(*p->jobs),
                 4) != TW_OK) {
         tw_rjob_free(j);
@@ -1234,10 +1237,12 @@ static int tw_pending_put(void *ud, const char *part, const void *data,
         if (strcmp(p->pend[i].job, c->job) == 0 &&
             strcmp(p->pend[i].part, part) == 0)
             e = &p->pend[i];
-    void *copy = malloc(len ? len : 1);
-    if (copy == NULL)
-        return TW_ERR;
-    memcpy(copy, data, len);
+    void *copy = NULL; /* data NULL: the part is to be removed */
+    if (data != NULL) {
+        if ((copy = malloc(len ? len : 1)) == NULL)
+            return TW_ERR;
+        memcpy(copy, data, len);
+    }
     if (e == NULL) {
         if (tw_grow((void **)&p->pend, &p->pend_cap, p->npend + 1,
                     sizeof(*p->pend), 16) != TW_OK) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "checkpoint.h" /* tw_checkpoint_part_cmp: the restore order */
 #include "job.h"
 #include "job_internal.h"
 #include "json_writer.h"
@@ -161,6 +162,7 @@ typedef struct setup {
     const tw_rule_spec *specs;
     size_t nspecs;
     int eval_mode; /* external watermark driven by feed keys, F and L set */
+    int segmented; /* tw_job_set_segmented, as the daemon's jobs */
 } setup;
 
 static const tw_rule_spec profiler_report[] = {{.rule = "ProfilerReport"}};
@@ -187,6 +189,8 @@ static tw_job *job_new(const setup *su)
     if (tw_job_new("job", &su->cfg, su->reg, su->specs, su->nspecs, &j, err,
                    sizeof(err)) != TW_OK)
         fail_msg("tw_job_new: %s", err);
+    if (su->segmented)
+        tw_job_set_segmented(j);
     return j;
 }
 
@@ -284,15 +288,16 @@ static char *results(tw_job *j)
 
 /* ---- a checkpoint store: the newest blob of each part ------------------- */
 
-#define MAX_PARTS 16
+#define MAX_PARTS 512
 
 typedef struct store {
-    char name[MAX_PARTS][16];
+    char name[MAX_PARTS][32];
     uint8_t *data[MAX_PARTS];
     size_t len[MAX_PARTS];
     size_t n;
     size_t emitted; /* parts received by the last save */
-    char emitted_names[256];
+    size_t emitted_bytes;
+    char emitted_names[4096];
     int fail_at; /* emit number (1-based) that fails; 0 = none */
 } store;
 
@@ -305,10 +310,23 @@ static int store_put(void *ud, const char *part, const void *data, size_t len)
              o ? "," : "", part);
     if (s->fail_at != 0 && (int)s->emitted == s->fail_at)
         return TW_ERR;
+    s->emitted_bytes += len;
     size_t i;
     for (i = 0; i < s->n; i++)
         if (strcmp(s->name[i], part) == 0)
             break;
+    if (data == NULL) { /* removed (segmented checkpoints) */
+        if (i < s->n) {
+            free(s->data[i]);
+            s->n--;
+            memmove(s->name[i], s->name[i + 1],
+                    (s->n - i) * sizeof(s->name[0]));
+            memmove(&s->data[i], &s->data[i + 1],
+                    (s->n - i) * sizeof(s->data[0]));
+            memmove(&s->len[i], &s->len[i + 1], (s->n - i) * sizeof(s->len[0]));
+        }
+        return TW_OK;
+    }
     if (i == s->n) {
         assert_true(s->n < MAX_PARTS);
         snprintf(s->name[i], sizeof(s->name[i]), "%s", part);
@@ -334,6 +352,7 @@ static int save(tw_job *j, int only_dirty, store *s)
 {
     char err[512];
     s->emitted = 0;
+    s->emitted_bytes = 0;
     s->emitted_names[0] = '\0';
     int rc = tw_job_save(j, only_dirty, store_put, s, err, sizeof(err));
     if (rc != TW_OK && s->fail_at == 0)
@@ -354,12 +373,34 @@ static const uint8_t *store_get(const store *s, const char *part, size_t *len)
     return NULL;
 }
 
-/* A fresh job restored from the store: core first, rules last to first. */
+static int name_cmp(const void *a, const void *b)
+{
+    return tw_checkpoint_part_cmp(a, b);
+}
+
+/* A fresh job restored from the store: core first, rules last to first;
+ * segmented, every part in tw_checkpoint_load's order. */
 static tw_job *restore(const setup *su, const store *s)
 {
     tw_job *j = job_new(su);
     char err[1024];
     size_t len;
+    if (su->segmented) {
+        char(*names)[32] = malloc(s->n * sizeof(*names) + 1);
+        assert_non_null(names);
+        memcpy(names, s->name, s->n * sizeof(*names));
+        qsort(names, s->n, sizeof(*names), name_cmp);
+        assert_string_equal(names[0], "core");
+        for (size_t i = 0; i < s->n; i++) {
+            const uint8_t *d = store_get(s, names[i], &len);
+            if (tw_job_restore_part(j, names[i], d, len, err, sizeof(err)) !=
+                TW_OK)
+                fail_msg("restore %s: %s", names[i], err);
+        }
+        free(names);
+        assert_false(tw_job_dirty(j));
+        return j;
+    }
     const uint8_t *d = store_get(s, "core", &len);
     if (tw_job_restore_part(j, "core", d, len, err, sizeof(err)) != TW_OK)
         fail_msg("restore core: %s", err);
@@ -561,21 +602,24 @@ static void check_preset_ex(const char *preset, uint32_t nodes, double dur,
         }
         tw_job_free(j);
     }
-    char *got =
-        run_with_restarts(&su, &s, split, &saw_buffered, &saw_after_scan);
-    if (strcmp(want, got) != 0) {
-        size_t d = 0;
-        while (want[d] == got[d])
-            d++;
-        fail_msg("%s: results differ at byte %zu:\n  want ...%.200s\n  got  "
-                 "...%.200s",
-                 preset, d, want + (d > 80 ? d - 80 : 0),
-                 got + (d > 80 ? d - 80 : 0));
+    /* whole cores (tools, tests) and segmented checkpoints (the daemon) */
+    for (su.segmented = 0; su.segmented <= 1; su.segmented++) {
+        char *got =
+            run_with_restarts(&su, &s, split, &saw_buffered, &saw_after_scan);
+        if (strcmp(want, got) != 0) {
+            size_t d = 0;
+            while (want[d] == got[d])
+                d++;
+            fail_msg("%s%s: results differ at byte %zu:\n  want ...%.200s\n"
+                     "  got  ...%.200s",
+                     preset, su.segmented ? " (segmented)" : "", d,
+                     want + (d > 80 ? d - 80 : 0), got + (d > 80 ? d - 80 : 0));
+        }
+        free(got);
     }
     assert_true(saw_buffered);
     assert_true(saw_after_scan);
     free(want);
-    free(got);
     free(split);
     tw_registry_free(su.reg);
     stream_free(&s);
@@ -661,6 +705,85 @@ static void test_compact_edge_values(void **st)
     }
     assert_true(checked > 0);
     tw_job_free(j);
+    tw_registry_free(su.reg);
+    stream_free(&s);
+}
+
+static size_t store_bytes(const store *s, const char *prefix)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (strncmp(s->name[i], prefix, strlen(prefix)) == 0)
+            n += s->len[i];
+    return n;
+}
+
+static size_t store_count(const store *s, const char *prefix)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += strncmp(s->name[i], prefix, strlen(prefix)) == 0;
+    return n;
+}
+
+/* Segmented: a save after one batch without a scan writes the small core
+ * and that batch's segment only; a scan's save removes the segments whose
+ * batches it released; the store never keeps a segment nothing needs. */
+static void test_segmented_incremental(void **st)
+{
+    (void)st;
+    stream s;
+    stream_load(&s, "healthy", 2, 0, 1, 0, 5);
+    setup su;
+    memset(&su, 0, sizeof(su));
+    su.reg = tw_registry_new();
+    assert_non_null(su.reg);
+    tw_job_config_default(&su.cfg);
+    su.specs = profiler_report;
+    su.nspecs = 1;
+    su.segmented = 1;
+    tw_job *j = job_new(&su);
+    store sto;
+    memset(&sto, 0, sizeof(sto));
+    save(j, 0, &sto);
+    size_t quiet = 0, removals_seen = 0, small = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        tw_job_stats before, after;
+        tw_job_get_stats(j, &before);
+        size_t nseries = j->nseries, segs = j->ncsegs;
+        feed(&su, j, &s, i);
+        tw_job_get_stats(j, &after);
+        save(j, 1, &sto);
+        /* what the store holds is what the job tracks, nothing released */
+        assert_int_equal(store_count(&sto, "chunks."), j->ncsegs);
+        for (size_t k = 0; k < j->ncsegs; k++)
+            assert_true(j->csegs[k].live > 0);
+        if (after.scans != before.scans) {
+            if (j->ncsegs < segs + 1)
+                removals_seen++;
+            continue;
+        }
+        if (j->nseries != nseries ||
+            after.buffered_batches == before.buffered_batches)
+            continue;
+        quiet++;
+        char want[64];
+        snprintf(want, sizeof(want), "core,chunks.%llu",
+                 (unsigned long long)j->csegs[j->ncsegs - 1].seq);
+        assert_string_equal(sto.emitted_names, want);
+        assert_int_equal(j->csegs[j->ncsegs - 1].live, 1);
+        size_t held = store_bytes(&sto, "chunks.");
+        if (j->ncsegs >= 4 && sto.emitted_bytes * 2 < held)
+            small++;
+    }
+    assert_true(quiet > 10);
+    assert_true(removals_seen > 0);
+    assert_true(small > 0);
+    finish(&su, j, &s);
+    save(j, 1, &sto);
+    assert_int_equal(store_count(&sto, "chunks."), 0);
+    tw_job_free(j);
+    store_clear(&sto);
     tw_registry_free(su.reg);
     stream_free(&s);
 }
@@ -951,11 +1074,11 @@ static void test_corrupt_payload(void **st)
 
     /* Wrong version, wrong magic, unknown parts: named. */
     memcpy(buf, core, clen);
-    buf[4] = 5; /* this engine reads versions 1 to 4 */
+    buf[4] = 6; /* this engine reads versions 1 to 5 */
     j = job_new(&su);
     assert_int_equal(
         tw_job_restore_part(j, "core", buf, clen, err, sizeof(err)), TW_ERR);
-    assert_non_null(strstr(err, "version 5"));
+    assert_non_null(strstr(err, "version 6"));
     assert_int_equal(
         tw_job_restore_part(j, "rule.0", core, clen, err, sizeof(err)), TW_ERR);
     assert_non_null(strstr(err, "'rule.0'"));
@@ -969,6 +1092,11 @@ static void test_corrupt_payload(void **st)
     assert_non_null(strstr(err, "unknown part"));
     assert_int_equal(
         tw_job_restore_part(j, "windows", rule, rlen, err, sizeof(err)),
+        TW_ERR);
+    assert_non_null(strstr(err, "'windows'"));
+    assert_non_null(strstr(err, "magic"));
+    assert_int_equal(
+        tw_job_restore_part(j, "chunks.01", rule, rlen, err, sizeof(err)),
         TW_ERR);
     assert_non_null(strstr(err, "unknown part"));
     /* Core twice: the second is refused (the job is no longer fresh). */
@@ -1169,6 +1297,7 @@ int main(void)
         cmocka_unit_test(test_out_of_order_across_checkpoint),
         cmocka_unit_test(test_cpu_bottleneck),
         cmocka_unit_test(test_compact_edge_values),
+        cmocka_unit_test(test_segmented_incremental),
         cmocka_unit_test(test_low_gpu_two_nodes),
         cmocka_unit_test(test_healthy_eval_mode),
         cmocka_unit_test(test_dataloader_framework),

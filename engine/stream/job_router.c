@@ -1058,6 +1058,8 @@ typedef struct tw_restore_ctx {
     tw_rjob *cur;
     char *err;
     size_t errlen;
+    size_t nparts; /* read so far, for the log line */
+    uint64_t bytes;
 } tw_restore_ctx;
 
 /* "origin": the job's first Kafka offset, decimal. Commits must never pass
@@ -1089,6 +1091,8 @@ static int tw_router_restore_part(void *ud, const char *job, const char *part,
                                   const uint8_t *data, size_t len)
 {
     tw_restore_ctx *c = ud;
+    c->nparts++;
+    c->bytes += len;
     if (c->cur == NULL || strcmp(tw_job_id(c->cur->job), job) != 0) {
         c->cur = NULL;
         if (strcmp(part, "core") != 0) {
@@ -1125,6 +1129,7 @@ static int tw_router_load(tw_router *r, tw_rpart *p, char *err, size_t errlen)
     int64_t next = -1;
     tw_restore_ctx c = {.r = r, .p = p, .err = err, .errlen = errlen};
     err[0] = 0;
+    int64_t t0 = tw_mono_us();
     int rc = tw_checkpoint_load(r->cfg.store, r->cfg.topic, p->id, &next,
                                 tw_router_restore_part, &c, err, errlen);
     if (rc != TW_OK) {
@@ -1154,9 +1159,11 @@ static int tw_router_load(tw_router *r, tw_rpart *p, char *err, size_t errlen)
                st.scans);
     }
     tw_log(TW_LOG_INFO,
-           "partition %" PRId32 ": checkpoint %s, %zu job(s) restored, "
-           "reading from offset %" PRId64,
-           p->id, next >= 0 ? "loaded" : "absent", p->njobs, p->start_offset);
+           "partition %" PRId32 ": checkpoint %s, %zu job(s) restored "
+           "(%zu part(s), %" PRIu64 " bytes, %.1f ms), reading from offset "
+           "%" PRId64,
+           p->id, next >= 0 ? "loaded" : "absent", p->njobs, c.nparts, c.bytes,
+           (double)(tw_mono_us() - t0) / 1e3, p->start_offset);
     return TW_OK;
 }
 

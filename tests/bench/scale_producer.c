@@ -36,6 +36,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,9 +298,8 @@ static void build_layout(scale *s)
         (tw_batch_series){"i/o", "WriteThroughputInBytesPerSecond", ""};
 }
 
-/* Value of series k of node n at round r: a base by kind plus 0-9.99 in
- * hundredths that moves with r, k and n. */
-static double sample_value(const scale *s, unsigned n, unsigned r, size_t k)
+/* The unrounded value of series k of node n at round r (sample_value). */
+static double sample_value_raw(const scale *s, unsigned n, unsigned r, size_t k)
 {
     const scale_opts *o = &s->o;
     /* nodes 1, 1 + E, 1 + 2E, ...: with E = 1 every node (n % 1 is 0) */
@@ -317,6 +317,14 @@ static double sample_value(const scale *s, unsigned n, unsigned r, size_t k)
                    ? (bottleneck ? 91.0 : 35.0) + wiggle * 0.8
                    : wiggle / 10;
     return k == cpu_end ? 30.0 + wiggle : 1000.0 * (100 + wiggle);
+}
+
+/* Value of series k of node n at round r: a base by kind plus 0-9.99 in
+ * hundredths that moves with r, k and n, rounded to hundredths as the
+ * agent reports its values (../shared/data/smdebug: "Value":4.76). */
+static double sample_value(const scale *s, unsigned n, unsigned r, size_t k)
+{
+    return round(sample_value_raw(s, n, r, k) * 100) / 100;
 }
 
 static void wait_flow(scale *s, int p, size_t len)

@@ -9,7 +9,8 @@
  * newest generation is prefixed v4- (core version 4, 31 built-in rules);
  * later rule forms add only the parts they change (so3-: StepOutlier
  * "SO03"; osub-: BatchSize's CPU ring of averages, LoadBalancing "LBL2",
- * and ProfilerReport holding both).
+ * and ProfilerReport holding both); seg5- are the segmented parts
+ * (version 5) of fuzz_state.h's prelude.
  * Run by hand (then prefix the files):
  *   TRAINWATCH_RULES_DIR=build/rules build/tests/corpus_gen_state \
  *       tests/fuzz/corpus/state
@@ -59,6 +60,46 @@ static int write_seed(const gen *g, const char *part, int sealed,
         return TW_ERR;
     }
     return TW_OK;
+}
+
+/* The segmented parts of fuzz_state.h's prelude, as seg5-<part>.payload
+ * (sealed: selector, 1, payload) and seg5-<part>.stored (the value). */
+static int write_segment_seeds(const gen *g)
+{
+    fuzz_prelude p;
+    if (fuzz_state_prelude(g->su, &p) != 0)
+        return -1;
+    const struct {
+        const char *name;
+        uint8_t sel;
+        const fuzz_blob *b;
+    } seg[] = {{"windows", FUZZ_SEL_WINDOWS, &p.windows},
+               {"dict.1", FUZZ_SEL_DICT, &p.dict},
+               {"chunks.1", FUZZ_SEL_CHUNKS, &p.chunks}};
+    int rc = 0;
+    for (size_t i = 0; i < 3 && rc == 0; i++)
+        for (int sealed = 0; sealed <= 1 && rc == 0; sealed++) {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/seg5-%s.%s", g->out, seg[i].name,
+                     sealed ? "payload" : "stored");
+            FILE *f = fopen(path, "wb");
+            if (f == NULL) {
+                perror(path);
+                rc = -1;
+                break;
+            }
+            uint8_t head[2] = {seg[i].sel, (uint8_t)sealed};
+            size_t skip = sealed ? 20 : 0;
+            int ok = fwrite(head, 1, 2, f) == 2 &&
+                     fwrite(seg[i].b->data + skip, 1, seg[i].b->len - skip,
+                            f) == seg[i].b->len - skip;
+            if (fclose(f) != 0 || !ok) {
+                perror(path);
+                rc = -1;
+            }
+        }
+    fuzz_prelude_free(&p);
+    return rc;
 }
 
 static int emit(void *ud, const char *part, const void *data, size_t len)
@@ -156,6 +197,8 @@ int main(int argc, char **argv)
         rc = 1;
     g.when = "end";
     if (rc == 0 && tw_job_save(g.job, 0, emit, &g, err, sizeof(err)) != TW_OK)
+        rc = 1;
+    if (rc == 0 && write_segment_seeds(&g) != 0)
         rc = 1;
     if (rc != 0)
         fprintf(stderr, "corpus_gen_state: failed (%s)\n", err);

@@ -14,6 +14,8 @@
 
 #include "fuzz_state.h"
 
+static fuzz_prelude prelude; /* the segmented parts' prelude */
+
 static fuzz_state_setup *setup_once(void)
 {
     /* libFuzzer calls the target many times in one process: the registry
@@ -21,7 +23,8 @@ static fuzz_state_setup *setup_once(void)
     static fuzz_state_setup su;
     static int done = 0;
     if (!done) {
-        if (fuzz_state_setup_init(&su) != 0)
+        if (fuzz_state_setup_init(&su) != 0 ||
+            fuzz_state_prelude(&su, &prelude) != 0)
             abort();
         done = 1;
     }
@@ -41,6 +44,38 @@ static int count_part(void *ud, const char *part, const void *data, size_t len)
         abort();
     (*(size_t *)ud)++;
     return TW_OK;
+}
+
+/* A segmented part (selector >= FUZZ_SEL_WINDOWS) after its prelude; a
+ * restored job must save again, whole and only-dirty. */
+static int restore_segment_once(fuzz_state_setup *su, const char *part,
+                                const uint8_t *blob, size_t len)
+{
+    tw_job *j = fuzz_state_segmented_job(su);
+    if (j == NULL)
+        abort();
+    char err[1024];
+    if (tw_job_restore_part(j, "core", prelude.core.data, prelude.core.len, err,
+                            sizeof(err)) != TW_OK ||
+        (strcmp(part, "dict.1") != 0 &&
+         tw_job_restore_part(j, "dict.1", prelude.dict.data, prelude.dict.len,
+                             err, sizeof(err)) != TW_OK)) {
+        fprintf(stderr, "fuzz_state: prelude: %s\n", err);
+        abort();
+    }
+    err[0] = '\0';
+    int rc = tw_job_restore_part(j, part, blob, len, err, sizeof(err));
+    if (rc != TW_OK && err[0] == '\0')
+        abort();
+    if (rc == TW_OK) {
+        size_t parts = 0;
+        if (tw_job_save(j, 0, count_part, &parts, err, sizeof(err)) != TW_OK)
+            fprintf(stderr, "fuzz_state: save after restore: %s\n", err);
+        if (tw_job_save(j, 1, count_part, &parts, err, sizeof(err)) != TW_OK)
+            fprintf(stderr, "fuzz_state: dirty save after restore: %s\n", err);
+    }
+    tw_job_free(j);
+    return rc;
 }
 
 /* The job that restores a part: the part's own rule where the input
@@ -84,8 +119,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_state_setup *su = setup_once();
     char part[32];
     size_t rule = SIZE_MAX; /* the core: no rule of its own */
+    uint32_t magic = data[0] == 0 ? 0x434a5754u : 0x524a5754u;
+    int segment = data[0] >= FUZZ_SEL_WINDOWS;
     if (data[0] == 0) {
         snprintf(part, sizeof(part), "core");
+    } else if (segment) {
+        snprintf(part, sizeof(part), "%s",
+                 data[0] == FUZZ_SEL_WINDOWS ? "windows"
+                 : data[0] == FUZZ_SEL_DICT  ? "dict.1"
+                                             : "chunks.1");
+        magic = data[0] == FUZZ_SEL_WINDOWS ? 0x574a5754u
+                : data[0] == FUZZ_SEL_DICT  ? 0x444a5754u
+                                            : 0x424a5754u;
     } else {
         rule = (size_t)(data[0] - 1) % su->nspecs;
         snprintf(part, sizeof(part), "rule.%zu", rule);
@@ -99,8 +144,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         blob = malloc(len);
         if (blob == NULL)
             return 0;
-        put_le(blob, data[0] == 0 ? 0x434a5754u : 0x524a5754u, 4);
-        put_le(blob + 4, 1u + ((data[1] >> 1) & 3u), 2);
+        put_le(blob, magic, 4);
+        put_le(blob + 4, segment ? 5u : 1u + ((data[1] >> 1) & 3u), 2);
         put_le(blob + 6, 0, 2);
         put_le(blob + 8, n, 8);
         put_le(blob + 16, (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), body, n),
@@ -115,6 +160,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
         if (n > 0)
             memcpy(blob, body, n);
+    }
+    if (segment) {
+        int first = restore_segment_once(su, part, blob, len);
+        if (restore_segment_once(su, part, blob, len) != first)
+            abort();
+        free(blob);
+        return 0;
     }
     int first = restore_once(su, part, rule, blob, len);
     if (restore_once(su, part, rule, blob, len) != first)

@@ -2,6 +2,7 @@
 #include "batch.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 tw_batch *tw_batch_new(void)
 {
@@ -18,4 +19,48 @@ void tw_batch_free(tw_batch *b)
         return;
     tw_arena_free(&b->arena);
     free(b);
+}
+
+/* The arena's share of one allocation of n bytes (16-byte aligned). */
+static size_t arena_share(size_t n)
+{
+    return (n + 15u) & ~(size_t)15u;
+}
+
+static size_t str_share(const char *s)
+{
+    return s != NULL ? arena_share(strlen(s) + 1) : 0;
+}
+
+tw_batch *tw_batch_samples_copy(const tw_batch *b)
+{
+    if (b->nevents != 0 || b->nmarkers != 0 || b->ntensors != 0 ||
+        b->npython_profiles != 0)
+        return NULL;
+    size_t need = str_share(b->job) + str_share(b->node) +
+                  str_share(b->file_path) +
+                  arena_share(b->nsamples * sizeof(tw_sample));
+    tw_batch *c = tw_batch_new();
+    if (c == NULL || tw_arena_reserve(&c->arena, need ? need : 16) != 0)
+        goto oom;
+    c->job = tw_arena_strdup(&c->arena, b->job);
+    c->node = tw_arena_strdup(&c->arena, b->node);
+    c->file_path = tw_arena_strdup(&c->arena, b->file_path);
+    if ((b->job != NULL && c->job == NULL) ||
+        (b->node != NULL && c->node == NULL) ||
+        (b->file_path != NULL && c->file_path == NULL))
+        goto oom;
+    if (b->nsamples > 0) {
+        c->samples = tw_arena_alloc(&c->arena, b->nsamples * sizeof(tw_sample));
+        if (c->samples == NULL)
+            goto oom;
+        memcpy(c->samples, b->samples, b->nsamples * sizeof(tw_sample));
+    }
+    c->nsamples = b->nsamples;
+    c->seq = b->seq;
+    c->file_ts_us = b->file_ts_us;
+    return c;
+oom:
+    tw_batch_free(c);
+    return NULL;
 }

@@ -83,6 +83,15 @@ typedef struct tw_batch {
 tw_batch *tw_batch_new(void);
 void tw_batch_free(tw_batch *b);
 
+/* A copy of a batch that holds only samples (no events, markers, tensors
+ * or Python profiles): job, node, seq, file_ts_us, file_path and the
+ * samples, in one block of exactly their size, without the series
+ * dictionary. For buffering once the job has mapped the samples' series to
+ * its own ids: the dictionary is then dead weight, and most of a decoded
+ * agent batch. NULL when b holds anything else, or on out-of-memory (keep
+ * b then). */
+tw_batch *tw_batch_samples_copy(const tw_batch *b);
+
 #ifdef __cplusplus
 }
 #endif

@@ -208,3 +208,16 @@ double tw_round2(double x)
 {
     return rint(x * 100.0) / 100.0;
 }
+
+int tw_exact_hundredths(double v, int64_t *k)
+{
+    if (!(v > -1e15 && v < 1e15))
+        return 0;
+    double scaled = v * 100.0;
+    int64_t q = (int64_t)(scaled < 0 ? scaled - 0.5 : scaled + 0.5);
+    double back = (double)q / 100.0;
+    if (memcmp(&back, &v, sizeof(v)) != 0)
+        return 0;
+    *k = q;
+    return 1;
+}

@@ -27,4 +27,9 @@ void tw_hist100(const double *v, size_t n, int64_t probs[100],
 /* numpy's round(x, 2) on a float64: rint(x * 100) / 100 (half to even). */
 double tw_round2(double x);
 
+/* 1 and *k when k / 100.0 is v bit for bit (so not for -0.0, NaN or
+ * |v| >= 1e15), else 0: values an agent reports in hundredths are stored
+ * as small integers (checkpoints). The reader computes (double)k / 100.0. */
+int tw_exact_hundredths(double v, int64_t *k);
+
 #endif /* TW_NUMERIC_H */

@@ -728,6 +728,22 @@ static int ingest_tensors(tw_job *j, tw_batch *b, chunk *c, const char *node,
     return TW_OK;
 }
 
+/* A buffered agent batch is mostly its series dictionary, dead once its
+ * samples carry the job's series ids: keep a tight copy of the samples
+ * instead (about 3x less memory at 96 cores). Out of memory keeps it. */
+static void buffer_tight(chunk *c)
+{
+    tw_batch *b = c->batch, *tight = tw_batch_samples_copy(b);
+    if (tight == NULL)
+        return;
+    if (c->order_name == b->file_path)
+        c->order_name = tight->file_path;
+    else if (c->order_name == b->node)
+        c->order_name = tight->node;
+    c->batch = tight;
+    tw_batch_free(b);
+}
+
 int tw_job_ingest(tw_job *j, tw_batch *b)
 {
     j->stats.batches++;
@@ -942,6 +958,8 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
         c.max_tensor_us = INT64_MIN;
     }
     j->chunks[j->nchunks++] = c;
+    if (b->nseries > 0)
+        buffer_tight(&j->chunks[j->nchunks - 1]);
 
     if (!j->cfg.external_watermark) {
         /* Watermark: the slowest active producer's newest time. */

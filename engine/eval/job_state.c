@@ -41,8 +41,10 @@
  *   "core" as version 4 without nodes, series, windows and chunks, and with
  *   uv seq of the next segments after the arrivals;
  *   "dict.<seq>" (magic "TWJD"): uv seq, uv first node index, uv n, str
- *   each; uv first series id, uv n, per series as in "core";
- *   "windows" (magic "TWJW"): uv series count, tw_windows_save bytes;
+ *   each; uv first series id, uv n, per series as in "core" but its
+ *   strings through a string table as a chunk's event strings;
+ *   "windows" (magic "TWJW"): uv series count, tw_windows_save bytes in
+ *   its compact form;
  *   "chunks.<seq>" (magic "TWJB"): uv seq, uv n, chunks as in version 4
  *   but each sample's series as the zigzag difference from the previous
  *   sample's (an agent's batch lists its series in id order: one byte).
@@ -68,6 +70,7 @@
 #include "grow.h"
 #include "job.h"
 #include "job_internal.h"
+#include "numeric.h"
 #include "tw_assert.h"
 
 #define CORE_MAGIC 0x434a5754u  /* "TWJC" */
@@ -274,21 +277,6 @@ static int64_t wrap_add(int64_t a, int64_t b)
     return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
-/* *k such that k / 100.0 is v bit for bit (so -0.0, NaN and huge values
- * are not), or 0. The reader computes exactly (double)k / 100.0. */
-static int exact_hundredths(double v, int64_t *k)
-{
-    if (!(v > -1e15 && v < 1e15))
-        return 0;
-    double scaled = v * 100.0;
-    int64_t q = (int64_t)(scaled < 0 ? scaled - 0.5 : scaled + 0.5);
-    double back = (double)q / 100.0;
-    if (memcmp(&back, &v, sizeof(v)) != 0)
-        return 0;
-    *k = q;
-    return 1;
-}
-
 static uint32_t str_hash(const char *s)
 {
     uint32_t h = 2166136261u;
@@ -378,7 +366,8 @@ static void put_batch_chunk(tw_ckw *w, const chunk *c, int delta_series)
         uint64_t ts_bits;
         memcpy(&ts_bits, &s->ts, sizeof(ts_bits));
         int64_t k = 0;
-        int same_ts = ts_bits == prev_ts, hund = exact_hundredths(s->value, &k);
+        int same_ts = ts_bits == prev_ts,
+            hund = tw_exact_hundredths(s->value, &k);
         uint64_t series = s->series;
         if (delta_series) {
             int64_t d = (int64_t)s->series - (int64_t)prev_series;
@@ -537,7 +526,7 @@ static int build_core(tw_job *j, tw_buf *b, uint64_t seg_next)
     uint8_t lenpad[5] = {0x80, 0x80, 0x80, 0x80, 0x00};
     size_t lenpos = tw_buf_len(b);
     tw_ckw_bytes(&w, lenpad, sizeof(lenpad));
-    if (w.failed || tw_windows_save(j->windows, b) != TW_OK)
+    if (w.failed || tw_windows_save(j->windows, b, 0) != TW_OK)
         return TW_ERR;
     uint64_t wlen = tw_buf_len(b) - lenpos - sizeof(lenpad);
     if (wlen >= (1ull << 35))
@@ -613,13 +602,19 @@ static int build_dict(tw_job *j, tw_buf *b, uint64_t seq, size_t n0, size_t n1,
         tw_ckw_str(&w, j->nodes[i]);
     tw_ckw_uv(&w, s0);
     tw_ckw_uv(&w, s1 - s0);
+    /* types and dimensions repeat: through a string table as a chunk's
+     * event strings */
+    str_dict_w *strs = calloc(1, sizeof(*strs));
+    if (strs == NULL)
+        return TW_ERR;
     for (size_t i = s0; i < s1; i++) {
         const tw_series *s = &j->series[i];
         tw_ckw_uv(&w, s->node);
-        tw_ckw_str(&w, s->type);
-        tw_ckw_str(&w, s->name);
-        tw_ckw_str(&w, s->dimension);
+        put_dict_str(&w, strs, s->type);
+        put_dict_str(&w, strs, s->name);
+        put_dict_str(&w, strs, s->dimension);
     }
+    free(strs);
     if (w.failed)
         return TW_ERR;
     seal(b, DICT_MAGIC, SEG_VERSION);
@@ -632,7 +627,7 @@ static int build_windows(tw_job *j, tw_buf *b)
     tw_ckw w = {b, 0};
     tw_ckw_bytes(&w, zero, sizeof(zero));
     tw_ckw_uv(&w, j->nseries);
-    if (w.failed || tw_windows_save(j->windows, b) != TW_OK)
+    if (w.failed || tw_windows_save(j->windows, b, 1) != TW_OK)
         return TW_ERR;
     seal(b, WIN_MAGIC, SEG_VERSION);
     return TW_OK;
@@ -956,6 +951,7 @@ typedef struct core_pass {
     size_t first_node, first_series; /* a dictionary segment's first */
     uint64_t seg_next; /* version 5 core: the next segments' seq */
     uint64_t want_seq; /* a segment: the seq its part name gives */
+    str_dict_r strs;   /* a dictionary segment's string table */
     tw_windows *check; /* check pass: scratch aggregator (core) */
     scratch sc;
 } core_pass;
@@ -1176,6 +1172,16 @@ static void get_chunk(core_pass *cp)
             cp->oom = 1;
             return;
         }
+        /* a samples-only batch in one block of its size, not a 64 KB one
+         * (what buffer_tight in job.c keeps after ingest) */
+        size_t need = ((strlen(j->id) + 16) & ~(size_t)15) +
+                      ((nnode + 16) & ~(size_t)15) +
+                      ((npath + 16) & ~(size_t)15) +
+                      ((nsamples * sizeof(tw_sample) + 15) & ~(size_t)15);
+        if (tw_arena_reserve(&b->arena, need) != 0) {
+            cp->oom = 1;
+            goto out;
+        }
         b->job = arena_str(&b->arena, j->id, strlen(j->id), &cp->oom);
         b->node = arena_str(&b->arena, node, nnode, &cp->oom);
         b->seq = seq;
@@ -1370,9 +1376,11 @@ static void get_series(core_pass *cp)
         uint64_t node = tw_ckr_uv(r);
         const char *t, *nm, *dim;
         size_t nt, nnm, ndim;
-        tw_ckr_str(r, &t, &nt);
-        tw_ckr_str(r, &nm, &nnm);
-        tw_ckr_str(r, &dim, &ndim);
+        /* a dictionary segment's strings go through its string table */
+        str_dict_r *d = cp->version >= SEG_VERSION ? &cp->strs : NULL;
+        get_str(r, d, &t, &nt);
+        get_str(r, d, &nm, &nnm);
+        get_str(r, d, &dim, &ndim);
         if (r->why != NULL)
             break;
         if (node >= cp->nnodes || t == NULL || dim == NULL) {
@@ -1585,7 +1593,7 @@ static void core_pass_run(core_pass *cp)
         if (r->why != NULL)
             return;
         if (tw_windows_restore(cp->apply ? j->windows : cp->check, wdata, wlen,
-                               cp->detail, sizeof(cp->detail)) != TW_OK) {
+                               0, cp->detail, sizeof(cp->detail)) != TW_OK) {
             cp->bad = cp->detail;
             return;
         }
@@ -1630,15 +1638,16 @@ static void core_pass_run(core_pass *cp)
 }
 
 /* Runs `run` over a part's payload twice: a check pass that changes
- * nothing, then (if it passed) the apply pass. check_windows: the core's
+ * nothing, then (if it passed) the apply pass; only the apply pass with
+ * apply_only (the caller undoes a failed one). check_windows: the core's
  * check pass needs a scratch aggregator. */
 static int two_passes(tw_job *j, const char *part, const uint8_t *payload,
                       size_t n, unsigned version, uint64_t want_seq,
-                      int check_windows, void (*run)(core_pass *cp), char *err,
-                      size_t errlen)
+                      int check_windows, int apply_only,
+                      void (*run)(core_pass *cp), char *err, size_t errlen)
 {
     int rc = TW_OK;
-    for (int apply = 0; apply <= 1 && rc == TW_OK; apply++) {
+    for (int apply = apply_only; apply <= 1 && rc == TW_OK; apply++) {
         core_pass cp;
         memset(&cp, 0, sizeof(cp));
         cp.j = j;
@@ -1686,7 +1695,7 @@ static int restore_core(tw_job *j, const void *data, size_t len, char *err,
                  j->id);
         return TW_ERR;
     }
-    int rc = two_passes(j, "core", payload, n, version, 0, 1, core_pass_run,
+    int rc = two_passes(j, "core", payload, n, version, 0, 1, 0, core_pass_run,
                         err, errlen);
     if (rc == TW_OK)
         j->core_saved = j->core_changes;
@@ -1790,7 +1799,7 @@ static int restore_dict(tw_job *j, const char *part, uint64_t seq,
         return TW_ERR;
     }
     size_t n0 = j->nnodes, s0 = j->nseries;
-    if (two_passes(j, part, payload, n, version, seq, 0, dict_pass_run, err,
+    if (two_passes(j, part, payload, n, version, seq, 0, 0, dict_pass_run, err,
                    errlen) != TW_OK)
         return TW_ERR;
     j->dsegs[j->ndsegs++] = (dict_seg){seq, n0, s0};
@@ -1830,7 +1839,7 @@ static int restore_windows(tw_job *j, const void *data, size_t len, char *err,
         return TW_ERR;
     }
     char why[256];
-    if (tw_windows_restore(j->windows, r.p, tw_ckr_left(&r), why,
+    if (tw_windows_restore(j->windows, r.p, tw_ckr_left(&r), 1, why,
                            sizeof(why)) != TW_OK) {
         snprintf(err, errlen, "checkpoint part 'windows': %s", why);
         return TW_ERR;
@@ -1856,10 +1865,16 @@ static int restore_chunks(tw_job *j, const char *part, uint64_t seq,
         snprintf(err, errlen, "checkpoint part '%s': out of memory", part);
         return TW_ERR;
     }
+    /* One pass: the batches are most of a restore's time, and what a
+     * failed pass appended is simply dropped again. */
     size_t before = j->nchunks;
-    if (two_passes(j, part, payload, n, version, seq, 0, chunks_pass_run, err,
-                   errlen) != TW_OK)
+    if (two_passes(j, part, payload, n, version, seq, 0, 1, chunks_pass_run,
+                   err, errlen) != TW_OK) {
+        for (size_t i = before; i < j->nchunks; i++)
+            tw_batch_free(j->chunks[i].batch);
+        j->nchunks = before;
         return TW_ERR;
+    }
     for (size_t i = before; i < j->nchunks; i++)
         j->chunks[i].seg = seq;
     j->csegs[j->ncsegs++] = (chunk_seg){seq, j->nchunks - before};

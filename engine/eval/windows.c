@@ -1,6 +1,8 @@
 /* windows.c - ring windows and online statistics per series (windows.h). */
 #include "windows.h"
 
+#include "numeric.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,10 +193,38 @@ size_t tw_windows_memory(const tw_windows *w)
 /* ---- checkpoints ----------------------------------------------------------
  * varint nseries, then per series: u8 metric, varint count, and when count
  * > 0: f64 mean, m2, min, max, varint nvalues, f64 values (oldest first).
- * The ring's head is not kept: values are restored from position 0, which
- * reads back identically. */
+ * Compact form: after count, u8 1 when min, max and every kept value are
+ * exact hundredths, which are then zigzag varints of hundredths (mean and
+ * m2 stay f64), else u8 0 and the values as above. The ring's head is not
+ * kept: values are restored from position 0, which reads back identically. */
 
-int tw_windows_save(const tw_windows *w, tw_buf *out)
+static double ring_at(const series_window *s, uint32_t k)
+{
+    return s->ring[(s->head + s->cap - s->filled + k) % s->cap];
+}
+
+/* Are min, max and every kept value of s exact hundredths? */
+static int all_hundredths(const series_window *s)
+{
+    int64_t k;
+    if (!tw_exact_hundredths(s->min, &k) || !tw_exact_hundredths(s->max, &k))
+        return 0;
+    for (uint32_t i = 0; i < s->filled; i++)
+        if (!tw_exact_hundredths(ring_at(s, i), &k))
+            return 0;
+    return 1;
+}
+
+static void put_value(tw_ckw *c, double v, int hundredths)
+{
+    int64_t k = 0;
+    if (hundredths && tw_exact_hundredths(v, &k))
+        tw_ckw_iv(c, k);
+    else
+        tw_ckw_f64(c, v);
+}
+
+int tw_windows_save(const tw_windows *w, tw_buf *out, int compact)
 {
     tw_ckw c = {out, 0};
     tw_ckw_uv(&c, w->nseries);
@@ -204,22 +234,29 @@ int tw_windows_save(const tw_windows *w, tw_buf *out)
         tw_ckw_uv(&c, s->count);
         if (s->count == 0)
             continue;
+        int hund = compact && all_hundredths(s);
+        if (compact)
+            tw_ckw_u8(&c, (uint8_t)hund);
         tw_ckw_f64(&c, s->mean);
         tw_ckw_f64(&c, s->m2);
-        tw_ckw_f64(&c, s->min);
-        tw_ckw_f64(&c, s->max);
+        put_value(&c, s->min, hund);
+        put_value(&c, s->max, hund);
         tw_ckw_uv(&c, s->filled);
         for (uint32_t k = 0; k < s->filled; k++)
-            tw_ckw_f64(&c,
-                       s->ring[(s->head + s->cap - s->filled + k) % s->cap]);
+            put_value(&c, ring_at(s, k), hund);
     }
     return c.failed ? TW_ERR : TW_OK;
 }
 
+static double get_value(tw_ckr *r, int hundredths)
+{
+    return hundredths ? (double)tw_ckr_iv(r) / 100.0 : tw_ckr_f64(r);
+}
+
 /* One pass over the blob: checks everything when apply == 0, writes into
  * w when apply == 1 (only after a clean check pass, so it cannot fail). */
-static int windows_load(tw_windows *w, const void *data, size_t len, int apply,
-                        char *err, size_t errlen)
+static int windows_load(tw_windows *w, const void *data, size_t len,
+                        int compact, int apply, char *err, size_t errlen)
 {
     tw_ckr r;
     tw_ckr_init(&r, data, len);
@@ -249,11 +286,18 @@ static int windows_load(tw_windows *w, const void *data, size_t len, int apply,
         }
         double mean = 0, m2 = 0, mn = 0, mx = 0;
         uint64_t nv = 0;
+        int hund = 0;
         if (count > 0) {
+            if (compact) {
+                uint8_t form = tw_ckr_u8(&r);
+                if (r.why == NULL && form > 1)
+                    r.why = "unknown value form";
+                hund = form == 1;
+            }
             mean = tw_ckr_f64(&r);
             m2 = tw_ckr_f64(&r);
-            mn = tw_ckr_f64(&r);
-            mx = tw_ckr_f64(&r);
+            mn = get_value(&r, hund);
+            mx = get_value(&r, hund);
             nv = tw_ckr_uv(&r);
             if (r.why != NULL)
                 break;
@@ -265,7 +309,7 @@ static int windows_load(tw_windows *w, const void *data, size_t len, int apply,
                          (unsigned long long)count);
                 return TW_ERR;
             }
-            if (tw_ckr_left(&r) / 8 < nv) {
+            if (tw_ckr_left(&r) / (hund ? 1 : 8) < nv) {
                 tw_ckr_fail(&r, "truncated");
                 break;
             }
@@ -280,7 +324,7 @@ static int windows_load(tw_windows *w, const void *data, size_t len, int apply,
             s->head = s->cap ? (uint32_t)(nv % s->cap) : 0;
         }
         for (uint64_t k = 0; k < nv; k++) {
-            double v = tw_ckr_f64(&r);
+            double v = get_value(&r, hund);
             if (apply)
                 s->ring[k] = v;
         }
@@ -295,10 +339,10 @@ static int windows_load(tw_windows *w, const void *data, size_t len, int apply,
     return TW_OK;
 }
 
-int tw_windows_restore(tw_windows *w, const void *data, size_t len, char *err,
-                       size_t errlen)
+int tw_windows_restore(tw_windows *w, const void *data, size_t len, int compact,
+                       char *err, size_t errlen)
 {
-    if (windows_load(w, data, len, 0, err, errlen) != TW_OK)
+    if (windows_load(w, data, len, compact, 0, err, errlen) != TW_OK)
         return TW_ERR;
-    return windows_load(w, data, len, 1, err, errlen);
+    return windows_load(w, data, len, compact, 1, err, errlen);
 }

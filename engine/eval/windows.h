@@ -46,9 +46,11 @@ int tw_windows_stats(const tw_windows *w, uint32_t series,
                      tw_series_stats *out);
 
 /* Checkpoint: every series' metric, statistics and kept values (oldest
- * first), appended to `out` in the ckpt_codec.h encoding. TW_ERR only on
- * out-of-memory. */
-int tw_windows_save(const tw_windows *w, tw_buf *out);
+ * first), appended to `out` in the ckpt_codec.h encoding. compact: a
+ * series whose min, max and kept values are all exact hundredths writes
+ * them as varints (2 bytes for a utilization instead of 8); restore with
+ * the same flag. TW_ERR only on out-of-memory. */
+int tw_windows_save(const tw_windows *w, tw_buf *out, int compact);
 
 /* Restores what tw_windows_save wrote into `w`, which must already hold the
  * same series (the job re-creates them from its dictionary), with the same
@@ -56,8 +58,8 @@ int tw_windows_save(const tw_windows *w, tw_buf *out);
  * before anything is changed: on TW_ERR (truncated, trailing bytes, a series
  * count or metric that differs, more values than the ring holds) `w` is as
  * it was and err says why. */
-int tw_windows_restore(tw_windows *w, const void *data, size_t len, char *err,
-                       size_t errlen);
+int tw_windows_restore(tw_windows *w, const void *data, size_t len, int compact,
+                       char *err, size_t errlen);
 
 /* Bytes held (rings + statistics), for accounting and the benchmarks. */
 size_t tw_windows_memory(const tw_windows *w);

@@ -6,7 +6,7 @@
  *   bench_job_state [--preset NAME] [--nodes N] [--cores N] [--gpus N]
  *                   [--interval MS] [--duration D] [--at D,D,...]
  *                   [--semantics fixed|reference] [--segment D]
- *                   [--seed N] [--reps N]
+ *                   [--seed N] [--reps N] [--segmented]
  *
  * Durations D are seconds or take a suffix s, m, h. The job is synthesized
  * (synth.h) in segments of --segment event time (default 1 h; the last may
@@ -23,7 +23,9 @@
  * by sub-rule, what the core holds (aggregator windows, buffered batches),
  * the time of a full save and of a restore (µs, median of --reps; wall,
  * and thread CPU for the core and the rules apart) and of an only-dirty
- * save after the next batch.
+ * save after the next batch. --segmented: the job saves as the daemon's
+ * do (job.h, segmented checkpoints); the dictionary and batch segments are
+ * summed per kind, and the state without the buffered batches is shown.
  */
 #include <ftw.h>
 #include <getopt.h>
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "checkpoint.h" /* tw_checkpoint_part_cmp */
 #include "job.h"
 #include "job_internal.h" /* series and buffered-batch counts for the figures */
 #include "log.h"
@@ -100,10 +103,12 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Keeps the parts of one save (the newest blob of each). */
+#define MAX_PARTS 4096 /* segmented: a chunks.<n> part per save */
+
 typedef struct parts {
-    char name[32][16];
-    unsigned char *data[32];
-    size_t len[32];
+    char name[MAX_PARTS][32];
+    unsigned char *data[MAX_PARTS];
+    size_t len[MAX_PARTS];
     size_t n;
 } parts;
 
@@ -114,8 +119,20 @@ static int keep(void *ud, const char *part, const void *data, size_t len)
     for (i = 0; i < p->n; i++)
         if (strcmp(p->name[i], part) == 0)
             break;
+    if (data == NULL) { /* a segment removed */
+        if (i < p->n) {
+            free(p->data[i]);
+            p->n--;
+            memmove(p->name[i], p->name[i + 1],
+                    (p->n - i) * sizeof(p->name[0]));
+            memmove(&p->data[i], &p->data[i + 1],
+                    (p->n - i) * sizeof(p->data[0]));
+            memmove(&p->len[i], &p->len[i + 1], (p->n - i) * sizeof(p->len[0]));
+        }
+        return TW_OK;
+    }
     if (i == p->n) {
-        if (p->n == 32)
+        if (p->n == MAX_PARTS)
             return TW_ERR;
         snprintf(p->name[i], sizeof(p->name[i]), "%s", part);
         p->data[i] = NULL;
@@ -158,7 +175,7 @@ static int clock_part(void *ud, const char *part, const void *data, size_t len)
     (void)data;
     (void)len;
     double now = cpu_us();
-    if (strcmp(part, "core") == 0)
+    if (strncmp(part, "rule.", 5) != 0) /* the engine's parts */
         c->core += now - c->last;
     else
         c->rules += now - c->last;
@@ -171,7 +188,20 @@ struct bench {
     tw_job_config cfg;
     tw_rule_spec spec;
     int reps;
+    int segmented; /* tw_job_set_segmented, as the daemon's jobs */
 };
+
+typedef struct part_ref {
+    const char *name;
+    const unsigned char *data;
+    size_t len;
+} part_ref;
+
+static int ref_cmp(const void *a, const void *b)
+{
+    return tw_checkpoint_part_cmp(((const part_ref *)a)->name,
+                                  ((const part_ref *)b)->name);
+}
 
 static double median(double *v, int n)
 {
@@ -247,7 +277,7 @@ static int report(const bench *be, tw_job *j, const char *label)
         nevents += j->chunks[i].batch->nevents;
     }
     tw_buf *wb = tw_buf_new();
-    if (wb == NULL || tw_windows_save(j->windows, wb) != TW_OK)
+    if (wb == NULL || tw_windows_save(j->windows, wb, 0) != TW_OK)
         return TW_ERR;
     tw_job_stats st;
     tw_job_get_stats(j, &st);
@@ -260,12 +290,40 @@ static int report(const bench *be, tw_job *j, const char *label)
            "(%zu series)\n",
            total, (double)total / (double)nnodes, j->nnodes,
            (double)total / (double)(j->nseries ? j->nseries : 1), j->nseries);
+    /* in restore order (tw_checkpoint_load's), data with its name */
+    part_ref *ref = calloc(p.n ? p.n : 1, sizeof(*ref));
+    if (ref == NULL)
+        return TW_ERR;
+    for (size_t i = 0; i < p.n; i++)
+        ref[i] = (part_ref){p.name[i], p.data[i], p.len[i]};
+    qsort(ref, p.n, sizeof(*ref), ref_cmp);
+    size_t buffered = 0;
     for (size_t i = 0; i < p.n; i++) {
-        printf("  %-8s %11zu bytes %11.0f bytes/node\n", p.name[i], p.len[i],
-               (double)p.len[i] / (double)nnodes);
-        if (strncmp(p.name[i], "rule.", 5) == 0)
-            print_subrules(p.data[i], p.len[i], nnodes);
+        const char *pre = strncmp(ref[i].name, "dict.", 5) == 0     ? "dict.*"
+                          : strncmp(ref[i].name, "chunks.", 7) == 0 ? "chunks.*"
+                                                                    : NULL;
+        if (pre != NULL) { /* one line for all segments of a kind */
+            size_t bytes = 0, n = 0;
+            while (i < p.n && strncmp(ref[i].name, pre, strlen(pre) - 1) == 0) {
+                bytes += p.len[i++];
+                n++;
+            }
+            i--;
+            if (pre[0] == 'c')
+                buffered = bytes;
+            printf("  %-8s %11zu bytes %11.0f bytes/node (%zu parts)\n", pre,
+                   bytes, (double)bytes / (double)nnodes, n);
+            continue;
+        }
+        printf("  %-8s %11zu bytes %11.0f bytes/node\n", ref[i].name,
+               ref[i].len, (double)ref[i].len / (double)nnodes);
+        if (strncmp(ref[i].name, "rule.", 5) == 0)
+            print_subrules(ref[i].data, ref[i].len, nnodes);
     }
+    if (be->segmented)
+        printf("  without the buffered batches (chunks.*): %zu bytes = %.0f "
+               "bytes/node\n",
+               total - buffered, (double)(total - buffered) / (double)nnodes);
     printf("  core holds: aggregator windows %zu bytes; %zu buffered batches "
            "(%zu samples, %zu events) for open scans\n",
            tw_buf_len(wb), j->nchunks, nsamples, nevents);
@@ -293,16 +351,18 @@ static int report(const bench *be, tw_job *j, const char *label)
         if (tw_job_new("bench", &be->cfg, be->reg, &be->spec, 1, &c, err,
                        sizeof(err)) != TW_OK)
             return TW_ERR;
+        if (be->segmented)
+            tw_job_set_segmented(c);
         double t0 = now_us();
         tcore[r] = trules[r] = 0;
         for (size_t i = 0; i < p.n; i++) {
             double c0 = cpu_us();
-            if (tw_job_restore_part(c, p.name[i], p.data[i], p.len[i], err,
-                                    sizeof(err)) != TW_OK) {
+            if (tw_job_restore_part(c, ref[i].name, ref[i].data, ref[i].len,
+                                    err, sizeof(err)) != TW_OK) {
                 fprintf(stderr, "bench_job_state: %s\n", err);
                 return TW_ERR;
             }
-            if (strcmp(p.name[i], "core") == 0)
+            if (strncmp(ref[i].name, "rule.", 5) != 0)
                 tcore[r] += cpu_us() - c0;
             else
                 trules[r] += cpu_us() - c0;
@@ -314,6 +374,7 @@ static int report(const bench *be, tw_job *j, const char *label)
            "%.1f us, rules %.1f us (medians of %d)\n",
            median(t, reps), median(tcore, reps), median(trules, reps), reps);
     free(t);
+    free(ref);
     parts_clear(&p);
     fflush(stdout);
     return TW_OK;
@@ -432,7 +493,7 @@ static int usage(void)
             "usage: bench_job_state [--preset NAME] [--nodes N] [--cores N] "
             "[--gpus N] [--interval MS] [--duration D] [--at D,D,...] "
             "[--semantics fixed|reference] [--segment D] [--seed N] "
-            "[--reps N]\n");
+            "[--reps N] [--segmented]\n");
     return 2;
 }
 
@@ -450,6 +511,7 @@ int main(int argc, char **argv)
         {"segment", required_argument, NULL, 'S'},
         {"seed", required_argument, NULL, 's'},
         {"reps", required_argument, NULL, 'r'},
+        {"segmented", no_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     tw_synth_opts o;
@@ -459,7 +521,7 @@ int main(int argc, char **argv)
     double at[MAX_AT], segment = 3600;
     size_t nat = 0;
     tw_semantics sem = TW_SEMANTICS_FIXED;
-    int reps = 5, c;
+    int reps = 5, c, segmented = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
@@ -516,6 +578,9 @@ int main(int argc, char **argv)
         case 'r':
             reps = atoi(optarg);
             break;
+        case 'G':
+            segmented = 1;
+            break;
         default:
             return usage();
         }
@@ -546,6 +611,7 @@ int main(int argc, char **argv)
     bench be;
     memset(&be, 0, sizeof(be));
     be.reps = reps;
+    be.segmented = segmented;
     be.reg = tw_registry_new();
     feed f;
     memset(&f, 0, sizeof(f));
@@ -567,6 +633,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_job_state: %s\n", err);
         goto out;
     }
+    if (be.segmented)
+        tw_job_set_segmented(f.j);
     double done = 0, t0 = now_us();
     size_t next_at = 0;
     for (unsigned k = 0; done < o.duration_s; k++) {

@@ -11,7 +11,8 @@
 #       [--interval-ms 500] [--event-minutes 10] [--jobs 1]
 #       [--tick 60s|continuous] [--checkpoint-interval 1s] [--sample 10]
 #       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--realtime]
-#       [--bottleneck-every E] [--init-grace MIN] [--keep]
+#       [--bottleneck-every E] [--init-grace MIN] [--restart-at MIN]
+#       [--keep]
 #
 # --jobs K splits the nodes over K jobs, each on its own partition of the
 # metrics topic (one job = one key = one partition). --max-lag: unread
@@ -32,6 +33,10 @@
 # `patience` (1000 snapshots; the nodes of a job sample at the same
 # instants, so one snapshot a round: 8.3 event minutes at 500 ms): use
 # --event-minutes 12 or more.
+# --restart-at MIN: at that event minute run is killed (SIGKILL) and
+# started again; it restores the jobs from Redis (prints the "checkpoint
+# loaded" line: parts, bytes, ms) and the run goes on. The invariants then
+# count samples in the results files (each sample once across the crash).
 # Prints a table every --sample seconds of wall time (run's RSS and CPU,
 # samples consumed and their rate, consumer lag, checkpoints, Redis
 # memory), then: sustained samples/s, run's CPU seconds per million
@@ -53,7 +58,7 @@ fi
 BUILD=$(cd "$BUILD" && pwd)
 NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
 CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME= BOTTLENECK=10
-GRACE=
+GRACE= RESTART=
 while [ $# -gt 0 ]; do
     case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -70,6 +75,7 @@ while [ $# -gt 0 ]; do
     --realtime) REALTIME=--realtime; shift ;;
     --bottleneck-every) BOTTLENECK=$2; shift 2 ;;
     --init-grace) GRACE=$2; shift 2 ;;
+    --restart-at) RESTART=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "scale.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -173,8 +179,34 @@ sample() {
         "$n" "$rate" "${rss:-?}" "${cpu:-?}" "$lag" "$ck" "${mem:-?}"
     prev_s=$now prev_n=$n rows=$((rows + 1))
 }
+cpu_killed=0 restarted= S_OUT=$WORK/S.out
+# --restart-at: SIGKILL run, start it again, report its restore
+restart_run() {
+    cpu_killed=$(awk -v a="$(cpu_of "$pid")" -v s="$cpu_start" 'BEGIN{print a - s}')
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    "$TW" run -v --config "$WORK/S.yaml" --brokers "$BOOTSTRAP" \
+        >"$WORK/S2.out" 2>"$WORK/S2.err" &
+    RUN_PID_S=$!
+    pid=$RUN_PID_S
+    wait_for 300 grep -qs "checkpoint loaded" "$WORK/S2.err" ||
+        die "restarted run restored nothing: $(tail -5 "$WORK/S2.err")"
+    cpu_start=$(cpu_of "$pid")
+    wait_for 60 grep -qs "http: listening" "$WORK/S2.err" || die "no HTTP port after the restart"
+    HTTP_PORT=$(sed -n 's/.*http: listening on .* port \([0-9]*\).*/\1/p' "$WORK/S2.err" | head -1)
+    echo "restart at event minute $RESTART: run killed (SIGKILL) and started again;" \
+        "$(grep -m1 -o 'partition [0-9]*: checkpoint loaded.*' "$WORK/S2.err")"
+    grep -o 'checkpoint loaded, [0-9]* job(s) restored ([0-9]* part(s), [0-9]* bytes, [0-9.]* ms)' "$WORK/S2.err" |
+        awk -F'[(, ]+' '{for (i = 1; i <= NF; i++) { if ($i == "bytes") b += $(i - 1); if ($i == "ms)") m = $(i - 1) > m ? $(i - 1) : m } n++}
+            END {printf "restore: partitions=%d bytes=%d slowest_partition_ms=%.1f\n", n, b, m}'
+    restarted=1 S_OUT=$WORK/S2.out
+}
 while kill -0 "$PRODUCER_PID" 2>/dev/null; do
     sample
+    if [ -n "$RESTART" ] && [ -z "$restarted" ] &&
+        awk -v n="$prev_n" -v p="$per_min" -v m="$RESTART" 'BEGIN{exit !(n / p >= m)}'; then
+        restart_run
+    fi
     for _ in $(seq "$((SAMPLE * 10))"); do
         kill -0 "$PRODUCER_PID" 2>/dev/null || break
         kill -0 "$pid" 2>/dev/null || die "run exited: $(tail -5 "$WORK/S.err")"
@@ -192,24 +224,30 @@ tw_broker_stop
 cat "$WORK/producer.out"
 [ $prc -eq 0 ] || die "producer failed ($prc): $(tail -5 "$WORK/producer.err")"
 P=$(grep '^producer:' "$WORK/producer.out")
-RUNLINE=$(grep '^run:' "$WORK/S.out")
+RUNLINE=$(grep '^run:' "$S_OUT")
 echo "$RUNLINE" | tr ' ' '\n' | grep -E '^(samples|batches|dead_letters|late|offsets_lost|checkpoints|scans|alerts_sent|results_written)=' | tr '\n' ' '
 echo
 produced=$(field samples "$P")
 consumed=$(field samples "$RUNLINE")
+# what the jobs counted: each sample once, whatever was re-read
+counted=$(python3 -c 'import json, sys
+print(sum(json.load(open(f))["input"]["samples"] for f in sys.argv[1:]))' "$WORK/res"/*.json 2>/dev/null)
+[ -n "$restarted" ] && consumed=$counted
 wall=$(field wall_s "$P")
-awk -v n="$consumed" -v w="$wall" -v c0="$cpu_start" -v c1="$cpu_end" -v h="$hwm" 'BEGIN{
+awk -v n="$consumed" -v w="$wall" -v c0="$cpu_start" -v c1="$cpu_end" -v ck="$cpu_killed" -v h="$hwm" 'BEGIN{
+    c = c1 - c0 + ck
     printf "sustained: samples=%d wall_s=%.1f samples_per_s=%.0f run_cpu_s=%.1f cpu_s_per_million_samples=%.2f run_peak_rss_mb=%s\n",
-        n, w, n / w, c1 - c0, (c1 - c0) * 1e6 / n, h }'
+        n, w, n / w, c, c * 1e6 / n, h }'
 echo "consumer lag: max_messages=$max_lag (sum over partitions, sampled every $SAMPLE s)"
-python3 - "$WORK/S.err" <<'PY'
+python3 - "$WORK/S.err" ${restarted:+"$WORK/S2.err"} <<'PY'
 import re, sys
 ms, by = [], []
 pat = re.compile(r"checkpoint partition \d+: .*, (\d+) bytes, \d+ finished, ([0-9.]+) ms")
-for line in open(sys.argv[1], errors="replace"):
-    m = pat.search(line)
-    if m:
-        by.append(int(m.group(1))); ms.append(float(m.group(2)))
+for path in sys.argv[1:]:
+    for line in open(path, errors="replace"):
+        m = pat.search(line)
+        if m:
+            by.append(int(m.group(1))); ms.append(float(m.group(2)))
 def pct(v, q):
     v = sorted(v); return v[min(len(v) - 1, int(len(v) * q))]
 if ms:
@@ -223,6 +261,7 @@ grep '^alerts not final:' "$WORK/producer.out" | sed 's/^alerts not final:/  not
 grep '^alerts final:' "$WORK/producer.out" | sed 's/^alerts final:/  final (job end):/'
 fail=
 [ "$produced" = "$consumed" ] || fail="$fail samples produced=$produced consumed=$consumed;"
+[ "$produced" = "$counted" ] || fail="$fail samples produced=$produced counted in results=$counted;"
 [ "$(field results "$P")" = all ] || fail="$fail results missing;"
 [ "$(ls "$WORK/res"/*.json 2>/dev/null | wc -l)" -eq "$JOBS" ] || fail="$fail results files != $JOBS;"
 [ "$(field results_written "$RUNLINE")" = "$JOBS" ] || fail="$fail results_written != $JOBS;"

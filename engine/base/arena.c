@@ -60,7 +60,7 @@ size_t tw_arena_capacity(const tw_arena *a)
     return n;
 }
 
-void *tw_arena_alloc(tw_arena *a, size_t size)
+void *tw_arena_alloc_uninit(tw_arena *a, size_t size)
 {
     size_t need = (size + 15u) & ~(size_t)15u;
     if (need < size)
@@ -73,7 +73,14 @@ void *tw_arena_alloc(tw_arena *a, size_t size)
     void *p = a->head->data + a->used;
     a->used += need;
     a->total += need;
-    memset(p, 0, size);
+    return p;
+}
+
+void *tw_arena_alloc(tw_arena *a, size_t size)
+{
+    void *p = tw_arena_alloc_uninit(a, size);
+    if (p != NULL)
+        memset(p, 0, size);
     return p;
 }
 

@@ -37,6 +37,9 @@ size_t tw_arena_capacity(const tw_arena *a);
 
 /* NULL on out-of-memory. Memory is zeroed. */
 void *tw_arena_alloc(tw_arena *a, size_t size);
+/* The same, not zeroed: for a caller that writes every byte (restored
+ * samples, copies). */
+void *tw_arena_alloc_uninit(tw_arena *a, size_t size);
 /* Copy of s (len bytes, NUL added). NULL in -> NULL out. */
 char *tw_arena_strndup(tw_arena *a, const char *s, size_t len);
 char *tw_arena_strdup(tw_arena *a, const char *s);

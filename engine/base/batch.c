@@ -51,7 +51,8 @@ tw_batch *tw_batch_samples_copy(const tw_batch *b)
         (b->file_path != NULL && c->file_path == NULL))
         goto oom;
     if (b->nsamples > 0) {
-        c->samples = tw_arena_alloc(&c->arena, b->nsamples * sizeof(tw_sample));
+        c->samples =
+            tw_arena_alloc_uninit(&c->arena, b->nsamples * sizeof(tw_sample));
         if (c->samples == NULL)
             goto oom;
         memcpy(c->samples, b->samples, b->nsamples * sizeof(tw_sample));

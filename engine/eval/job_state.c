@@ -1188,8 +1188,9 @@ static void get_chunk(core_pass *cp)
         b->file_ts_us = file_ts;
         b->file_path = arena_str(&b->arena, path, npath, &cp->oom);
         if (nsamples > 0) {
+            /* every sample is written below, or the batch freed */
             b->samples =
-                tw_arena_alloc(&b->arena, nsamples * sizeof(tw_sample));
+                tw_arena_alloc_uninit(&b->arena, nsamples * sizeof(tw_sample));
             if (b->samples == NULL)
                 cp->oom = 1;
         }

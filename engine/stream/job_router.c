@@ -1060,6 +1060,7 @@ typedef struct tw_restore_ctx {
     size_t errlen;
     size_t nparts; /* read so far, for the log line */
     uint64_t bytes;
+    int64_t batches_us, parts_us; /* restoring chunks.*, and every part */
 } tw_restore_ctx;
 
 /* "origin": the job's first Kafka offset, decimal. Commits must never pass
@@ -1109,11 +1110,16 @@ static int tw_router_restore_part(void *ud, const char *job, const char *part,
     char why[512];
     if (strcmp(part, "origin") == 0)
         return tw_router_restore_origin(c, data, len);
+    int64_t t0 = tw_mono_us();
     int rc = strcmp(part, "alerts") == 0
                  ? tw_alert_tracker_restore(c->cur->alerts, data, len, why,
                                             sizeof(why))
                  : tw_job_restore_part(c->cur->job, part, data, len, why,
                                        sizeof(why));
+    int64_t took = tw_mono_us() - t0;
+    c->parts_us += took;
+    if (strncmp(part, "chunks.", 7) == 0)
+        c->batches_us += took;
     if (rc != TW_OK) {
         snprintf(c->err, c->errlen, "job '%s' part '%s': %s", job, part, why);
         return TW_ERR;
@@ -1158,12 +1164,15 @@ static int tw_router_load(tw_router *r, tw_rpart *p, char *err, size_t errlen)
                tw_job_id(p->jobs[i]->job), p->id, p->start_offset, st.samples,
                st.scans);
     }
+    int64_t total_us = tw_mono_us() - t0;
     tw_log(TW_LOG_INFO,
            "partition %" PRId32 ": checkpoint %s, %zu job(s) restored "
-           "(%zu part(s), %" PRIu64 " bytes, %.1f ms), reading from offset "
-           "%" PRId64,
+           "(%zu part(s), %" PRIu64 " bytes, %.1f ms: store %.1f, batches "
+           "%.1f, rest %.1f), reading from offset %" PRId64,
            p->id, next >= 0 ? "loaded" : "absent", p->njobs, c.nparts, c.bytes,
-           (double)(tw_mono_us() - t0) / 1e3, p->start_offset);
+           (double)total_us / 1e3, (double)(total_us - c.parts_us) / 1e3,
+           (double)c.batches_us / 1e3,
+           (double)(c.parts_us - c.batches_us) / 1e3, p->start_offset);
     return TW_OK;
 }
 

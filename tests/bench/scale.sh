@@ -196,8 +196,8 @@ restart_run() {
     HTTP_PORT=$(sed -n 's/.*http: listening on .* port \([0-9]*\).*/\1/p' "$WORK/S2.err" | head -1)
     echo "restart at event minute $RESTART: run killed (SIGKILL) and started again;" \
         "$(grep -m1 -o 'partition [0-9]*: checkpoint loaded.*' "$WORK/S2.err")"
-    grep -o 'checkpoint loaded, [0-9]* job(s) restored ([0-9]* part(s), [0-9]* bytes, [0-9.]* ms)' "$WORK/S2.err" |
-        awk -F'[(, ]+' '{for (i = 1; i <= NF; i++) { if ($i == "bytes") b += $(i - 1); if ($i == "ms)") m = $(i - 1) > m ? $(i - 1) : m } n++}
+    grep -o 'checkpoint loaded, [0-9]* job(s) restored ([0-9]* part(s), [0-9]* bytes, [0-9.]* ms' "$WORK/S2.err" |
+        awk -F'[(, ]+' '{for (i = 1; i <= NF; i++) { if ($i == "bytes") b += $(i - 1); if ($i == "ms") m = $(i - 1) > m ? $(i - 1) : m } n++}
             END {printf "restore: partitions=%d bytes=%d slowest_partition_ms=%.1f\n", n, b, m}'
     restarted=1 S_OUT=$WORK/S2.out
 }

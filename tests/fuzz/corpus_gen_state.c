@@ -77,6 +77,21 @@ static int write_segment_seeds(const gen *g)
                {"dict.1", FUZZ_SEL_DICT, &p.dict},
                {"chunks.1", FUZZ_SEL_CHUNKS, &p.chunks}};
     int rc = 0;
+    /* the version 5 core only as stored: a sealed core seed is sealed
+     * again as versions 1-4 by fuzz_state */
+    {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/seg5-core.stored", g->out);
+        FILE *f = fopen(path, "wb");
+        uint8_t head[2] = {0, 0};
+        if (f == NULL || fwrite(head, 1, 2, f) != 2 ||
+            fwrite(p.core.data, 1, p.core.len, f) != p.core.len) {
+            perror(path);
+            rc = -1;
+        }
+        if (f != NULL && fclose(f) != 0)
+            rc = -1;
+    }
     for (size_t i = 0; i < 3 && rc == 0; i++)
         for (int sealed = 0; sealed <= 1 && rc == 0; sealed++) {
             char path[4096];

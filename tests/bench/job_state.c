@@ -6,7 +6,7 @@
  *   bench_job_state [--preset NAME] [--nodes N] [--cores N] [--gpus N]
  *                   [--interval MS] [--duration D] [--at D,D,...]
  *                   [--semantics fixed|reference] [--segment D]
- *                   [--seed N] [--reps N] [--segmented]
+ *                   [--seed N] [--reps N] [--segmented] [--system-only]
  *
  * Durations D are seconds or take a suffix s, m, h. The job is synthesized
  * (synth.h) in segments of --segment event time (default 1 h; the last may
@@ -26,6 +26,7 @@
  * save after the next batch. --segmented: the job saves as the daemon's
  * do (job.h, segmented checkpoints); the dictionary and batch segments are
  * summed per kind, and the state without the buffered batches is shown.
+ * --system-only: no framework traces (the scale benchmark's agents).
  */
 #include <ftw.h>
 #include <getopt.h>
@@ -493,7 +494,7 @@ static int usage(void)
             "usage: bench_job_state [--preset NAME] [--nodes N] [--cores N] "
             "[--gpus N] [--interval MS] [--duration D] [--at D,D,...] "
             "[--semantics fixed|reference] [--segment D] [--seed N] "
-            "[--reps N] [--segmented]\n");
+            "[--reps N] [--segmented] [--system-only]\n");
     return 2;
 }
 
@@ -512,6 +513,7 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, 's'},
         {"reps", required_argument, NULL, 'r'},
         {"segmented", no_argument, NULL, 'G'},
+        {"system-only", no_argument, NULL, 'Y'},
         {NULL, 0, NULL, 0},
     };
     tw_synth_opts o;
@@ -580,6 +582,9 @@ int main(int argc, char **argv)
             break;
         case 'G':
             segmented = 1;
+            break;
+        case 'Y':
+            o.framework = 0; /* agents' system metrics only */
             break;
         default:
             return usage();

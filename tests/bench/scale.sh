@@ -41,7 +41,8 @@
 # samples consumed and their rate, consumer lag, checkpoints, Redis
 # memory), then: sustained samples/s, run's CPU seconds per million
 # samples, checkpoint p50/p99 (ms and bytes, from run's DEBUG line per
-# checkpoint), alert latency p50/p99 (all alerts, then those raised as
+# checkpoint; then those with no scan since the previous one apart, with
+# one job per partition: core, alerts and the new batches only), alert latency p50/p99 (all alerts, then those raised as
 # scans run and the final ones of each job's end apart), and the
 # invariants (samples consumed == produced, every job's results written,
 # no offset lost, no dead letter), "invariants: ok" or exit 1.
@@ -242,12 +243,19 @@ echo "consumer lag: max_messages=$max_lag (sum over partitions, sampled every $S
 python3 - "$WORK/S.err" ${restarted:+"$WORK/S2.err"} <<'PY'
 import re, sys
 ms, by = [], []
-pat = re.compile(r"checkpoint partition \d+: .*, (\d+) bytes, \d+ finished, ([0-9.]+) ms")
+pat = re.compile(r"checkpoint partition \d+: .*, (\d+) part\(s\), (\d+) bytes, \d+ finished, ([0-9.]+) ms")
+# with one job per partition (--jobs <= the topic's partitions), a
+# checkpoint of at most 3 parts (core, alerts, the new batches' chunks.<n>)
+# had no scan since the previous one: no windows, rule part or released
+# segment
+quiet_ms, quiet_by = [], []
 for path in sys.argv[1:]:
     for line in open(path, errors="replace"):
         m = pat.search(line)
         if m:
-            by.append(int(m.group(1))); ms.append(float(m.group(2)))
+            by.append(int(m.group(2))); ms.append(float(m.group(3)))
+            if int(m.group(1)) <= 3:
+                quiet_by.append(int(m.group(2))); quiet_ms.append(float(m.group(3)))
 def pct(v, q):
     v = sorted(v); return v[min(len(v) - 1, int(len(v) * q))]
 if ms:
@@ -255,6 +263,9 @@ if ms:
           % (len(ms), pct(ms, .5), pct(ms, .99), max(ms), pct(by, .5), pct(by, .99), max(by), sum(by)))
 else:
     print("checkpoints: n=0")
+if quiet_ms:
+    print("  without a scan since the previous: n=%d ms_p50=%.1f ms_p99=%.1f bytes_p50=%d bytes_p99=%d"
+          % (len(quiet_ms), pct(quiet_ms, .5), pct(quiet_ms, .99), pct(quiet_by, .5), pct(quiet_by, .99)))
 PY
 grep '^alerts:' "$WORK/producer.out" | sed 's/^alerts:/alert latency (tick '"$TICK"'):/'
 grep '^alerts not final:' "$WORK/producer.out" | sed 's/^alerts not final:/  not final (as scans run):/'

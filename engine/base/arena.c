@@ -44,9 +44,14 @@ static tw_arena_block *tw_arena_push(tw_arena *a, size_t bsize)
     return b;
 }
 
+size_t tw_arena_size(size_t n)
+{
+    return (n + 15u) & ~(size_t)15u;
+}
+
 int tw_arena_reserve(tw_arena *a, size_t size)
 {
-    size_t bsize = (size + 15u) & ~(size_t)15u;
+    size_t bsize = tw_arena_size(size);
     if (a->head != NULL || bsize < size)
         return a->head != NULL ? 0 : -1;
     return tw_arena_push(a, bsize) != NULL ? 0 : -1;
@@ -62,7 +67,7 @@ size_t tw_arena_capacity(const tw_arena *a)
 
 void *tw_arena_alloc_uninit(tw_arena *a, size_t size)
 {
-    size_t need = (size + 15u) & ~(size_t)15u;
+    size_t need = tw_arena_size(size);
     if (need < size)
         return NULL; /* overflow */
     if (a->head == NULL || a->head->size - a->used < need) {

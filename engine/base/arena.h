@@ -35,6 +35,10 @@ int tw_arena_reserve(tw_arena *a, size_t size);
 /* Bytes of all its blocks (what it holds from malloc). */
 size_t tw_arena_capacity(const tw_arena *a);
 
+/* Bytes an allocation of n takes in an arena (n rounded up to 16), for a
+ * caller sizing tw_arena_reserve; smaller than n only on overflow. */
+size_t tw_arena_size(size_t n);
+
 /* NULL on out-of-memory. Memory is zeroed. */
 void *tw_arena_alloc(tw_arena *a, size_t size);
 /* The same, not zeroed: for a caller that writes every byte (restored

@@ -21,15 +21,9 @@ void tw_batch_free(tw_batch *b)
     free(b);
 }
 
-/* The arena's share of one allocation of n bytes (16-byte aligned). */
-static size_t arena_share(size_t n)
-{
-    return (n + 15u) & ~(size_t)15u;
-}
-
 static size_t str_share(const char *s)
 {
-    return s != NULL ? arena_share(strlen(s) + 1) : 0;
+    return s != NULL ? tw_arena_size(strlen(s) + 1) : 0;
 }
 
 tw_batch *tw_batch_samples_copy(const tw_batch *b)
@@ -39,7 +33,7 @@ tw_batch *tw_batch_samples_copy(const tw_batch *b)
         return NULL;
     size_t need = str_share(b->job) + str_share(b->node) +
                   str_share(b->file_path) +
-                  arena_share(b->nsamples * sizeof(tw_sample));
+                  tw_arena_size(b->nsamples * sizeof(tw_sample));
     tw_batch *c = tw_batch_new();
     if (c == NULL || tw_arena_reserve(&c->arena, need ? need : 16) != 0)
         goto oom;

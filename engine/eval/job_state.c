@@ -1174,10 +1174,9 @@ static void get_chunk(core_pass *cp)
         }
         /* a samples-only batch in one block of its size, not a 64 KB one
          * (what buffer_tight in job.c keeps after ingest) */
-        size_t need = ((strlen(j->id) + 16) & ~(size_t)15) +
-                      ((nnode + 16) & ~(size_t)15) +
-                      ((npath + 16) & ~(size_t)15) +
-                      ((nsamples * sizeof(tw_sample) + 15) & ~(size_t)15);
+        size_t need = tw_arena_size(strlen(j->id) + 1) +
+                      tw_arena_size(nnode + 1) + tw_arena_size(npath + 1) +
+                      tw_arena_size(nsamples * sizeof(tw_sample));
         if (tw_arena_reserve(&b->arena, need) != 0) {
             cp->oom = 1;
             goto out;

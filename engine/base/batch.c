@@ -26,14 +26,12 @@ static size_t str_share(const char *s)
     return s != NULL ? tw_arena_size(strlen(s) + 1) : 0;
 }
 
-tw_batch *tw_batch_samples_copy(const tw_batch *b)
+/* job, node, path, seq and file time in one block of their size plus
+ * `extra` bytes (reserved, not allocated) */
+static tw_batch *shell(const tw_batch *b, size_t extra)
 {
-    if (b->nevents != 0 || b->nmarkers != 0 || b->ntensors != 0 ||
-        b->npython_profiles != 0)
-        return NULL;
     size_t need = str_share(b->job) + str_share(b->node) +
-                  str_share(b->file_path) +
-                  tw_arena_size(b->nsamples * sizeof(tw_sample));
+                  str_share(b->file_path) + extra;
     tw_batch *c = tw_batch_new();
     if (c == NULL || tw_arena_reserve(&c->arena, need ? need : 16) != 0)
         goto oom;
@@ -44,18 +42,53 @@ tw_batch *tw_batch_samples_copy(const tw_batch *b)
         (b->node != NULL && c->node == NULL) ||
         (b->file_path != NULL && c->file_path == NULL))
         goto oom;
-    if (b->nsamples > 0) {
-        c->samples =
-            tw_arena_alloc_uninit(&c->arena, b->nsamples * sizeof(tw_sample));
-        if (c->samples == NULL)
-            goto oom;
-        memcpy(c->samples, b->samples, b->nsamples * sizeof(tw_sample));
-    }
-    c->nsamples = b->nsamples;
     c->seq = b->seq;
     c->file_ts_us = b->file_ts_us;
     return c;
 oom:
     tw_batch_free(c);
     return NULL;
+}
+
+static int samples_only(const tw_batch *b)
+{
+    return b->nevents == 0 && b->nmarkers == 0 && b->ntensors == 0 &&
+           b->npython_profiles == 0;
+}
+
+tw_batch *tw_batch_samples_copy(const tw_batch *b)
+{
+    if (!samples_only(b))
+        return NULL;
+    tw_batch *c = shell(b, tw_arena_size(b->nsamples * sizeof(tw_sample)));
+    if (c == NULL)
+        return NULL;
+    if (b->nsamples > 0) {
+        c->samples =
+            tw_arena_alloc_uninit(&c->arena, b->nsamples * sizeof(tw_sample));
+        if (c->samples == NULL) {
+            tw_batch_free(c);
+            return NULL;
+        }
+        memcpy(c->samples, b->samples, b->nsamples * sizeof(tw_sample));
+    }
+    c->nsamples = b->nsamples;
+    return c;
+}
+
+tw_batch *tw_batch_shell_copy(const tw_batch *b, size_t extra,
+                              uint8_t **extra_at)
+{
+    *extra_at = NULL;
+    if (!samples_only(b))
+        return NULL;
+    tw_batch *c = shell(b, tw_arena_size(extra));
+    if (c == NULL)
+        return NULL;
+    if (extra > 0 &&
+        (*extra_at = tw_arena_alloc_uninit(&c->arena, extra)) == NULL) {
+        tw_batch_free(c);
+        return NULL;
+    }
+    return c;
 }

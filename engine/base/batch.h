@@ -92,6 +92,13 @@ void tw_batch_free(tw_batch *b);
  * b then). */
 tw_batch *tw_batch_samples_copy(const tw_batch *b);
 
+/* As tw_batch_samples_copy, but instead of the samples `extra` bytes of
+ * the arena's one block are left for the caller (nsamples 0): a packed
+ * form of the samples (sample_pack.h). *extra_at receives them (NULL when
+ * extra is 0). */
+tw_batch *tw_batch_shell_copy(const tw_batch *b, size_t extra,
+                              uint8_t **extra_at);
+
 #ifdef __cplusplus
 }
 #endif

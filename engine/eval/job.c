@@ -14,6 +14,7 @@
 
 #include "event_time.h"
 #include "log.h"
+#include "sample_pack.h"
 #include "strmap.h"
 #include "tw_assert.h"
 
@@ -169,6 +170,7 @@ void tw_job_free(tw_job *j)
     for (size_t i = 0; i < j->nchunks; i++)
         tw_batch_free(j->chunks[i].batch);
     free(j->chunks);
+    tw_buf_free(j->pack);
     free(j->scan_samples);
     free(j->scan_events);
     free(j->scan_tensors);
@@ -728,12 +730,46 @@ static int ingest_tensors(tw_job *j, tw_batch *b, chunk *c, const char *node,
     return TW_OK;
 }
 
+/* The samples of c's batch packed into a copy without them (segmented
+ * jobs: the bytes a checkpoint's "chunks" part writes, 2-4 a sample
+ * instead of 24). NULL on out of memory or a batch with more than
+ * samples. */
+static tw_batch *pack_samples(tw_job *j, chunk *c)
+{
+    const tw_batch *b = c->batch;
+    if (j->pack == NULL && (j->pack = tw_buf_new()) == NULL)
+        return NULL;
+    tw_buf_clear(j->pack);
+    tw_ckw w = {j->pack, 0};
+    tw_sample_cursor cur;
+    tw_sample_cursor_init(&cur, 1);
+    for (size_t i = 0; i < b->nsamples; i++)
+        tw_sample_pack(&w, &cur, &b->samples[i]);
+    if (w.failed)
+        return NULL;
+    size_t len = tw_buf_len(j->pack);
+    uint8_t *at;
+    tw_batch *p = tw_batch_shell_copy(b, len, &at);
+    if (p == NULL)
+        return NULL;
+    if (len > 0)
+        memcpy(at, tw_buf_data(j->pack), len);
+    c->packed = at;
+    c->packed_len = len;
+    c->npacked = b->nsamples;
+    return p;
+}
+
 /* A buffered agent batch is mostly its series dictionary, dead once its
  * samples carry the job's series ids: keep a tight copy of the samples
- * instead (about 3x less memory at 96 cores). Out of memory keeps it. */
-static void buffer_tight(chunk *c)
+ * instead (about 3x less memory at 96 cores; packed, 20x less). Out of
+ * memory keeps it. */
+static void buffer_tight(tw_job *j, chunk *c)
 {
-    tw_batch *b = c->batch, *tight = tw_batch_samples_copy(b);
+    tw_batch *b = c->batch;
+    tw_batch *tight = j->segmented && b->nsamples > 0
+                          ? pack_samples(j, c)
+                          : tw_batch_samples_copy(b);
     if (tight == NULL)
         return;
     if (c->order_name == b->file_path)
@@ -959,7 +995,7 @@ int tw_job_ingest(tw_job *j, tw_batch *b)
     }
     j->chunks[j->nchunks++] = c;
     if (b->nseries > 0)
-        buffer_tight(&j->chunks[j->nchunks - 1]);
+        buffer_tight(j, &j->chunks[j->nchunks - 1]);
 
     if (!j->cfg.external_watermark) {
         /* Watermark: the slowest active producer's newest time. */
@@ -1089,16 +1125,28 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
         qsort(j->order, nsel, sizeof(chunk *), cmp_system);
     size_t ns = 0;
     for (size_t i = 0; i < nsel; i++) {
-        const tw_batch *b = j->order[i]->batch;
-        if (tw_grow((void **)&j->scan_samples, &j->scan_samples_cap,
-                    ns + b->nsamples, sizeof(tw_sample), 16) != TW_OK)
+        const chunk *c = j->order[i];
+        size_t n = chunk_nsamples(c);
+        if (tw_grow((void **)&j->scan_samples, &j->scan_samples_cap, ns + n,
+                    sizeof(tw_sample), 16) != TW_OK)
             return TW_ERR;
-        for (size_t s = 0; s < b->nsamples; s++) {
-            int64_t t = ts_to_ns(b->samples[s].ts);
+        const tw_sample *src = c->batch->samples;
+        if (c->packed != NULL) {
+            /* unpacked where they go; the loop below keeps those in the
+             * scan, each written at or before where it was read */
+            tw_ckr r;
+            tw_ckr_init(&r, c->packed, c->packed_len);
+            const char *bad =
+                tw_sample_unpack_n(&r, n, 1, j->nseries, &j->scan_samples[ns]);
+            TW_ASSERT(bad == NULL && tw_ckr_left(&r) == 0);
+            src = &j->scan_samples[ns];
+        }
+        for (size_t s = 0; s < n; s++) {
+            int64_t t = ts_to_ns(src[s].ts);
             if (t > end_ns || t < start_ns ||
                 (!start_inclusive && t == start_ns))
                 continue;
-            tw_sample x = b->samples[s];
+            tw_sample x = src[s];
             if (t == start_ns && k > 0)
                 x.flags |= TW_SAMPLE_REPEAT;
             j->scan_samples[ns++] = x;

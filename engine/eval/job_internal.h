@@ -27,7 +27,17 @@ typedef struct chunk {
     int64_t min_tensor_us, max_tensor_us; /* tensors' wall_us, if any    */
     uint64_t seg; /* segmented checkpoints: the "chunks.<seg>" part that
                      holds it; 0 = not saved yet (job_state.c)         */
+    /* Segmented jobs buffer a samples-only batch packed (sample_pack.h,
+     * series as differences): npacked samples in packed_len bytes of the
+     * batch's arena, batch->nsamples 0. NULL: the samples are unpacked. */
+    const uint8_t *packed;
+    size_t packed_len, npacked;
 } chunk;
+
+static inline size_t chunk_nsamples(const chunk *c)
+{
+    return c->packed != NULL ? c->npacked : c->batch->nsamples;
+}
 
 /* Segmented checkpoints (job_state.c): a saved "chunks.<seq>" part and how
  * many of its batches are still buffered (0: remove it at the next save),
@@ -135,6 +145,7 @@ struct tw_job {
     uint64_t core_changes, rules_changes;
     uint64_t core_saved, rules_saved;
     tw_buf *ckpt; /* reusable save buffer, owned; NULL until first save */
+    tw_buf *pack; /* reusable packing buffer (buffer_tight), owned */
 
     /* Segmented checkpoints (tw_job_set_segmented): the dictionary, the
      * aggregator windows and the buffered batches leave "core" for parts

@@ -48,6 +48,8 @@
  *   "chunks.<seq>" (magic "TWJB"): uv seq, uv n, chunks as in version 4
  *   but each sample's series as the zigzag difference from the previous
  *   sample's (an agent's batch lists its series in id order: one byte).
+ *   A segmented job buffers samples in that form (sample_pack.h, job.c):
+ *   a save copies the bytes, a restore checks them and keeps them.
  * A segment's seq is below the core's next seq, and dictionary segments
  * must arrive in order without a gap (their first index is checked).
  *
@@ -71,6 +73,7 @@
 #include "job.h"
 #include "job_internal.h"
 #include "numeric.h"
+#include "sample_pack.h"
 #include "tw_assert.h"
 
 #define CORE_MAGIC 0x434a5754u  /* "TWJC" */
@@ -358,33 +361,26 @@ static void put_batch_chunk(tw_ckw *w, const chunk *c, int delta_series)
     tw_ckw_uv(w, b->seq);
     tw_ckw_iv(w, b->file_ts_us);
     tw_ckw_str(w, b->file_path);
-    tw_ckw_uv(w, b->nsamples);
-    uint64_t prev_ts = 0; /* bits of the previous sample's ts */
-    uint32_t prev_series = 0;
-    for (size_t i = 0; i < b->nsamples; i++) {
-        const tw_sample *s = &b->samples[i];
-        uint64_t ts_bits;
-        memcpy(&ts_bits, &s->ts, sizeof(ts_bits));
-        int64_t k = 0;
-        int same_ts = ts_bits == prev_ts,
-            hund = tw_exact_hundredths(s->value, &k);
-        uint64_t series = s->series;
-        if (delta_series) {
-            int64_t d = (int64_t)s->series - (int64_t)prev_series;
-            series = ((uint64_t)d << 1) ^ (d < 0 ? UINT64_MAX : 0);
-            prev_series = s->series;
+    size_t ns = chunk_nsamples(c);
+    tw_ckw_uv(w, ns);
+    tw_sample_cursor out;
+    tw_sample_cursor_init(&out, delta_series);
+    if (c->packed != NULL && delta_series) {
+        tw_ckw_bytes(w, c->packed, c->packed_len); /* the same form */
+    } else if (c->packed != NULL) {
+        tw_ckr r;
+        tw_ckr_init(&r, c->packed, c->packed_len);
+        tw_sample_cursor in;
+        tw_sample_cursor_init(&in, 1);
+        for (size_t i = 0; i < ns; i++) {
+            tw_sample s;
+            const char *bad = tw_sample_unpack(&r, &in, SIZE_MAX, &s);
+            TW_ASSERT(bad == NULL);
+            tw_sample_pack(w, &out, &s);
         }
-        tw_ckw_uv(w, series << 3 | (uint64_t)(s->flags != 0) << 2 |
-                         (uint64_t)same_ts << 1 | (uint64_t)hund);
-        if (!same_ts)
-            tw_ckw_u64(w, ts_bits);
-        if (hund)
-            tw_ckw_iv(w, k);
-        else
-            tw_ckw_f64(w, s->value);
-        if (s->flags != 0)
-            tw_ckw_uv(w, s->flags);
-        prev_ts = ts_bits;
+    } else {
+        for (size_t i = 0; i < ns; i++)
+            tw_sample_pack(w, &out, &b->samples[i]);
     }
     tw_ckw_uv(w, b->nevents);
     str_dict_w dict;
@@ -1165,6 +1161,21 @@ static void get_chunk(core_pass *cp)
         cp->bad = "buffered batch with a bad order key or source";
         return;
     }
+    /* a segmented job keeps a segment's samples packed as they are here:
+     * checked, then copied (sample_pack.h) */
+    int pack = cp->apply && j->segmented && cp->version >= SEG_VERSION;
+    const uint8_t *packed = r->p;
+    size_t packed_len = 0;
+    if (pack) {
+        const char *bad = tw_sample_unpack_n(r, nsamples, 1, cp->nseries, NULL);
+        if (r->why != NULL)
+            return;
+        if (bad != NULL) {
+            cp->bad = bad;
+            return;
+        }
+        packed_len = (size_t)(r->p - packed);
+    }
     c.source = source;
     tw_batch *b = NULL;
     if (cp->apply) {
@@ -1174,9 +1185,10 @@ static void get_chunk(core_pass *cp)
         }
         /* a samples-only batch in one block of its size, not a 64 KB one
          * (what buffer_tight in job.c keeps after ingest) */
-        size_t need = tw_arena_size(strlen(j->id) + 1) +
-                      tw_arena_size(nnode + 1) + tw_arena_size(npath + 1) +
-                      tw_arena_size(nsamples * sizeof(tw_sample));
+        size_t need =
+            tw_arena_size(strlen(j->id) + 1) + tw_arena_size(nnode + 1) +
+            tw_arena_size(npath + 1) +
+            tw_arena_size(pack ? packed_len : nsamples * sizeof(tw_sample));
         if (tw_arena_reserve(&b->arena, need) != 0) {
             cp->oom = 1;
             goto out;
@@ -1186,7 +1198,17 @@ static void get_chunk(core_pass *cp)
         b->seq = seq;
         b->file_ts_us = file_ts;
         b->file_path = arena_str(&b->arena, path, npath, &cp->oom);
-        if (nsamples > 0) {
+        if (pack && packed_len > 0) {
+            uint8_t *dst = tw_arena_alloc_uninit(&b->arena, packed_len);
+            if (dst == NULL)
+                cp->oom = 1;
+            else {
+                memcpy(dst, packed, packed_len);
+                c.packed = dst;
+                c.packed_len = packed_len;
+                c.npacked = nsamples;
+            }
+        } else if (!pack && nsamples > 0) {
             /* every sample is written below, or the batch freed */
             b->samples =
                 tw_arena_alloc_uninit(&b->arena, nsamples * sizeof(tw_sample));
@@ -1196,39 +1218,31 @@ static void get_chunk(core_pass *cp)
         if (cp->oom)
             goto out;
     }
-    double prev_ts = 0.0;
-    uint64_t prev_series = 0;
-    for (size_t i = 0; i < nsamples; i++) {
+    tw_sample_cursor cur;
+    tw_sample_cursor_init(&cur, cp->version >= SEG_VERSION);
+    for (size_t i = 0; i < nsamples && !pack; i++) {
         tw_sample s;
-        uint64_t series, flags;
         if (compact) {
-            uint64_t h = tw_ckr_uv(r);
-            s.ts = (h & 2) ? prev_ts : tw_ckr_f64(r);
-            s.value = (h & 1) ? (double)tw_ckr_iv(r) / 100.0 : tw_ckr_f64(r);
-            flags = (h & 4) ? tw_ckr_uv(r) : 0;
-            series = h >> 3;
-            prev_ts = s.ts;
-            if (cp->version >= SEG_VERSION) {
-                /* zigzag difference from the previous sample's; a wrap
-                 * below 0 fails the range check below */
-                uint64_t z = series;
-                series = prev_series + ((z >> 1) ^ (0 - (z & 1)));
-                prev_series = series;
+            const char *bad = tw_sample_unpack(r, &cur, cp->nseries, &s);
+            if (r->why != NULL)
+                goto out;
+            if (bad != NULL) {
+                cp->bad = bad;
+                goto out;
             }
         } else {
             s.ts = tw_ckr_f64(r);
             s.value = tw_ckr_f64(r);
-            series = tw_ckr_uv(r);
-            flags = tw_ckr_uv(r);
+            uint64_t series = tw_ckr_uv(r), flags = tw_ckr_uv(r);
+            if (r->why != NULL)
+                goto out;
+            if (series >= cp->nseries || flags > UINT32_MAX) {
+                cp->bad = "buffered sample names a series the dictionary lacks";
+                goto out;
+            }
+            s.series = (uint32_t)series;
+            s.flags = (uint32_t)flags;
         }
-        if (r->why != NULL)
-            goto out;
-        if (series >= cp->nseries || flags > UINT32_MAX) {
-            cp->bad = "buffered sample names a series the dictionary lacks";
-            goto out;
-        }
-        s.series = (uint32_t)series;
-        s.flags = (uint32_t)flags;
         if (b != NULL)
             b->samples[i] = s;
     }
@@ -1334,7 +1348,7 @@ static void get_chunk(core_pass *cp)
             goto out;
     }
     if (cp->apply) {
-        b->nsamples = nsamples;
+        b->nsamples = pack ? 0 : nsamples;
         c.batch = b;
         c.order_name =
             order_key == 1 ? b->file_path : (b->node != NULL ? b->node : "");

@@ -272,10 +272,11 @@ static int report(const bench *be, tw_job *j, const char *label)
     size_t total = 0, nnodes = j->nnodes ? j->nnodes : 1;
     for (size_t i = 0; i < p.n; i++)
         total += p.len[i];
-    size_t nsamples = 0, nevents = 0;
+    size_t nsamples = 0, nevents = 0, held = 0;
     for (size_t i = 0; i < j->nchunks; i++) {
-        nsamples += j->chunks[i].batch->nsamples;
+        nsamples += chunk_nsamples(&j->chunks[i]);
         nevents += j->chunks[i].batch->nevents;
+        held += tw_arena_capacity(&j->chunks[i].batch->arena);
     }
     tw_buf *wb = tw_buf_new();
     if (wb == NULL || tw_windows_save(j->windows, wb, 0) != TW_OK)
@@ -326,8 +327,10 @@ static int report(const bench *be, tw_job *j, const char *label)
                "bytes/node\n",
                total - buffered, (double)(total - buffered) / (double)nnodes);
     printf("  core holds: aggregator windows %zu bytes; %zu buffered batches "
-           "(%zu samples, %zu events) for open scans\n",
-           tw_buf_len(wb), j->nchunks, nsamples, nevents);
+           "(%zu samples, %zu events) for open scans, %zu bytes in memory "
+           "(%.0f/node)\n",
+           tw_buf_len(wb), j->nchunks, nsamples, nevents, held,
+           (double)held / (double)nnodes);
     tw_buf_free(wb);
 
     int reps = be->reps;

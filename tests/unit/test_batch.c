@@ -1,6 +1,6 @@
-/* test_batch.c - tw_batch_samples_copy (batch.h): the tight copy a job
- * buffers holds the same samples and strings in less memory, and batches
- * with anything but samples are not copied. */
+/* test_batch.c - tw_batch_samples_copy and tw_batch_shell_copy (batch.h):
+ * the tight copy a job buffers holds the same samples and strings in less
+ * memory, and batches with anything but samples are not copied. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,11 +95,40 @@ static void test_not_samples_only(void **st)
     tw_batch_free(b);
 }
 
+/* The shell of a packed batch: the strings and ids, `extra` bytes of the
+ * same block for the caller, no samples. */
+static void test_shell_copy(void **st)
+{
+    (void)st;
+    tw_batch *b = agent_batch();
+    uint8_t *at = NULL;
+    tw_batch *c = tw_batch_shell_copy(b, 700, &at);
+    assert_non_null(c);
+    assert_non_null(at);
+    memset(at, 0x5a, 700); /* writable, ASan checks the bounds */
+    assert_string_equal(c->node, b->node);
+    assert_string_equal(c->file_path, b->file_path);
+    assert_int_equal(c->seq, b->seq);
+    assert_int_equal(c->file_ts_us, b->file_ts_us);
+    assert_null(c->samples);
+    assert_int_equal(c->nsamples, 0);
+    assert_int_equal(tw_arena_capacity(&c->arena), 704 + 16 + 16 + 32);
+    tw_batch_free(c);
+    c = tw_batch_shell_copy(b, 0, &at);
+    assert_non_null(c);
+    assert_null(at);
+    tw_batch_free(c);
+    b->nevents = 1;
+    assert_null(tw_batch_shell_copy(b, 10, &at));
+    tw_batch_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copy_is_tight_and_equal),
         cmocka_unit_test(test_not_samples_only),
+        cmocka_unit_test(test_shell_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -493,7 +493,7 @@ static int eval_run(const eval_run_args *a, eval_roundtrip_ctx *rt,
     /* a few files per thread ahead: enough to keep every core busy, and
      * memory bounded by the window whatever the folder's size */
     if (a->threads > 1 &&
-        tw_prefetch_start(a->folder, a->id, a->threads, 4 * (size_t)a->threads,
+        tw_prefetch_start(a->folder, a->id, a->threads, 8 * (size_t)a->threads,
                           &pf, err, sizeof(err)) != TW_OK) {
         fprintf(stderr, "trainwatch eval: %s\n", err);
         goto fail;

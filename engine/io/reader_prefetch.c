@@ -48,7 +48,7 @@ struct tw_prefetch {
     pthread_mutex_t lock;
     pthread_cond_t work;  /* a file may be claimed, or stop */
     pthread_cond_t ready; /* a file was read */
-    size_t next;          /* next file to claim */
+    size_t next;          /* no file below it is left to claim */
     size_t fed;           /* files handed to the consumer */
     int stop;
     pthread_t *threads;
@@ -100,24 +100,37 @@ static void keep_report(void *ud, const char *path, uint64_t line,
 }
 
 /* Under the lock: the index of the next file this worker may read, or
- * SIZE_MAX when it should end. */
+ * SIZE_MAX when it should end. That is the first file of the window not
+ * claimed yet that can be read now: a system file, or a trace file whose
+ * trace file before it is read (trace state passes from file to file in
+ * listing order). A trace file waiting for the one before it so no longer
+ * holds up the system files behind it. */
 static size_t claim(tw_prefetch *p)
 {
     for (;;) {
+        while (p->next < p->folder->nfiles &&
+               p->slots[p->next].state != TW_SLOT_WAITING)
+            p->next++;
         if (p->stop || p->next >= p->folder->nfiles)
             return SIZE_MAX;
-        if (p->next < p->fed + p->window)
-            break;
+        size_t end = p->fed + p->window;
+        if (end > p->folder->nfiles)
+            end = p->folder->nfiles;
+        for (size_t i = p->next; i < end; i++) {
+            tw_prefetch_slot *s = &p->slots[i];
+            if (s->state != TW_SLOT_WAITING)
+                continue;
+            size_t prev = s->prev_trace;
+            if (prev != SIZE_MAX && p->slots[prev].state != TW_SLOT_READ &&
+                p->slots[prev].state != TW_SLOT_FED)
+                continue;
+            s->state = TW_SLOT_READING;
+            return i;
+        }
+        /* the window is claimed, or its first trace file waits for the
+         * one before it: a read or a feed wakes us */
         pthread_cond_wait(&p->work, &p->lock);
     }
-    size_t i = p->next++;
-    p->slots[i].state = TW_SLOT_READING;
-    /* A trace file waits for the trace file before it (claimed earlier, so
-     * being read by another worker: no cycle). */
-    size_t prev = p->slots[i].prev_trace;
-    while (prev != SIZE_MAX && p->slots[prev].state == TW_SLOT_READING)
-        pthread_cond_wait(&p->ready, &p->lock);
-    return i;
 }
 
 static void *worker(void *arg)
@@ -134,6 +147,7 @@ static void *worker(void *arg)
         pthread_mutex_lock(&p->lock);
         s->state = TW_SLOT_READ;
         pthread_cond_broadcast(&p->ready);
+        pthread_cond_broadcast(&p->work); /* may unblock a trace file */
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;

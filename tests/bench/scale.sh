@@ -16,8 +16,13 @@
 #
 # --jobs K splits the nodes over K jobs, each on its own partition of the
 # metrics topic (one job = one key = one partition). --max-lag: unread
-# bytes per partition the producer allows (default replay's, within what
-# the embedded broker keeps per partition). --realtime: the agents send at
+# bytes (as produced, before compression) per partition the producer
+# allows past the consumer group's committed offset (default replay's,
+# within what the embedded broker keeps per partition: 5 MiB as stored,
+# so compressed). run commits at each checkpoint, so the rate is at most
+# about max-lag per checkpoint interval: the 100 ms load of 1000 nodes
+# needs --compression zstd --max-lag 100000000 (lz4 with 30 MB already
+# overflows the broker: run then counts offsets_lost). --realtime: the agents send at
 # their own pace (a round every interval of wall time) instead of as fast
 # as run keeps up: alert latency without a backlog, and each checkpoint
 # holds about one checkpoint interval of input. --bottleneck-every E: every

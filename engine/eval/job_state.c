@@ -267,6 +267,7 @@ typedef struct str_dict_w {
 typedef struct str_dict_r {
     const char *s[DICT_MAX];
     size_t len[DICT_MAX];
+    const char *copy[DICT_MAX]; /* its copy in the batch (get_chunk) */
     size_t n;
 } str_dict_r;
 
@@ -309,11 +310,14 @@ static void put_dict_str(tw_ckw *w, str_dict_w *d, const char *s)
     }
 }
 
-/* The string put_dict_str wrote: *s NULL for NULL; 0 on a malformed blob. */
-static int get_dict_str(tw_ckr *r, str_dict_r *d, const char **s, size_t *n)
+/* The string put_dict_str wrote: *s NULL for NULL; 0 on a malformed blob.
+ * *at: its index among the remembered strings, or -1. */
+static int get_dict_str_at(tw_ckr *r, str_dict_r *d, const char **s, size_t *n,
+                           int *at)
 {
     *s = NULL;
     *n = 0;
+    *at = -1;
     uint64_t k = tw_ckr_uv(r);
     if (r->why != NULL || k == 0)
         return r->why == NULL;
@@ -325,7 +329,9 @@ static int get_dict_str(tw_ckr *r, str_dict_r *d, const char **s, size_t *n)
             return 0;
         }
         if (d->n < DICT_MAX) {
+            *at = (int)d->n;
             d->s[d->n] = *s;
+            d->copy[d->n] = NULL;
             d->len[d->n++] = *n;
         }
         return 1;
@@ -334,9 +340,16 @@ static int get_dict_str(tw_ckr *r, str_dict_r *d, const char **s, size_t *n)
         tw_ckr_fail(r, "a string reference past the chunk's dictionary");
         return 0;
     }
+    *at = (int)(k - 2);
     *s = d->s[k - 2];
     *n = d->len[k - 2];
     return 1;
+}
+
+static int get_dict_str(tw_ckr *r, str_dict_r *d, const char **s, size_t *n)
+{
+    int at;
+    return get_dict_str_at(r, d, s, n, &at);
 }
 
 /* A chunk string: through the dictionary from version 4 (d != NULL). */
@@ -935,6 +948,30 @@ static char *arena_str(tw_arena *a, const char *p, size_t n, int *oom)
     return q;
 }
 
+/* A buffered event's string: one copy per remembered dictionary string
+ * of the chunk (at >= 0), so restored events share their names, phases
+ * and keys as the trace reader's batches do (less memory; rules memoize
+ * by pointer, rules/common/ptr_memo.h). */
+static const char *event_str(tw_arena *a, str_dict_r *d, int at, const char *p,
+                             size_t n, int *oom)
+{
+    if (at < 0)
+        return arena_str(a, p, n, oom);
+    if (d->copy[at] == NULL)
+        d->copy[at] = arena_str(a, p, n, oom);
+    return d->copy[at];
+}
+
+/* A chunk string and its dictionary index (-1: none, or no dictionary). */
+static int get_event_str(tw_ckr *r, str_dict_r *d, const char **s, size_t *n,
+                         int *at)
+{
+    if (d != NULL)
+        return get_dict_str_at(r, d, s, n, at);
+    *at = -1;
+    return tw_ckr_str(r, s, n);
+}
+
 typedef struct core_pass {
     tw_job *j;
     tw_ckr r;
@@ -1264,11 +1301,13 @@ static void get_chunk(core_pass *cp)
         memset(&e, 0, sizeof(e));
         const char *name, *phase, *enode = NULL;
         size_t nname, nphase, nenode = 0;
-        get_str(r, compact ? &dict : NULL, &name, &nname);
-        get_str(r, compact ? &dict : NULL, &phase, &nphase);
+        str_dict_r *d = compact ? &dict : NULL;
+        int name_at, phase_at, enode_at = -1;
+        get_event_str(r, d, &name, &nname, &name_at);
+        get_event_str(r, d, &phase, &nphase, &phase_at);
         uint8_t node_kind = tw_ckr_u8(r);
         if (node_kind == 2)
-            get_str(r, compact ? &dict : NULL, &enode, &nenode);
+            get_event_str(r, d, &enode, &nenode, &enode_at);
         if (compact) {
             e.start_us = wrap_add(prev_start, tw_ckr_iv(r));
             e.end_us = wrap_add(e.start_us, tw_ckr_iv(r));
@@ -1301,11 +1340,12 @@ static void get_chunk(core_pass *cp)
         e.nargs = nargs1 > 0 ? (uint32_t)(nargs1 - 1) : 0;
         tw_arg *args = NULL;
         if (b != NULL) {
-            e.name = arena_str(&b->arena, name, nname, &cp->oom);
-            e.phase = arena_str(&b->arena, phase, nphase, &cp->oom);
-            e.node = node_kind == 1
-                         ? b->node
-                         : arena_str(&b->arena, enode, nenode, &cp->oom);
+            e.name = event_str(&b->arena, d, name_at, name, nname, &cp->oom);
+            e.phase =
+                event_str(&b->arena, d, phase_at, phase, nphase, &cp->oom);
+            e.node = node_kind == 1 ? b->node
+                                    : event_str(&b->arena, d, enode_at, enode,
+                                                nenode, &cp->oom);
             if (nargs1 > 0) {
                 args = tw_arena_alloc(&b->arena,
                                       (e.nargs ? e.nargs : 1) * sizeof(tw_arg));
@@ -1319,8 +1359,9 @@ static void get_chunk(core_pass *cp)
         for (uint32_t a = 0; a < e.nargs; a++) {
             const char *k, *v;
             size_t nk, nv;
-            get_str(r, compact ? &dict : NULL, &k, &nk);
-            get_str(r, compact ? &dict : NULL, &v, &nv);
+            int k_at, v_at;
+            get_event_str(r, d, &k, &nk, &k_at);
+            get_event_str(r, d, &v, &nv, &v_at);
             uint8_t kind = tw_ckr_u8(r);
             if (r->why != NULL)
                 goto out;
@@ -1329,8 +1370,8 @@ static void get_chunk(core_pass *cp)
                 goto out;
             }
             if (args != NULL) {
-                args[a].key = arena_str(&b->arena, k, nk, &cp->oom);
-                args[a].value = arena_str(&b->arena, v, nv, &cp->oom);
+                args[a].key = event_str(&b->arena, d, k_at, k, nk, &cp->oom);
+                args[a].value = event_str(&b->arena, d, v_at, v, nv, &cp->oom);
                 args[a].kind = (tw_arg_kind)kind;
                 if (cp->oom)
                     goto out;

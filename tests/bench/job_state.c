@@ -338,6 +338,7 @@ static int report(const bench *be, tw_job *j, const char *label)
     if (t == NULL)
         return TW_ERR;
     double *tcore = t + reps, *trules = t + 2 * reps;
+    size_t restored = 0;
     for (int r = 0; r < reps; r++) {
         part_clock pc = {cpu_us(), 0, 0};
         double t0 = now_us();
@@ -372,11 +373,16 @@ static int report(const bench *be, tw_job *j, const char *label)
                 trules[r] += cpu_us() - c0;
         }
         t[r] = now_us() - t0;
+        restored = 0;
+        for (size_t i = 0; i < c->nchunks; i++)
+            restored += tw_arena_capacity(&c->chunks[i].batch->arena);
         tw_job_free(c);
     }
     printf("  restore (all parts into a new job): %.1f us wall; CPU: core "
-           "%.1f us, rules %.1f us (medians of %d)\n",
-           median(t, reps), median(tcore, reps), median(trules, reps), reps);
+           "%.1f us, rules %.1f us (medians of %d); buffered batches %zu "
+           "bytes in memory after it\n",
+           median(t, reps), median(tcore, reps), median(trules, reps), reps,
+           restored);
     free(t);
     free(ref);
     parts_clear(&p);

@@ -735,6 +735,70 @@ static void test_compact_edge_values(void **st)
     stream_free(&s);
 }
 
+/* Distinct name and phase pointers among a batch's events. */
+static size_t distinct_strings(const tw_batch *b)
+{
+    const char **seen = calloc(2 * b->nevents + 1, sizeof(*seen));
+    assert_non_null(seen);
+    size_t n = 0;
+    for (size_t k = 0; k < b->nevents; k++) {
+        const char *p[2] = {b->events[k].name, b->events[k].phase};
+        for (int f = 0; f < 2; f++) {
+            size_t i = 0;
+            while (i < n && seen[i] != p[f])
+                i++;
+            if (i == n)
+                seen[n++] = p[f];
+        }
+    }
+    free(seen);
+    return n;
+}
+
+/* A restored chunk's events share their strings as the trace reader's
+ * batch did (one copy per distinct name or phase), in both the whole-core
+ * and the segmented form. */
+static void test_restored_events_share_strings(void **st)
+{
+    (void)st;
+    stream s;
+    stream_load(&s, "dataloader", 1, 0, 1, 0, 7);
+    setup su;
+    memset(&su, 0, sizeof(su));
+    su.reg = tw_registry_new();
+    assert_non_null(su.reg);
+    tw_job_config_default(&su.cfg);
+    su.specs = profiler_report;
+    su.nspecs = 1;
+    for (su.segmented = 0; su.segmented <= 1; su.segmented++) {
+        tw_job *j = job_new(&su);
+        size_t checked = 0;
+        for (size_t i = 0; i < s.n && checked == 0; i++) {
+            feed(&su, j, &s, i);
+            store full;
+            memset(&full, 0, sizeof(full));
+            save(j, 0, &full);
+            tw_job *r = restore(&su, &full);
+            assert_int_equal(j->nchunks, r->nchunks);
+            for (size_t c = 0; c < j->nchunks; c++) {
+                const tw_batch *x = j->chunks[c].batch, *y = r->chunks[c].batch;
+                if (x->nevents < 16)
+                    continue;
+                size_t want = distinct_strings(x);
+                assert_true(want < x->nevents); /* names do repeat */
+                assert_int_equal(distinct_strings(y), want);
+                checked++;
+            }
+            tw_job_free(r);
+            store_clear(&full);
+        }
+        assert_true(checked > 0);
+        tw_job_free(j);
+    }
+    tw_registry_free(su.reg);
+    stream_free(&s);
+}
+
 static size_t store_bytes(const store *s, const char *prefix)
 {
     size_t n = 0;
@@ -1324,6 +1388,7 @@ int main(void)
         cmocka_unit_test(test_cpu_bottleneck),
         cmocka_unit_test(test_compact_edge_values),
         cmocka_unit_test(test_segmented_incremental),
+        cmocka_unit_test(test_restored_events_share_strings),
         cmocka_unit_test(test_low_gpu_two_nodes),
         cmocka_unit_test(test_healthy_eval_mode),
         cmocka_unit_test(test_dataloader_framework),

@@ -640,6 +640,18 @@ static void assert_same_str(const char *a, const char *b, const char *what)
                  a ? a : "(null)");
 }
 
+/* A setup with the default job configuration and ProfilerReport; the
+ * caller frees su->reg. */
+static void setup_profiler_report(setup *su)
+{
+    memset(su, 0, sizeof(*su));
+    su->reg = tw_registry_new();
+    assert_non_null(su->reg);
+    tw_job_config_default(&su->cfg);
+    su->specs = profiler_report;
+    su->nspecs = 1;
+}
+
 /* A buffered batch's samples, unpacked when the job keeps them packed
  * (the caller frees). */
 static tw_sample *chunk_samples(const chunk *c)
@@ -708,12 +720,7 @@ static void test_compact_edge_values(void **st)
     stream_load(&s, "dataloader", 1, 0, 1, 0, 7);
     stream_mutate(&s);
     setup su;
-    memset(&su, 0, sizeof(su));
-    su.reg = tw_registry_new();
-    assert_non_null(su.reg);
-    tw_job_config_default(&su.cfg);
-    su.specs = profiler_report;
-    su.nspecs = 1;
+    setup_profiler_report(&su);
     tw_job *j = job_new(&su);
     int checked = 0;
     for (size_t i = 0; i < s.n; i++) {
@@ -764,12 +771,7 @@ static void test_restored_events_share_strings(void **st)
     stream s;
     stream_load(&s, "dataloader", 1, 0, 1, 0, 7);
     setup su;
-    memset(&su, 0, sizeof(su));
-    su.reg = tw_registry_new();
-    assert_non_null(su.reg);
-    tw_job_config_default(&su.cfg);
-    su.specs = profiler_report;
-    su.nspecs = 1;
+    setup_profiler_report(&su);
     for (su.segmented = 0; su.segmented <= 1; su.segmented++) {
         tw_job *j = job_new(&su);
         size_t checked = 0;
@@ -825,12 +827,7 @@ static void test_segmented_incremental(void **st)
     stream s;
     stream_load(&s, "healthy", 2, 0, 1, 0, 5);
     setup su;
-    memset(&su, 0, sizeof(su));
-    su.reg = tw_registry_new();
-    assert_non_null(su.reg);
-    tw_job_config_default(&su.cfg);
-    su.specs = profiler_report;
-    su.nspecs = 1;
+    setup_profiler_report(&su);
     su.segmented = 1;
     tw_job *j = job_new(&su);
     store sto;

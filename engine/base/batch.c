@@ -56,26 +56,6 @@ static int samples_only(const tw_batch *b)
            b->npython_profiles == 0;
 }
 
-tw_batch *tw_batch_samples_copy(const tw_batch *b)
-{
-    if (!samples_only(b))
-        return NULL;
-    tw_batch *c = shell(b, tw_arena_size(b->nsamples * sizeof(tw_sample)));
-    if (c == NULL)
-        return NULL;
-    if (b->nsamples > 0) {
-        c->samples =
-            tw_arena_alloc_uninit(&c->arena, b->nsamples * sizeof(tw_sample));
-        if (c->samples == NULL) {
-            tw_batch_free(c);
-            return NULL;
-        }
-        memcpy(c->samples, b->samples, b->nsamples * sizeof(tw_sample));
-    }
-    c->nsamples = b->nsamples;
-    return c;
-}
-
 tw_batch *tw_batch_shell_copy(const tw_batch *b, size_t extra,
                               uint8_t **extra_at)
 {
@@ -90,5 +70,20 @@ tw_batch *tw_batch_shell_copy(const tw_batch *b, size_t extra,
         tw_batch_free(c);
         return NULL;
     }
+    return c;
+}
+
+tw_batch *tw_batch_samples_copy(const tw_batch *b)
+{
+    uint8_t *at;
+    size_t bytes = b->nsamples * sizeof(tw_sample);
+    tw_batch *c = tw_batch_shell_copy(b, bytes, &at);
+    if (c == NULL)
+        return NULL;
+    if (bytes > 0) {
+        memcpy(at, b->samples, bytes);
+        c->samples = (tw_sample *)(void *)at;
+    }
+    c->nsamples = b->nsamples;
     return c;
 }

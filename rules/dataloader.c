@@ -660,6 +660,9 @@ static int dl_details(void *state, tw_json *j)
  */
 
 #define DL_MAGIC 0x444c3031u /* "DL01" */
+/* "DL02": DL01 with `parallel` (up to ~1000 counts of pids, a few each)
+ * as a varint count and zigzag varints: ~1 byte each instead of 8. */
+#define DL_MAGIC_2 0x444c3032u
 
 static void put_value(tw_ser *w, const dl_value *v)
 {
@@ -684,14 +687,14 @@ static int dl_save(void *state, tw_buf *out)
     dl_state *s = state;
     tw_ser w;
     tw_ser_init(&w, s->host, out);
-    tw_ser_u32(&w, DL_MAGIC);
+    tw_ser_u32(&w, DL_MAGIC_2);
     tw_ser_i64(&w, s->triggered);
     tw_ser_i64(&w, s->violations);
     tw_ser_i64(&w, s->datapoints);
     tw_ser_i64(&w, s->cores);
-    tw_ser_u64(&w, s->nparallel);
+    tw_ser_uv(&w, s->nparallel);
     for (size_t i = 0; i < s->nparallel; i++)
-        tw_ser_i64(&w, s->parallel[i]);
+        tw_ser_sv(&w, s->parallel[i]);
     tw_countmap_save(&s->times, &w);
     put_value(&w, &s->pin_memory);
     put_value(&w, &s->num_workers);
@@ -716,16 +719,20 @@ static int dl_restore(void *state, const void *data, size_t len, char *err,
     dl_state *s = state;
     tw_deser d;
     tw_deser_init(&d, data, len);
-    if (tw_deser_u32(&d) != DL_MAGIC)
+    uint32_t magic = tw_deser_u32(&d);
+    int v2 = magic == DL_MAGIC_2;
+    if (magic != DL_MAGIC && !v2)
         tw_deser_fail(&d);
     s->triggered = tw_deser_i64(&d);
     s->violations = tw_deser_i64(&d);
     s->datapoints = tw_deser_i64(&d);
     s->cores = tw_deser_i64(&d);
-    uint64_t n = tw_deser_count(&d, 8);
+    uint64_t n = v2 ? tw_deser_uv(&d) : tw_deser_count(&d, 8);
+    if (v2 && n > d.left) /* at least a byte each */
+        tw_deser_fail(&d);
     s->nparallel = 0;
     for (uint64_t i = 0; i < n && tw_deser_ok(&d); i++)
-        if (parallel_push(s, tw_deser_i64(&d)) != TW_OK)
+        if (parallel_push(s, v2 ? tw_deser_sv(&d) : tw_deser_i64(&d)) != TW_OK)
             tw_deser_fail(&d);
     if (tw_deser_ok(&d) && tw_countmap_restore(&s->times, &d) != TW_OK)
         tw_deser_fail(&d);

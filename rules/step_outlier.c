@@ -81,6 +81,7 @@
 #include "rel_hist.h"
 #include "select.h"
 #include "sorted_history.h"
+#include "trainwatch/bitpack.h"
 #include "trainwatch/countmap.h"
 #include "trainwatch/finding.h"
 #include "trainwatch/plugin.h"
@@ -1088,6 +1089,13 @@ static int so_details(void *state, tw_json *j)
  * (rel_hist and the top-K durations); nothing for a series outside
  * summary mode. SO01/SO02 summaries convert on restore. */
 #define SO_MAGIC_3 0x534f3033u
+/* "SO04": SO03 with durations that are whole µs bit-packed against the
+ * smallest (trainwatch/bitpack.h) where that is smaller than varints
+ * (~2 bytes a step instead of 3), the report's 100 counts as varints and
+ * its 101 edges as one flag when hist100 of the first and last edge
+ * gives them back bit for bit (they are numpy's linspace of the two),
+ * saving ~1.5 KB a node. */
+#define SO_MAGIC_4 0x534f3034u
 
 /* The value of a canonical unsigned decimal ("0" or no leading zero, at
  * most 19 digits), or -1. */
@@ -1195,25 +1203,98 @@ static int durations_whole_us(const double *v, size_t n)
     return 1;
 }
 
+/* Durations' forms: u8 DUR_F64 and the f64 bits; u8 DUR_US and sv whole
+ * µs each; u8 DUR_PACKED (SO04), sv the smallest µs, u8 width and the
+ * block of µs - smallest. */
+#define DUR_F64 0u
+#define DUR_US 1u
+#define DUR_PACKED 2u
+
+static size_t sv_bytes(int64_t v)
+{
+    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    size_t n = 1;
+    for (u >>= 7; u != 0; u >>= 7)
+        n++;
+    return n;
+}
+
 static void put_durations(tw_ser *w, const double *v, size_t n)
 {
-    int us = durations_whole_us(v, n);
-    tw_ser_u8(w, (uint8_t)us);
+    unsigned form = durations_whole_us(v, n) ? DUR_US : DUR_F64;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    size_t varints = 0;
+    for (size_t i = 0; i < n && form == DUR_US; i++) {
+        int64_t us = (int64_t)llrint(v[i] * 1e6);
+        varints += sv_bytes(us);
+        lo = us < lo ? us : lo;
+        hi = us > hi ? us : hi;
+    }
+    unsigned width = 0;
+    if (form == DUR_US && n > 0) {
+        /* |us| < 2^53: hi - lo fits */
+        width = tw_bitpack_width((uint64_t)(hi - lo));
+        if (width <= TW_BITPACK_MAX_WIDTH &&
+            sv_bytes(lo) + 1 + tw_bitpack_bytes(n, width) < varints)
+            form = DUR_PACKED;
+    }
+    tw_ser_u8(w, (uint8_t)form);
+    if (form == DUR_PACKED) {
+        tw_ser_sv(w, lo);
+        tw_ser_u8(w, (uint8_t)width);
+        tw_bitpack_writer bw = {0, 0};
+        uint8_t out[8];
+        for (size_t i = 0; i < n; i++) {
+            uint64_t off = (uint64_t)((int64_t)llrint(v[i] * 1e6) - lo);
+            tw_ser_bytes(w, out, tw_bitpack_put(&bw, off, width, out));
+        }
+        tw_ser_bytes(w, out, tw_bitpack_flush(&bw, out));
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
-        if (us)
+        if (form == DUR_US)
             tw_ser_sv(w, (int64_t)llrint(v[i] * 1e6));
         else
             tw_ser_f64(w, v[i]);
     }
 }
 
-static void get_durations(tw_deser *d, double *v, size_t n, int v2)
+/* ver: the checkpoint's SO version (1: f64 only, no form byte). */
+static void get_durations(tw_deser *d, double *v, size_t n, int ver)
 {
-    int us = v2 ? tw_deser_u8(d) : 0;
-    if (us > 1)
+    unsigned form = ver >= 2 ? tw_deser_u8(d) : DUR_F64;
+    if (form > (ver >= 4 ? DUR_PACKED : DUR_US))
         tw_deser_fail(d);
+    if (form == DUR_PACKED && tw_deser_ok(d)) {
+        int64_t lo = tw_deser_sv(d);
+        unsigned width = tw_deser_u8(d);
+        const uint8_t *block = NULL;
+        if (tw_deser_ok(d) && width <= TW_BITPACK_MAX_WIDTH &&
+            lo > -9007199254740992ll && lo < 9007199254740992ll) /* 2^53 */
+            block = tw_deser_view(d, tw_bitpack_bytes(n, width));
+        if (block == NULL) {
+            tw_deser_fail(d);
+            return;
+        }
+        tw_bitpack_reader br;
+        tw_bitpack_reader_init(&br, block, tw_bitpack_bytes(n, width));
+        for (size_t i = 0; i < n; i++) /* lo + off < 2^57 */
+            v[i] = (double)(lo + (int64_t)tw_bitpack_get(&br, width)) / 1e6;
+        return;
+    }
     for (size_t i = 0; i < n && tw_deser_ok(d); i++)
-        v[i] = us ? (double)tw_deser_sv(d) / 1e6 : tw_deser_f64(d);
+        v[i] = form == DUR_US ? (double)tw_deser_sv(d) / 1e6 : tw_deser_f64(d);
+}
+
+/* The report's edges from hist100 of its first and last (numpy's
+ * linspace of the two); 1 when they equal `edges` bit for bit. */
+static int edges_from_ends(const tw_host *h, const double edges[101],
+                           double out[101])
+{
+    double ends[2] = {edges[0], edges[100]};
+    int64_t probs[100];
+    h->hist100(ends, 2, probs, out);
+    return memcmp(out, edges, 101 * sizeof(double)) == 0;
 }
 
 /* A duration in whole µs for the SO03 start-time deltas; 0 when it is
@@ -1231,7 +1312,7 @@ static int so_save(void *state, tw_buf *out)
     so_state *s = state;
     tw_ser w;
     tw_ser_init(&w, s->host, out);
-    tw_ser_u32(&w, SO_MAGIC_3);
+    tw_ser_u32(&w, SO_MAGIC_4);
     tw_ser_i64(&w, s->triggered);
     tw_ser_i64(&w, s->violations);
     tw_ser_i64(&w, s->datapoints);
@@ -1269,9 +1350,16 @@ static int so_save(void *state, tw_buf *out)
             tw_ser_i64(&w, d->n_out);
             tw_ser_str(&w, d->phase);
             for (int b = 0; b < 100; b++)
-                tw_ser_i64(&w, d->probs[b]);
-            for (int b = 0; b < 101; b++)
+                tw_ser_sv(&w, d->probs[b]);
+            double again[101];
+            int derived = edges_from_ends(s->host, d->edges, again);
+            tw_ser_u8(&w, (uint8_t)derived);
+            for (int b = derived ? 101 : 0; b < 101; b++)
                 tw_ser_f64(&w, d->edges[b]);
+            if (derived) {
+                tw_ser_f64(&w, d->edges[0]);
+                tw_ser_f64(&w, d->edges[100]);
+            }
             put_steps(&w, &d->steps);
             tw_ser_u8(&w, (uint8_t)d->steps_str);
         }
@@ -1345,7 +1433,7 @@ static int restore_summary(so_series *ser, tw_deser *d, int ver)
     if (!tw_deser_ok(d) || nt > SO_TOP_K)
         return TW_ERR;
     ser->ntop = (size_t)nt;
-    get_durations(d, ser->top, ser->ntop, 1);
+    get_durations(d, ser->top, ser->ntop, ver);
     for (size_t i = 1; i < ser->ntop; i++)
         if (!(ser->top[(i - 1) / 2] <= ser->top[i]))
             return TW_ERR;
@@ -1354,7 +1442,6 @@ static int restore_summary(so_series *ser, tw_deser *d, int ver)
 
 static int restore_node(so_state *s, tw_deser *d, int ver)
 {
-    int v2 = ver >= 2; /* compact step columns */
     char *id = tw_deser_str(d);
     if (!id) {
         tw_deser_fail(d);
@@ -1386,7 +1473,7 @@ static int restore_node(so_state *s, tw_deser *d, int ver)
         ser->t = calloc(ser->dcap, sizeof(int64_t));
         if (!ser->d || !ser->t)
             return TW_ERR;
-        get_durations(d, ser->d, ser->steps.n, v2);
+        get_durations(d, ser->d, ser->steps.n, ver);
         ser->total = tw_deser_u64(d);
         ser->any_string = tw_deser_u8(d) != 0;
         ser->summary = tw_deser_u8(d) != 0;
@@ -1418,9 +1505,19 @@ static int restore_node(so_state *s, tw_deser *d, int ver)
         if (!det->phase)
             tw_deser_fail(d);
         for (int b = 0; b < 100; b++)
-            det->probs[b] = tw_deser_i64(d);
-        for (int b = 0; b < 101; b++)
-            det->edges[b] = tw_deser_f64(d);
+            det->probs[b] = ver >= 4 ? tw_deser_sv(d) : tw_deser_i64(d);
+        uint8_t derived = ver >= 4 ? tw_deser_u8(d) : 0;
+        if (derived > 1)
+            tw_deser_fail(d);
+        if (derived) {
+            double ends[101];
+            ends[0] = tw_deser_f64(d);
+            ends[100] = tw_deser_f64(d);
+            edges_from_ends(s->host, ends, det->edges);
+        } else {
+            for (int b = 0; b < 101; b++)
+                det->edges[b] = tw_deser_f64(d);
+        }
         if (get_steps(d, &det->steps, ver) != TW_OK)
             return TW_ERR;
         det->steps_str = tw_deser_u8(d) != 0;
@@ -1435,9 +1532,13 @@ static int so_restore(void *state, const void *data, size_t len, char *err,
     tw_deser d;
     tw_deser_init(&d, data, len);
     uint32_t magic = tw_deser_u32(&d);
-    int ver = magic == SO_MAGIC_3 ? 3 : magic == SO_MAGIC_2 ? 2 : 1;
+    int ver = magic == SO_MAGIC_4   ? 4
+              : magic == SO_MAGIC_3 ? 3
+              : magic == SO_MAGIC_2 ? 2
+                                    : 1;
     int v2 = ver >= 2;
-    if (magic != SO_MAGIC && magic != SO_MAGIC_2 && magic != SO_MAGIC_3)
+    if (magic != SO_MAGIC && magic != SO_MAGIC_2 && magic != SO_MAGIC_3 &&
+        magic != SO_MAGIC_4)
         tw_deser_fail(&d);
     s->triggered = tw_deser_i64(&d);
     s->violations = tw_deser_i64(&d);

@@ -10,6 +10,7 @@
 
 #include "ckpt_codec.h"
 #include "grow.h"
+#include "trainwatch/bitpack.h"
 
 typedef struct series_window {
     double *ring; /* cap values; NULL when no rule windows this metric */
@@ -193,10 +194,18 @@ size_t tw_windows_memory(const tw_windows *w)
 /* ---- checkpoints ----------------------------------------------------------
  * varint nseries, then per series: u8 metric, varint count, and when count
  * > 0: f64 mean, m2, min, max, varint nvalues, f64 values (oldest first).
- * Compact form: after count, u8 1 when min, max and every kept value are
- * exact hundredths, which are then zigzag varints of hundredths (mean and
- * m2 stay f64), else u8 0 and the values as above. The ring's head is not
- * kept: values are restored from position 0, which reads back identically. */
+ * Compact form: after count, a u8 form: 0: the values as above; 1: min,
+ * max and every kept value are exact hundredths, which are then zigzag
+ * varints of hundredths (mean and m2 stay f64); 2: as 1, but the kept
+ * values bit-packed (trainwatch/bitpack.h) after nvalues: zigzag varint
+ * base (the smallest kept), u8 width, the block of hundredths - base.
+ * The saver writes 2 where it is smaller than 1 (a ring of 500 noisy
+ * utilisations: ~11 bits a value instead of 2-3 bytes). The ring's head
+ * is not kept: values are restored from position 0, which reads back
+ * identically. An engine older than form 2 refuses it. */
+#define WIN_F64 0u
+#define WIN_HUNDREDTHS 1u
+#define WIN_PACKED 2u
 
 static double ring_at(const series_window *s, uint32_t k)
 {
@@ -224,6 +233,55 @@ static void put_value(tw_ckw *c, double v, int hundredths)
         tw_ckw_f64(c, v);
 }
 
+static size_t iv_len(int64_t v)
+{
+    uint64_t u = ((uint64_t)v << 1) ^ (v < 0 ? UINT64_MAX : 0);
+    size_t n = 1;
+    for (u >>= 7; u != 0; u >>= 7)
+        n++;
+    return n;
+}
+
+/* WIN_PACKED when it is smaller than WIN_HUNDREDTHS for s's kept values
+ * (all exact hundredths), with their smallest and the width. */
+static unsigned choose_packed(const series_window *s, int64_t *base,
+                              unsigned *width)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    size_t varints = 0;
+    for (uint32_t i = 0; i < s->filled; i++) {
+        int64_t k = 0;
+        tw_exact_hundredths(ring_at(s, i), &k);
+        varints += iv_len(k);
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
+    }
+    if (s->filled == 0)
+        return WIN_HUNDREDTHS;
+    /* |k| < 1e17: hi - lo fits */
+    *base = lo;
+    *width = tw_bitpack_width((uint64_t)(hi - lo));
+    size_t packed = iv_len(lo) + 1 + tw_bitpack_bytes(s->filled, *width);
+    return *width <= TW_BITPACK_MAX_WIDTH && packed < varints ? WIN_PACKED
+                                                              : WIN_HUNDREDTHS;
+}
+
+static void put_packed(tw_ckw *c, const series_window *s, int64_t base,
+                       unsigned width)
+{
+    tw_ckw_iv(c, base);
+    tw_ckw_u8(c, (uint8_t)width);
+    tw_bitpack_writer bw = {0, 0};
+    uint8_t out[8];
+    for (uint32_t i = 0; i < s->filled; i++) {
+        int64_t k = 0;
+        tw_exact_hundredths(ring_at(s, i), &k);
+        tw_ckw_bytes(c, out,
+                     tw_bitpack_put(&bw, (uint64_t)(k - base), width, out));
+    }
+    tw_ckw_bytes(c, out, tw_bitpack_flush(&bw, out));
+}
+
 int tw_windows_save(const tw_windows *w, tw_buf *out, int compact)
 {
     tw_ckw c = {out, 0};
@@ -234,14 +292,23 @@ int tw_windows_save(const tw_windows *w, tw_buf *out, int compact)
         tw_ckw_uv(&c, s->count);
         if (s->count == 0)
             continue;
-        int hund = compact && all_hundredths(s);
+        unsigned form = compact && all_hundredths(s) ? WIN_HUNDREDTHS : WIN_F64;
+        int64_t base = 0;
+        unsigned width = 0;
+        if (form == WIN_HUNDREDTHS)
+            form = choose_packed(s, &base, &width);
         if (compact)
-            tw_ckw_u8(&c, (uint8_t)hund);
+            tw_ckw_u8(&c, (uint8_t)form);
+        int hund = form != WIN_F64;
         tw_ckw_f64(&c, s->mean);
         tw_ckw_f64(&c, s->m2);
         put_value(&c, s->min, hund);
         put_value(&c, s->max, hund);
         tw_ckw_uv(&c, s->filled);
+        if (form == WIN_PACKED) {
+            put_packed(&c, s, base, width);
+            continue;
+        }
         for (uint32_t k = 0; k < s->filled; k++)
             put_value(&c, ring_at(s, k), hund);
     }
@@ -251,6 +318,33 @@ int tw_windows_save(const tw_windows *w, tw_buf *out, int compact)
 static double get_value(tw_ckr *r, int hundredths)
 {
     return hundredths ? (double)tw_ckr_iv(r) / 100.0 : tw_ckr_f64(r);
+}
+
+/* WIN_PACKED's values (after nvalues) into s's ring from position 0 when
+ * apply; TW_ERR with r failed on a bad base, width or short block. */
+static int load_packed(tw_ckr *r, series_window *s, uint64_t nv, int apply)
+{
+    int64_t base = tw_ckr_iv(r);
+    unsigned width = tw_ckr_u8(r);
+    if (r->why != NULL)
+        return TW_ERR;
+    if (width > TW_BITPACK_MAX_WIDTH || base <= -(1ll << 60) ||
+        base >= (1ll << 60)) {
+        tw_ckr_fail(r, "bad packed values");
+        return TW_ERR;
+    }
+    size_t bytes = tw_bitpack_bytes((size_t)nv, width);
+    const uint8_t *block = tw_ckr_bytes(r, bytes);
+    if (block == NULL)
+        return TW_ERR;
+    tw_bitpack_reader br;
+    tw_bitpack_reader_init(&br, block, bytes);
+    for (uint64_t k = 0; k < nv; k++) {
+        uint64_t off = tw_bitpack_get(&br, width);
+        if (apply) /* base + off < 2^61 */
+            s->ring[k] = (double)(base + (int64_t)off) / 100.0;
+    }
+    return TW_OK;
 }
 
 /* One pass over the blob: checks everything when apply == 0, writes into
@@ -287,12 +381,13 @@ static int windows_load(tw_windows *w, const void *data, size_t len,
         double mean = 0, m2 = 0, mn = 0, mx = 0;
         uint64_t nv = 0;
         int hund = 0;
+        unsigned form = WIN_F64;
         if (count > 0) {
             if (compact) {
-                uint8_t form = tw_ckr_u8(&r);
-                if (r.why == NULL && form > 1)
+                form = tw_ckr_u8(&r);
+                if (r.why == NULL && form > WIN_PACKED)
                     r.why = "unknown value form";
-                hund = form == 1;
+                hund = form != WIN_F64;
             }
             mean = tw_ckr_f64(&r);
             m2 = tw_ckr_f64(&r);
@@ -309,7 +404,7 @@ static int windows_load(tw_windows *w, const void *data, size_t len,
                          (unsigned long long)count);
                 return TW_ERR;
             }
-            if (tw_ckr_left(&r) / (hund ? 1 : 8) < nv) {
+            if (form != WIN_PACKED && tw_ckr_left(&r) / (hund ? 1 : 8) < nv) {
                 tw_ckr_fail(&r, "truncated");
                 break;
             }
@@ -322,6 +417,11 @@ static int windows_load(tw_windows *w, const void *data, size_t len,
             s->max = mx;
             s->filled = (uint32_t)nv;
             s->head = s->cap ? (uint32_t)(nv % s->cap) : 0;
+        }
+        if (form == WIN_PACKED) {
+            if (load_packed(&r, s, nv, apply) != TW_OK)
+                break;
+            continue;
         }
         for (uint64_t k = 0; k < nv; k++) {
             double v = get_value(&r, hund);

@@ -2,6 +2,8 @@
  * (see sysutil.h). */
 #include "sysutil.h"
 
+#include "trainwatch/bitpack.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -64,18 +66,33 @@ size_t tw_dring_copy(const tw_dring *r, size_t skip_newest, size_t n,
 }
 
 /* The compact form sets this bit in the u32 length (a length never
- * reaches it: windows are at most 100 000), then u8 1 and the values as
- * zigzag varint deltas of their hundredths when every value is exactly
- * hundredths / 100.0 (utilisation with two decimals); or u8 2, a u32
- * divisor D > 1 and per value the zigzag varint delta of
- * h = rint(x * D * 100) and the zigzag varint of x's bits minus those of
- * (h / 100.0) / D, when every value is such an average over D
- * (tw_dring_save_avg); else u8 0 and the f64 bits. Lossless; the older
- * form (plain length, f64 bits) is read. */
+ * reaches it: windows are at most 100 000), then a u8 form:
+ *  1: the values as zigzag varint deltas of their hundredths, when every
+ *     value is exactly hundredths / 100.0 (utilisation with two decimals);
+ *  2: a u32 divisor D > 1 and per value the zigzag varint delta of
+ *     h = rint(x * D * 100) and the zigzag varint of x's bits minus those
+ *     of (h / 100.0) / D, when every value is such an average over D
+ *     (tw_dring_save_avg);
+ *  3: the hundredths of form 1 bit-packed (trainwatch/bitpack.h): sv base
+ *     (the smallest), u8 width, the block of h - base;
+ *  4: form 2 bit-packed: u32 D, sv base, u8 width, the block of h - base,
+ *     u8 width, the block of the zigzagged ulps;
+ *  5: the hundredths of form 1 as runs of equal values: uv the number of
+ *     runs, then per run the zigzag varint delta of its hundredths from
+ *     the previous run's and uv its length - 1;
+ *  0: the f64 bits.
+ * The saver writes the smallest of 1, 3 and 5 (2 and 4 for averages):
+ * noisy values pack (11 bits for a 12-point band instead of 2-3 bytes),
+ * a memory percentage that changes a few times in the window is a few
+ * runs. Lossless; the older form (plain length, f64 bits) is
+ * read. An engine older than forms 3 and 4 refuses them. */
 #define RING_COMPACT 0x80000000u
 #define RING_F64 0u
 #define RING_HUNDREDTHS 1u
 #define RING_AVG 2u
+#define RING_PACKED 3u
+#define RING_PACKED_AVG 4u
+#define RING_RUNS 5u
 /* An average's bits are at most this far from (h / 100.0) / D (a sum of
  * percentages is a few ulps off its hundredths); else f64. */
 #define RING_AVG_MAX_ULPS 65536
@@ -113,6 +130,82 @@ static int ring_hundredths(double x, int64_t *h)
     return memcmp(&back, &x, sizeof(x)) == 0;
 }
 
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* Bytes of tw_ser_uv(u). */
+static size_t uv_len(uint64_t u)
+{
+    size_t n = 1;
+    for (u >>= 7; u != 0; u >>= 7)
+        n++;
+    return n;
+}
+
+/* Bytes of tw_ser_sv(v). */
+static size_t sv_len(int64_t v)
+{
+    return uv_len(zigzag(v));
+}
+
+/* The i-th oldest value's integer parts in the exact form `form` (1 or 2):
+ * hundredths (or hundredths of the sum) h, and the ulps (form 2). */
+static void ring_parts(const tw_dring *r, uint32_t i, unsigned form,
+                       double divisor, int64_t *h, int64_t *ulps)
+{
+    double x;
+    tw_dring_copy(r, r->len - 1 - i, 1, &x);
+    *h = 0;
+    *ulps = 0;
+    if (form == RING_HUNDREDTHS)
+        ring_hundredths(x, h);
+    else
+        ring_avg(x, divisor, h, ulps);
+}
+
+static void ser_block(tw_ser *s, const tw_dring *r, unsigned form,
+                      double divisor, int ulps_part, int64_t base,
+                      unsigned width)
+{
+    tw_bitpack_writer w = {0, 0};
+    uint8_t out[8];
+    for (uint32_t i = 0; i < r->len; i++) {
+        int64_t h, ulps;
+        ring_parts(r, i, form, divisor, &h, &ulps);
+        /* h - base < 2^54 (both in (-2^53, 2^53)): no overflow */
+        uint64_t v = ulps_part ? zigzag(ulps) : (uint64_t)(h - base);
+        tw_ser_bytes(s, out, tw_bitpack_put(&w, v, width, out));
+    }
+    tw_ser_bytes(s, out, tw_bitpack_flush(&w, out));
+}
+
+/* Form 5 of a ring of exact hundredths that has nruns runs. */
+static void ser_runs(tw_ser *s, const tw_dring *r, uint64_t nruns)
+{
+    tw_ser_uv(s, nruns);
+    int64_t prev = 0, run_h = 0;
+    uint32_t run_len = 0;
+    for (uint32_t i = 0; i < r->len; i++) {
+        int64_t h, ulps;
+        ring_parts(r, i, RING_HUNDREDTHS, 1.0, &h, &ulps);
+        if (run_len > 0 && h == run_h) {
+            run_len++;
+            continue;
+        }
+        if (run_len > 0) {
+            tw_ser_uv(s, run_len - 1);
+            prev = run_h;
+        }
+        tw_ser_sv(s, h - prev); /* |h| < 2^53: no overflow */
+        run_h = h;
+        run_len = 1;
+    }
+    if (run_len > 0)
+        tw_ser_uv(s, run_len - 1);
+}
+
 void tw_dring_save(const tw_dring *r, tw_ser *s)
 {
     tw_dring_save_avg(r, s, 1);
@@ -130,28 +223,170 @@ void tw_dring_save_avg(const tw_dring *r, tw_ser *s, uint32_t divisor)
         avg = ring_avg(r->v[i], (double)divisor, &h, &u);
     }
     uint8_t form = hundredths ? RING_HUNDREDTHS : avg ? RING_AVG : RING_F64;
+    double div = (double)divisor;
+    int64_t hmin = INT64_MAX, hmax = INT64_MIN, prev = 0;
+    uint64_t umax = 0, nruns = 0;
+    size_t varint_bytes = 0, run_bytes = 0;
+    uint32_t run_len = 0;
+    for (uint32_t i = 0; i < r->len && form != RING_F64; i++) {
+        int64_t h, ulps;
+        ring_parts(r, i, form, div, &h, &ulps);
+        varint_bytes +=
+            sv_len(h - prev) + (form == RING_AVG ? sv_len(ulps) : 0);
+        if (i > 0 && h == prev) {
+            run_len++;
+        } else {
+            if (i > 0)
+                run_bytes += uv_len(run_len - 1);
+            run_bytes += sv_len(h - prev);
+            nruns++;
+            run_len = 1;
+        }
+        prev = h;
+        hmin = h < hmin ? h : hmin;
+        hmax = h > hmax ? h : hmax;
+        umax = zigzag(ulps) > umax ? zigzag(ulps) : umax;
+    }
+    unsigned width = 0, uwidth = tw_bitpack_width(umax);
+    if (form != RING_F64 && r->len > 0) {
+        width = tw_bitpack_width((uint64_t)(hmax - hmin));
+        size_t packed = sv_len(hmin) + 1 + tw_bitpack_bytes(r->len, width);
+        if (form == RING_AVG)
+            packed += 1 + tw_bitpack_bytes(r->len, uwidth);
+        run_bytes += uv_len(run_len - 1) + uv_len(nruns);
+        size_t best = varint_bytes;
+        if (width <= TW_BITPACK_MAX_WIDTH && packed < best) {
+            form = form == RING_HUNDREDTHS ? RING_PACKED : RING_PACKED_AVG;
+            best = packed;
+        }
+        if (form != RING_AVG && form != RING_PACKED_AVG && run_bytes < best)
+            form = RING_RUNS;
+    }
     tw_ser_u32(s, r->len | RING_COMPACT);
     tw_ser_u8(s, form);
-    if (form == RING_AVG)
+    if (form == RING_AVG || form == RING_PACKED_AVG)
         tw_ser_u32(s, divisor);
-    int64_t prev = 0;
-    for (uint32_t i = r->len; i > 0; i--) {
-        double x;
-        tw_dring_copy(r, i - 1, 1, &x);
-        int64_t h = 0, ulps = 0;
-        if (form == RING_HUNDREDTHS) {
-            ring_hundredths(x, &h);
-            tw_ser_sv(s, h - prev); /* |h| < 2^53: no overflow */
-            prev = h;
-        } else if (form == RING_AVG) {
-            ring_avg(x, (double)divisor, &h, &ulps);
-            tw_ser_sv(s, h - prev); /* 0 <= h < 2^53 */
-            tw_ser_sv(s, ulps);
-            prev = h;
-        } else {
-            tw_ser_f64(s, x);
+    if (form == RING_PACKED || form == RING_PACKED_AVG) {
+        unsigned exact = form == RING_PACKED ? RING_HUNDREDTHS : RING_AVG;
+        tw_ser_sv(s, hmin);
+        tw_ser_u8(s, (uint8_t)width);
+        ser_block(s, r, exact, div, 0, hmin, width);
+        if (form == RING_PACKED_AVG) {
+            tw_ser_u8(s, (uint8_t)uwidth);
+            ser_block(s, r, exact, div, 1, 0, uwidth);
         }
+        return;
     }
+    if (form == RING_RUNS) {
+        ser_runs(s, r, nruns);
+        return;
+    }
+    prev = 0;
+    for (uint32_t i = 0; i < r->len; i++) {
+        int64_t h, ulps;
+        if (form == RING_F64) {
+            double x;
+            tw_dring_copy(r, r->len - 1 - i, 1, &x);
+            tw_ser_f64(s, x);
+            continue;
+        }
+        ring_parts(r, i, form, div, &h, &ulps);
+        tw_ser_sv(s, h - prev); /* |h| < 2^53: no overflow */
+        if (form == RING_AVG)
+            tw_ser_sv(s, ulps);
+        prev = h;
+    }
+}
+
+/* The value of hundredths h (form 1) or of the average h with `ulps`
+ * (form 2); 0 on a value the saver cannot have written. */
+static int ring_value(unsigned exact, int64_t h, int64_t ulps, double div,
+                      double *x)
+{
+    if (exact == RING_HUNDREDTHS) {
+        *x = (double)h / 100.0;
+        return 1;
+    }
+    if (h < 0 || ulps < -RING_AVG_MAX_ULPS || ulps > RING_AVG_MAX_ULPS)
+        return 0;
+    double base = ring_avg_base(h, div);
+    uint64_t bits;
+    memcpy(&bits, &base, sizeof(bits));
+    bits += (uint64_t)ulps; /* wraps as the saver's subtraction */
+    memcpy(x, &bits, sizeof(*x));
+    return 1;
+}
+
+/* Form 5 (the reader is past the form). */
+static int dring_load_runs(tw_dring *r, tw_deser *d, uint32_t len)
+{
+    uint64_t nruns = tw_deser_uv(d);
+    if (!tw_deser_ok(d) || nruns > len || nruns * 2 > d->left) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    int64_t h = 0;
+    uint64_t total = 0;
+    for (uint64_t k = 0; k < nruns; k++) {
+        int64_t delta = tw_deser_sv(d);
+        uint64_t n = tw_deser_uv(d) + 1;
+        if (!tw_deser_ok(d) || n > len - total ||
+            (delta > 0 ? h > INT64_MAX - delta : h < INT64_MIN - delta)) {
+            tw_deser_fail(d);
+            return TW_ERR;
+        }
+        h += delta;
+        total += n;
+        for (uint64_t i = 0; i < n; i++)
+            tw_dring_push(r, (double)h / 100.0);
+    }
+    if (total != len) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+/* Forms 3 and 4 (the reader is past the form and divisor). */
+static int dring_load_packed(tw_dring *r, tw_deser *d, uint32_t len,
+                             unsigned exact, double div)
+{
+    int64_t base = tw_deser_sv(d);
+    unsigned width = tw_deser_u8(d);
+    const uint8_t *hb = NULL, *ub = NULL;
+    unsigned uwidth = 0;
+    if (tw_deser_ok(d) && width <= TW_BITPACK_MAX_WIDTH &&
+        base > -9007199254740992ll && base < 9007199254740992ll) /* 2^53 */
+        hb = tw_deser_view(d, tw_bitpack_bytes(len, width));
+    if (hb != NULL && exact == RING_AVG) {
+        uwidth = tw_deser_u8(d);
+        if (tw_deser_ok(d) && uwidth <= TW_BITPACK_MAX_WIDTH)
+            ub = tw_deser_view(d, tw_bitpack_bytes(len, uwidth));
+    }
+    if (hb == NULL || (exact == RING_AVG && ub == NULL)) {
+        tw_deser_fail(d);
+        return TW_ERR;
+    }
+    tw_bitpack_reader hr, ur;
+    tw_bitpack_reader_init(&hr, hb, tw_bitpack_bytes(len, width));
+    tw_bitpack_reader_init(&ur, ub, tw_bitpack_bytes(len, uwidth));
+    for (uint32_t i = 0; i < len; i++) {
+        uint64_t off = tw_bitpack_get(&hr, width);
+        int64_t ulps = 0;
+        if (exact == RING_AVG) {
+            uint64_t z = tw_bitpack_get(&ur, uwidth);
+            ulps = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+        }
+        double x;
+        /* base in (-2^53, 2^53), off < 2^56: the sum fits */
+        if (off >= (1ull << 54) ||
+            !ring_value(exact, base + (int64_t)off, ulps, div, &x)) {
+            tw_deser_fail(d);
+            return TW_ERR;
+        }
+        tw_dring_push(r, x);
+    }
+    return TW_OK;
 }
 
 int tw_dring_load(tw_dring *r, tw_deser *d)
@@ -160,43 +395,44 @@ int tw_dring_load(tw_dring *r, tw_deser *d)
     int compact = (len & RING_COMPACT) != 0;
     len &= ~RING_COMPACT;
     unsigned form = compact ? tw_deser_u8(d) : RING_F64;
-    uint32_t divisor = form == RING_AVG ? tw_deser_u32(d) : 1;
-    /* at least one byte a value (hundredths), two (averages), else eight */
-    size_t least = form == RING_HUNDREDTHS ? 1 : form == RING_AVG ? 2 : 8;
-    if (!tw_deser_ok(d) || form > RING_AVG ||
-        (form == RING_AVG && divisor < 2) || len > r->cap ||
-        (size_t)len * least > d->left) {
+    int with_divisor = form == RING_AVG || form == RING_PACKED_AVG;
+    uint32_t divisor = with_divisor ? tw_deser_u32(d) : 1;
+    /* at least one byte a value (hundredths), two (averages), eight (f64);
+     * packed blocks are checked by their length */
+    size_t least = form == RING_HUNDREDTHS ? 1
+                   : form == RING_AVG      ? 2
+                   : form == RING_F64      ? 8
+                                           : 0;
+    if (!tw_deser_ok(d) || form > RING_RUNS || (with_divisor && divisor < 2) ||
+        len > r->cap || (size_t)len * least > d->left) {
         tw_deser_fail(d);
         return TW_ERR;
     }
     tw_dring_clear(r);
+    if (form == RING_RUNS)
+        return dring_load_runs(r, d, len);
+    if (form == RING_PACKED || form == RING_PACKED_AVG)
+        return dring_load_packed(
+            r, d, len, form == RING_PACKED ? RING_HUNDREDTHS : RING_AVG,
+            (double)divisor);
     int64_t prev = 0;
     for (uint32_t i = 0; i < len && tw_deser_ok(d); i++) {
-        if (form != RING_F64) {
-            int64_t delta = tw_deser_sv(d);
-            if (delta > 0 ? prev > INT64_MAX - delta : prev < INT64_MIN - delta)
-                tw_deser_fail(d);
-            else
-                prev += delta;
-        }
-        if (form == RING_HUNDREDTHS) {
-            tw_dring_push(r, (double)prev / 100.0);
-        } else if (form == RING_AVG) {
-            int64_t ulps = tw_deser_sv(d);
-            if (prev < 0 || ulps < -RING_AVG_MAX_ULPS ||
-                ulps > RING_AVG_MAX_ULPS) {
-                tw_deser_fail(d);
-                break;
-            }
-            double base = ring_avg_base(prev, (double)divisor), x;
-            uint64_t bits;
-            memcpy(&bits, &base, sizeof(bits));
-            bits += (uint64_t)ulps; /* wraps as the saver's subtraction */
-            memcpy(&x, &bits, sizeof(x));
-            tw_dring_push(r, x);
-        } else {
+        if (form == RING_F64) {
             tw_dring_push(r, tw_deser_f64(d));
+            continue;
         }
+        int64_t delta = tw_deser_sv(d);
+        if (delta > 0 ? prev > INT64_MAX - delta : prev < INT64_MIN - delta)
+            tw_deser_fail(d);
+        else
+            prev += delta;
+        int64_t ulps = form == RING_AVG ? tw_deser_sv(d) : 0;
+        double x;
+        if (!ring_value(form, prev, ulps, (double)divisor, &x)) {
+            tw_deser_fail(d);
+            break;
+        }
+        tw_dring_push(r, x);
     }
     return tw_deser_ok(d) ? TW_OK : TW_ERR;
 }

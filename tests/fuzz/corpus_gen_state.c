@@ -9,7 +9,8 @@
  * newest generation is prefixed v4- (core version 4, 31 built-in rules);
  * later rule forms add only the parts they change (so3-: StepOutlier
  * "SO03"; osub-: BatchSize's CPU ring of averages, LoadBalancing "LBL2",
- * and ProfilerReport holding both); seg5- are the segmented parts
+ * and ProfilerReport holding both; pk-: bit-packed and run-length rings,
+ * StepOutlier "SO04", Dataloader "DL02"); seg5- are the segmented parts
  * (version 5) of fuzz_state.h's prelude.
  * Run by hand (then prefix the files):
  *   TRAINWATCH_RULES_DIR=build/rules build/tests/corpus_gen_state \

@@ -179,9 +179,7 @@ static void test_cap_coarsens_keeps_extremes(void **st)
 static void test_save_restore(void **st)
 {
     (void)st;
-    tw_host host;
-    memset(&host, 0, sizeof(host));
-    host.buf_write = sink_write;
+    tw_host host = sink_host();
     tw_buf buf = {0};
     tw_countmap a, b;
     tw_countmap_init(&a, 0);
@@ -214,9 +212,7 @@ static void test_save_restore(void **st)
  * Returns the saved bytes. */
 static size_t roundtrip_same(tw_countmap *a, size_t max_keys)
 {
-    tw_host host;
-    memset(&host, 0, sizeof(host));
-    host.buf_write = sink_write;
+    tw_host host = sink_host();
     tw_buf buf = {0};
     tw_ser s;
     tw_ser_init(&s, &host, &buf);
@@ -336,9 +332,7 @@ static void test_compact_near_hundredths(void **st)
 static void test_restore_fixed_width_form(void **st)
 {
     (void)st;
-    tw_host host;
-    memset(&host, 0, sizeof(host));
-    host.buf_write = sink_write;
+    tw_host host = sink_host();
     tw_buf buf = {0};
     tw_ser s;
     tw_ser_init(&s, &host, &buf);

@@ -168,9 +168,7 @@ static void test_keys_zero_nan(void **st)
 static void test_save_restore(void **st)
 {
     (void)st;
-    tw_host host;
-    memset(&host, 0, sizeof(host));
-    host.buf_write = sink_write;
+    tw_host host = sink_host();
     tw_buf buf = {0};
     tw_rel_hist a, b;
     tw_rel_hist_init(&a, ALPHA);

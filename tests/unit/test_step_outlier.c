@@ -657,11 +657,11 @@ static void test_summary_from_so02(void **state)
     assert_int_equal(tw_rule_save(a->rule, empty), TW_OK);
     const uint8_t *eb = tw_buf_data(empty);
     size_t elen = tw_buf_len(empty);
-    /* the host's header comes first, then the rule's bytes ("SO03") */
+    /* the host's header comes first, then the rule's bytes ("SO04") */
     tw_buf *mb = tw_buf_new();
     tw_ser w;
     tw_ser_init(&w, tw_host_ctx_host(a->hctx), mb);
-    tw_ser_u32(&w, 0x534f3033u);
+    tw_ser_u32(&w, 0x534f3034u);
     size_t hdr = 0;
     while (hdr + 4 <= elen && memcmp(eb + hdr, tw_buf_data(mb), 4) != 0)
         hdr++;

@@ -3,7 +3,9 @@
  * decimals (BatchSize's CPU points) saved in a few bytes each and restored
  * bit for bit; rings that are not such averages (other divisors, pi,
  * negatives, -0.0, NaN) fall back to a lossless form; hundredths keep
- * their form; truncated and inconsistent input is rejected. */
+ * their form; noisy hundredths are bit-packed and a ring of few distinct
+ * runs is saved as runs, both smaller than the varint form; truncated and
+ * inconsistent input is rejected. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,9 +43,7 @@ static double cpu_average(uint64_t *seed, uint32_t cores, double lo)
  * Returns the saved size. */
 static size_t round_trip(const tw_dring *r, uint32_t divisor)
 {
-    tw_host host;
-    memset(&host, 0, sizeof(host));
-    host.buf_write = sink_write;
+    tw_host host = sink_host();
     tw_buf buf = {0};
     tw_ser s;
     tw_ser_init(&s, &host, &buf);
@@ -119,9 +119,7 @@ static void test_fallbacks_are_lossless(void **state)
 static void test_inconsistent_input_rejected(void **state)
 {
     (void)state;
-    tw_host host;
-    memset(&host, 0, sizeof(host));
-    host.buf_write = sink_write;
+    tw_host host = sink_host();
     tw_dring r;
     assert_int_equal(tw_dring_init(&r, 8), TW_OK);
     uint64_t seed = 3;
@@ -132,7 +130,8 @@ static void test_inconsistent_input_rejected(void **state)
     tw_ser_init(&s, &host, &buf);
     tw_dring_save_avg(&r, &s, 4);
     assert_true(tw_ser_ok(&s));
-    assert_int_equal(buf.p[4], RING_AVG); /* u32 length, u8 form */
+    /* u32 length, u8 form: 8 noisy averages pack */
+    assert_int_equal(buf.p[4], RING_PACKED_AVG);
     tw_dring back;
     assert_int_equal(tw_dring_init(&back, 8), TW_OK);
     tw_deser d;
@@ -143,10 +142,24 @@ static void test_inconsistent_input_rejected(void **state)
     assert_int_equal(tw_dring_load(&back, &d), TW_ERR);
     buf.p[5] = saved;
     /* an unknown form */
-    buf.p[4] = 3;
+    buf.p[4] = RING_RUNS + 1;
     tw_deser_init(&d, buf.p, buf.n);
     assert_int_equal(tw_dring_load(&back, &d), TW_ERR);
-    buf.p[4] = RING_AVG;
+    buf.p[4] = RING_PACKED_AVG;
+    /* a packed width past the bound (sv base is 1-3 bytes: find the u8
+     * width after it by re-reading the base) */
+    {
+        tw_deser_init(&d, buf.p + 9, buf.n - 9);
+        (void)tw_deser_sv(&d);
+        size_t at = (size_t)(d.p - buf.p);
+        uint8_t w = buf.p[at];
+        buf.p[at] = TW_BITPACK_MAX_WIDTH + 1;
+        tw_deser_init(&d, buf.p, buf.n);
+        assert_int_equal(tw_dring_load(&back, &d), TW_ERR);
+        buf.p[at] = w;
+        tw_deser_init(&d, buf.p, buf.n);
+        assert_int_equal(tw_dring_load(&back, &d), TW_OK);
+    }
     /* more values than the ring holds */
     tw_dring small;
     assert_int_equal(tw_dring_init(&small, 4), TW_OK);
@@ -170,12 +183,103 @@ static void test_inconsistent_input_rejected(void **state)
     tw_dring_free(&r);
 }
 
+/* The form byte of r saved with divisor 1. */
+static uint8_t saved_form(const tw_dring *r)
+{
+    tw_host host = sink_host();
+    tw_buf buf = {0};
+    tw_ser s;
+    tw_ser_init(&s, &host, &buf);
+    tw_dring_save(r, &s);
+    assert_true(tw_ser_ok(&s));
+    uint8_t form = buf.p[4];
+    free(buf.p);
+    return form;
+}
+
+static void test_packed_and_runs_forms(void **state)
+{
+    (void)state;
+    uint64_t seed = 11;
+    tw_dring r;
+    assert_int_equal(tw_dring_init(&r, W), TW_OK);
+    /* GPU utilisation in an 85-97 % band with two decimals: 11 bits each
+     * packed instead of a 2-3 byte varint delta */
+    for (int i = 0; i < W + 13; i++)
+        tw_dring_push(&r, (double)(8500 + (int)(lcg(&seed) % 1201)) / 100.0);
+    assert_int_equal(saved_form(&r), RING_PACKED);
+    size_t packed = round_trip(&r, 1);
+    assert_true(packed <= 4 + 1 + 3 + 1 + (W * 11 + 7) / 8);
+    /* negative hundredths pack too (the base is signed) */
+    tw_dring_clear(&r);
+    for (int i = 0; i < W; i++)
+        tw_dring_push(&r, (double)(-500 + (int)(lcg(&seed) % 300)) / 100.0);
+    assert_int_equal(saved_form(&r), RING_PACKED);
+    round_trip(&r, 1);
+    /* GPU memory: flat with three jumps; runs of equal values */
+    tw_dring_clear(&r);
+    for (int i = 0; i < W; i++)
+        tw_dring_push(&r, i < 100   ? 12.5
+                          : i < 300 ? 38.75
+                          : i < 301 ? 0.0
+                                    : 40.0);
+    assert_int_equal(saved_form(&r), RING_RUNS);
+    assert_true(round_trip(&r, 1) < 24);
+    /* one value throughout: packed at width 0, no block at all */
+    tw_dring_clear(&r);
+    for (int i = 0; i < W; i++)
+        tw_dring_push(&r, 3.0);
+    assert_int_equal(saved_form(&r), RING_PACKED);
+    assert_int_equal(round_trip(&r, 1), 4 + 1 + 2 + 1);
+    /* a smooth ramp keeps the varint deltas (one byte each) */
+    tw_dring_clear(&r);
+    for (int i = 0; i < W; i++)
+        tw_dring_push(&r, (double)(100000 + 37 * i) / 100.0);
+    assert_int_equal(saved_form(&r), RING_HUNDREDTHS);
+    round_trip(&r, 1);
+    /* an empty ring */
+    tw_dring_clear(&r);
+    round_trip(&r, 1);
+    tw_dring_free(&r);
+}
+
+static void test_runs_inconsistent_rejected(void **state)
+{
+    (void)state;
+    tw_host host = sink_host();
+    tw_dring back;
+    assert_int_equal(tw_dring_init(&back, 8), TW_OK);
+    /* runs adding up to more (5 + 4), or to fewer (3 + 4), values than
+     * the length 8 */
+    const uint64_t first[2] = {5, 3};
+    for (int k = 0; k < 2; k++) {
+        tw_buf buf = {0};
+        tw_ser s;
+        tw_ser_init(&s, &host, &buf);
+        tw_ser_u32(&s, 8 | RING_COMPACT);
+        tw_ser_u8(&s, RING_RUNS);
+        tw_ser_uv(&s, 2);
+        tw_ser_sv(&s, 100);
+        tw_ser_uv(&s, first[k] - 1);
+        tw_ser_sv(&s, 5);
+        tw_ser_uv(&s, 4 - 1);
+        assert_true(tw_ser_ok(&s));
+        tw_deser d;
+        tw_deser_init(&d, buf.p, buf.n);
+        assert_int_equal(tw_dring_load(&back, &d), TW_ERR);
+        free(buf.p);
+    }
+    tw_dring_free(&back);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_averages_compact_and_exact),
         cmocka_unit_test(test_fallbacks_are_lossless),
         cmocka_unit_test(test_inconsistent_input_rejected),
+        cmocka_unit_test(test_packed_and_runs_forms),
+        cmocka_unit_test(test_runs_inconsistent_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

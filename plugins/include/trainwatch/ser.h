@@ -54,6 +54,9 @@ static inline int tw_ser_ok(const tw_ser *s);
 
 static inline void tw_deser_init(tw_deser *d, const void *data, size_t len);
 static inline void tw_deser_bytes(tw_deser *d, void *out, size_t len);
+/* The next len bytes in place (consumed), or NULL and a failed reader when
+ * fewer remain. */
+static inline const uint8_t *tw_deser_view(tw_deser *d, size_t len);
 static inline uint8_t tw_deser_u8(tw_deser *d);
 static inline uint32_t tw_deser_u32(tw_deser *d);
 static inline uint64_t tw_deser_u64(tw_deser *d);
@@ -180,6 +183,18 @@ static inline void tw_deser_bytes(tw_deser *d, void *out, size_t len)
         memcpy(out, d->p, len);
     d->p += len;
     d->left -= len;
+}
+
+static inline const uint8_t *tw_deser_view(tw_deser *d, size_t len)
+{
+    if (d->err || len > d->left) {
+        d->err = 1;
+        return NULL;
+    }
+    const uint8_t *at = d->p;
+    d->p += len;
+    d->left -= len;
+    return at;
 }
 
 static inline uint8_t tw_deser_u8(tw_deser *d)

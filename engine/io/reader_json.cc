@@ -212,21 +212,32 @@ bool read_arg(od::value &v, tw_json_arg *arg)
     return true;
 }
 
+// A document of one object: false with *reason (not_object when it is
+// JSON but not an object).
+bool open_object(tw_json_parser *p, const char *buf, size_t len, size_t cap,
+                 const char *not_object, od::document *doc, od::object *obj,
+                 const char **reason)
+{
+    if (p->parser.iterate(buf, len, cap).get(*doc) != simdjson::SUCCESS) {
+        *reason = "not valid JSON";
+        return false;
+    }
+    if (doc->get_object().get(*obj) != simdjson::SUCCESS) {
+        *reason = not_object;
+        return false;
+    }
+    return true;
+}
+
 int parse_sysline(tw_json_parser *p, const char *buf, size_t len, size_t cap,
                   tw_json_sysline *out, const char **reason)
 {
     *out = tw_json_sysline{};
     bool has_type = false, has_dim = false, has_node = false, has_ts = false;
     od::document doc;
-    if (p->parser.iterate(buf, len, cap).get(doc) != simdjson::SUCCESS) {
-        *reason = "not valid JSON";
-        return TW_ERR;
-    }
     od::object obj;
-    if (doc.get_object().get(obj) != simdjson::SUCCESS) {
-        *reason = "not a JSON object";
+    if (!open_object(p, buf, len, cap, "not a JSON object", &doc, &obj, reason))
         return TW_ERR;
-    }
     for (auto fres : obj) {
         od::field f;
         if (std::move(fres).get(f) != simdjson::SUCCESS) {
@@ -363,20 +374,10 @@ int parse_args(tw_json_parser *p, od::value &v, tw_json_event *out,
     return TW_OK;
 }
 
-int parse_event(tw_json_parser *p, const char *buf, size_t len, size_t cap,
-                tw_json_event *out, const char **reason)
+// The members of one event object (parse_event and the array walk).
+int parse_event_members(tw_json_parser *p, od::object &obj, tw_json_event *out,
+                        const char **reason)
 {
-    *out = tw_json_event{};
-    od::document doc;
-    if (p->parser.iterate(buf, len, cap).get(doc) != simdjson::SUCCESS) {
-        *reason = "not valid JSON";
-        return TW_ERR;
-    }
-    od::object obj;
-    if (doc.get_object().get(obj) != simdjson::SUCCESS) {
-        *reason = "event is not a JSON object";
-        return TW_ERR;
-    }
     bool args_seen = false;
     for (auto fres : obj) {
         od::field f;
@@ -424,14 +425,76 @@ int parse_event(tw_json_parser *p, const char *buf, size_t len, size_t cap,
             args_seen = true;
         }
     }
-    if (!at_end(doc)) {
-        *reason = "not valid JSON (content after the event)";
-        return TW_ERR;
-    }
     if (args_seen && out->has_args) {
         out->args = p->args.data();
         out->nargs = p->args.size();
     }
+    return TW_OK;
+}
+
+int parse_event(tw_json_parser *p, const char *buf, size_t len, size_t cap,
+                tw_json_event *out, const char **reason)
+{
+    *out = tw_json_event{};
+    od::document doc;
+    od::object obj;
+    if (!open_object(p, buf, len, cap, "event is not a JSON object", &doc, &obj,
+                     reason))
+        return TW_ERR;
+    int rc = parse_event_members(p, obj, out, reason);
+    if (rc != TW_OK)
+        return rc;
+    if (!at_end(doc)) {
+        *reason = "not valid JSON (content after the event)";
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+// The offset of the document's next token from buf, or false.
+bool next_token_at(od::document &doc, const char *buf, size_t *at)
+{
+    const char *loc = nullptr;
+    if (doc.current_location().get(loc) != simdjson::SUCCESS)
+        return false;
+    *at = static_cast<size_t>(loc - buf);
+    return true;
+}
+
+int parse_event_array(tw_json_parser *p, const char *buf, size_t len,
+                      size_t cap, tw_json_event_fn fn, void *ud,
+                      tw_json_array_stop *stop)
+{
+    stop->state = TW_JSON_AT_ELEMENT;
+    stop->at = 1; // after the '['
+    od::document doc;
+    od::array arr;
+    if (p->parser.iterate(buf, len, cap).get(doc) != simdjson::SUCCESS ||
+        doc.get_array().get(arr) != simdjson::SUCCESS)
+        return TW_OK; // nothing taken: the caller scans it all
+    for (auto eres : arr) {
+        od::value v;
+        const char *loc = nullptr;
+        od::object obj;
+        if (std::move(eres).get(v) != simdjson::SUCCESS ||
+            v.current_location().get(loc) != simdjson::SUCCESS ||
+            v.get_object().get(obj) != simdjson::SUCCESS)
+            return TW_OK; // the caller's scan reports it
+        tw_json_event ev{};
+        const char *reason = nullptr;
+        if (parse_event_members(p, obj, &ev, &reason) != TW_OK)
+            return TW_OK; // likewise, from the element on
+        size_t next = 0;
+        if (!next_token_at(doc, buf, &next) || next >= len ||
+            (buf[next] != ',' && buf[next] != ']'))
+            return TW_OK; // the grammar breaks after it: element by element
+        int rc = fn(ud, static_cast<size_t>(loc - buf), &ev);
+        if (rc != TW_OK)
+            return rc;
+        stop->state = TW_JSON_AFTER_ELEMENT;
+        stop->at = next;
+    }
+    // Every element taken; the caller's scan reads the ']' at stop->at.
     return TW_OK;
 }
 
@@ -478,6 +541,20 @@ extern "C" int tw_json_parse_event(tw_json_parser *p, const char *buf,
     } catch (...) {
         *reason = "not valid JSON";
         return TW_ERR;
+    }
+}
+
+extern "C" int tw_json_parse_event_array(tw_json_parser *p, const char *buf,
+                                         size_t len, size_t cap,
+                                         tw_json_event_fn fn, void *ud,
+                                         tw_json_array_stop *stop)
+{
+    try {
+        return parse_event_array(p, buf, len, cap, fn, ud, stop);
+    } catch (const std::bad_alloc &) {
+        return TW_JSON_NOMEM;
+    } catch (...) {
+        return TW_OK; // stop says where the caller's scan goes on
     }
 }
 

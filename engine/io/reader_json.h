@@ -105,6 +105,35 @@ typedef struct tw_json_event {
 int tw_json_parse_event(tw_json_parser *p, const char *buf, size_t len,
                         size_t cap, tw_json_event *out, const char **reason);
 
+/* Called with each event of tw_json_parse_event_array: pos is the offset
+ * of its '{' from buf. A return other than TW_OK stops the walk and is
+ * returned. */
+typedef int (*tw_json_event_fn)(void *ud, size_t pos, const tw_json_event *ev);
+
+/* Where the walk stopped: the caller's element-by-element scan goes on at
+ * buf[at], before an element (TW_JSON_AT_ELEMENT: right after the '[')
+ * or after one (TW_JSON_AFTER_ELEMENT: at the ',' or ']' that follows
+ * the last element handed over). */
+typedef enum { TW_JSON_AT_ELEMENT, TW_JSON_AFTER_ELEMENT } tw_json_array_state;
+
+typedef struct tw_json_array_stop {
+    tw_json_array_state state;
+    size_t at;
+} tw_json_array_stop;
+
+/* The events of a whole array at once (buf[0] == '['; buf[0, len) may
+ * hold more after the array): one simdjson pass over the text instead of
+ * one per event and no scan for each event's end. Each element that
+ * parses as tw_json_parse_event would (an object, members of the right
+ * types) and is followed by ',' or ']' goes to fn in order; at the first
+ * one that does not, or when the text as a whole is not valid JSON (then
+ * before the first element), the walk stops and *stop says where, so
+ * that the caller's scan reads and reports the rest exactly as it would
+ * have. TW_OK, TW_JSON_NOMEM, or what fn returned. */
+int tw_json_parse_event_array(tw_json_parser *p, const char *buf, size_t len,
+                              size_t cap, tw_json_event_fn fn, void *ud,
+                              tw_json_array_stop *stop);
+
 /* The integer member `key` of the JSON object buf[0, len) (the first one
  * in file order). 1 and *out set when there is one; 0 when the text is not
  * an object or the member is missing or not an int64. */

@@ -16,6 +16,7 @@
 #include "reader_input.h"
 #include "reader_internal.h"
 #include "reader_json.h"
+#include "tw_assert.h"
 
 /* ------------------------------------------------------------------------
  * Parser state per source type
@@ -510,6 +511,9 @@ static int tw_trace_torch(tw_trace_reader *r, const tw_json_event *ev,
 }
 
 /* One array element at buf[pos, pos + len). */
+static int tw_trace_event(tw_trace_reader *r, size_t pos,
+                          const tw_json_event *ev);
+
 static int tw_trace_element(tw_trace_reader *r, size_t pos, size_t len)
 {
     if (r->survey != NULL) {
@@ -524,7 +528,6 @@ static int tw_trace_element(tw_trace_reader *r, size_t pos, size_t len)
             tw_torch_survey_event(r->survey, &ev);
         return TW_OK;
     }
-    r->ctx->stats->lines++;
     tw_json_event ev;
     const char *reason = NULL;
     size_t cap = r->in.cap + TW_JSON_PADDING - pos;
@@ -533,22 +536,31 @@ static int tw_trace_element(tw_trace_reader *r, size_t pos, size_t len)
     if (rc == TW_JSON_NOMEM)
         return TW_ERR;
     if (rc != TW_OK) {
+        r->ctx->stats->lines++;
         tw_trace_bad(r, pos, reason);
         return TW_OK;
     }
+    return tw_trace_event(r, pos, &ev);
+}
+
+/* One parsed event at buf[pos] (either path). */
+static int tw_trace_event(tw_trace_reader *r, size_t pos,
+                          const tw_json_event *ev)
+{
+    r->ctx->stats->lines++;
     if (r->ctx->file->torch)
-        return tw_trace_torch(r, &ev, pos);
-    if (ev.ph.ptr == NULL || ev.ph.len != 1)
+        return tw_trace_torch(r, ev, pos);
+    if (ev->ph.ptr == NULL || ev->ph.len != 1)
         return TW_OK;
-    switch (ev.ph.ptr[0]) {
+    switch (ev->ph.ptr[0]) {
     case 'M':
-        return tw_trace_meta(r, &ev);
+        return tw_trace_meta(r, ev);
     case 'X':
-        return tw_trace_complete(r, &ev, pos);
+        return tw_trace_complete(r, ev, pos);
     case 'B':
-        return tw_trace_begin(r, &ev, pos);
+        return tw_trace_begin(r, ev, pos);
     case 'E':
-        return tw_trace_end(r, &ev, pos);
+        return tw_trace_end(r, ev, pos);
     default:
         return TW_OK;
     }
@@ -641,11 +653,51 @@ static void tw_trace_malformed(tw_trace_reader *r, size_t pos, const char *what)
                      what);
 }
 
+/* The fast path's largest text (one simdjson pass indexes all of it). */
+#define TW_TRACE_FAST_MAX (8u << 20)
+
+typedef struct tw_fast_ctx {
+    tw_trace_reader *r;
+    size_t base; /* buffer offset of the '[' */
+} tw_fast_ctx;
+
+static int tw_trace_fast_event(void *ud, size_t pos, const tw_json_event *ev)
+{
+    tw_fast_ctx *f = ud;
+    return tw_trace_event(f->r, f->base + pos, ev);
+}
+
+/* The event array whose '[' is at buf[arr] (in->start is just after it):
+ * every element in the buffer at once (tw_json_parse_event_array), then
+ * the element-by-element scan goes on where that stopped: the results,
+ * counts and reports are those of the scan alone. */
+static int tw_trace_fast(tw_trace_reader *r, size_t arr, tw_scan_state *st)
+{
+    tw_input *in = &r->in;
+    if (in->end - arr > TW_TRACE_FAST_MAX)
+        return TW_OK;
+    tw_fast_ctx f = {r, arr};
+    tw_json_array_stop stop;
+    int rc = tw_json_parse_event_array(r->jp, in->buf + arr, in->end - arr,
+                                       in->cap + TW_JSON_PADDING - arr,
+                                       tw_trace_fast_event, &f, &stop);
+    if (rc == TW_JSON_NOMEM)
+        return TW_ERR;
+    if (rc != TW_OK)
+        return rc;
+    TW_ASSERT(stop.at >= 1 && arr + stop.at <= in->end);
+    in->start = arr + stop.at;
+    *st = stop.state == TW_JSON_AT_ELEMENT ? TW_SCAN_ARR_ELEM : TW_SCAN_ARR_SEP;
+    return TW_OK;
+}
+
 static int tw_trace_scan(tw_trace_reader *r)
 {
     tw_input *in = &r->in;
     tw_scan_state st = TW_SCAN_TOP;
     int in_object = 0, saw_array = 0, rc = TW_OK;
+    long fast_arr =
+        -1; /* the '[' of the event array, once, for the fast path */
     char err[256];
     while (rc == TW_OK && st != TW_SCAN_DONE) {
         const char *s = in->buf;
@@ -664,6 +716,7 @@ static int tw_trace_scan(tw_trace_reader *r)
                 if (ch == '[') {
                     st = TW_SCAN_ARR_ELEM;
                     saw_array = 1;
+                    fast_arr = (long)i;
                 } else if (ch == '{') {
                     st = TW_SCAN_OBJ_KEY;
                     in_object = 1;
@@ -709,6 +762,7 @@ static int tw_trace_scan(tw_trace_reader *r)
                         s[k] == '[') {
                         st = TW_SCAN_ARR_ELEM;
                         saw_array = 1;
+                        fast_arr = (long)k;
                         j = (long)k + 1;
                         break;
                     }
@@ -770,6 +824,9 @@ static int tw_trace_scan(tw_trace_reader *r)
         }
         if (j >= 0) {
             in->start = (size_t)j;
+            if (fast_arr >= 0 && r->survey == NULL)
+                rc = tw_trace_fast(r, (size_t)fast_arr, &st);
+            fast_arr = -1;
             continue;
         }
         /* Needs more bytes than the buffer holds. */

@@ -746,6 +746,119 @@ static void test_trace_args_kinds(void **state)
     collect_free(&c);
 }
 
+static int same_str(const char *a, const char *b)
+{
+    return (a == NULL || b == NULL) ? a == b : strcmp(a, b) == 0;
+}
+
+/* Everything a read produced, but the bytes read, is the same. */
+static void assert_same_read(const collect *a, const collect *b)
+{
+    assert_int_equal(total_events(a), total_events(b));
+    for (size_t k = 0; k < total_events(a); k++) {
+        const tw_fw_event *x = event_at(a, k), *y = event_at(b, k);
+        assert_true(same_str(x->name, y->name));
+        assert_true(same_str(x->phase, y->phase));
+        assert_true(same_str(x->node, y->node));
+        assert_int_equal(x->start_us, y->start_us);
+        assert_int_equal(x->end_us, y->end_us);
+        assert_int_equal(x->pid, y->pid);
+        assert_int_equal(x->tid, y->tid);
+        assert_int_equal(x->mode, y->mode);
+        assert_int_equal(x->flags, y->flags);
+        assert_int_equal(x->nargs, y->nargs);
+        for (uint32_t i = 0; i < x->nargs; i++) {
+            assert_string_equal(x->args[i].key, y->args[i].key);
+            assert_string_equal(x->args[i].value, y->args[i].value);
+            assert_int_equal(x->args[i].kind, y->args[i].kind);
+        }
+    }
+    assert_int_equal(a->nerrs, b->nerrs);
+    for (size_t i = 0; i < a->nerrs; i++) {
+        assert_int_equal(a->errs[i].line, b->errs[i].line);
+        assert_string_equal(a->errs[i].reason, b->errs[i].reason);
+    }
+    assert_int_equal(a->st.lines, b->st.lines);
+    assert_int_equal(a->st.bad_lines, b->st.bad_lines);
+    assert_int_equal(a->st.bad_files, b->st.bad_files);
+    assert_int_equal(a->st.incomplete_files, b->st.incomplete_files);
+    assert_int_equal(a->st.events, b->st.events);
+}
+
+/* The trace reader takes a whole event array in one simdjson pass and
+ * falls back to its element-by-element scan where that pass stops. Each
+ * text is read as is and with an unclosed string after its end, which
+ * the scan never reads (it stops at the closing ']' or '}') but which
+ * makes the text as a whole invalid, so that the second read is the
+ * scan alone: both must give the same events, reports and counts. */
+static void test_trace_fast_path_same_as_scan(void **state)
+{
+    (void)state;
+#define EV(name, ts)                                                           \
+    "{\"name\": \"" name "\", \"ph\": \"X\", \"pid\": 1, "                     \
+    "\"tid\": 7, \"ts\": " #ts ", \"dur\": 2, "                                \
+    "\"args\": {\"step_num\": \"3\", \"k\": [1, {\"a\": 2}]}}"
+    const char *texts[] = {
+        /* all clean: B/E pairs, metadata, escapes, a repeated key */
+        "[\n" EV("a", 10) ",\n"
+                          "{\"name\": \"process_name\", \"ph\": \"M\", "
+                          "\"pid\": 1, \"args\": "
+                          "{\"name\": \"Step:ModeKeys.TRAIN\"}},\n"
+                          "{\"name\": \"b\\\"q\\u00e9\", \"ph\": \"B\", "
+                          "\"pid\": 2, \"ts\": 20},\n"
+                          "{\"name\": \"b\\\"q\\u00e9\", \"ph\": \"E\", "
+                          "\"pid\": 2, \"ts\": 29, "
+                          "\"ts\": 30},\n" EV("c", 40) "\n]",
+        /* an element that is not an object, in the middle */
+        "[" EV("a", 1) ",\n 5,\n" EV("b", 2) ", \"str\", [1]," EV("c", 3) "]",
+        /* args that are not an object, pid of the wrong type */
+        "[" EV("a",
+               1) ",\n{\"name\": \"x\", \"ph\": \"X\", \"ts\": 1, "
+                  "\"dur\": 1, \"args\": 3},\n{\"name\": \"y\", \"ph\": \"X\", "
+                  "\"pid\": 1.5, \"ts\": 2, \"dur\": 1}," EV("b", 2) "]",
+        /* a missing comma: the file is malformed from there */
+        "[" EV("a", 1) ",\n" EV("b", 2) "\n" EV("c", 3) "]",
+        /* a trailing comma before ']' */
+        "[" EV("a", 1) ",\n" EV("b", 2) ",\n]",
+        /* ':' where ',' belongs */
+        "[" EV("a", 1) ":" EV("b", 2) "]",
+        /* empty, whitespace only, one element */
+        "[]",
+        " [ \n\t ] ",
+        "[" EV("a", 1) "]",
+        /* the object form, other members before and after */
+        "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [" EV("a", 1) ",\n" EV(
+            "b", 2) "], \"otherData\": {\"x\": [1, 2]}}",
+        /* a key that is not a string inside an element */
+        "[" EV("a", 1) ",\n{\"name\": \"x\", 5: 1}," EV("b", 2) "]",
+    };
+#undef EV
+    for (size_t t = 0; t < sizeof(texts) / sizeof(*texts); t++) {
+        const char *pa = tmp_path("fast/a/1_pythontimeline.json");
+        const char *pb = tmp_path("fast/b/1_pythontimeline.json");
+        write_file(pa, texts[t]);
+        char *junk = malloc(strlen(texts[t]) + 8);
+        assert_non_null(junk);
+        sprintf(junk, "%s\n\"\xff", texts[t]);
+        write_file(pb, junk);
+        free(junk);
+        collect a = {0}, b = {0};
+        assert_int_equal(read_one(&a, pa, TW_FILE_FRAMEWORK,
+                                  TW_SOURCE_PYTHONTIMELINE, "n", 1),
+                         TW_OK);
+        assert_int_equal(read_one(&b, pb, TW_FILE_FRAMEWORK,
+                                  TW_SOURCE_PYTHONTIMELINE, "n", 1),
+                         TW_OK);
+        print_message("text %zu: %zu events, %zu reports\n", t,
+                      total_events(&a), a.nerrs);
+        for (size_t i = 0; i < b.nerrs; i++) /* paths differ: a/ vs b/ */
+            assert_non_null(strstr(b.errs[i].path, "fast/b/"));
+        assert_same_read(&a, &b);
+        collect_free(&a);
+        collect_free(&b);
+    }
+}
+
 static void test_trace_truncated(void **state)
 {
     (void)state;
@@ -1481,6 +1594,7 @@ int main(void)
         cmocka_unit_test(test_fixture_trace_files),
         cmocka_unit_test(test_fixture_listing),
         cmocka_unit_test(test_fixture_tf_trace),
+        cmocka_unit_test(test_trace_fast_path_same_as_scan),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

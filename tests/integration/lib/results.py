@@ -41,6 +41,13 @@ def same(eval_path, results_path):
         if len(ea["rules"]) != len(eb["rules"]):
             print(f"{results_path}: {len(eb['rules'])} rules, eval "
                   f"{len(ea['rules'])}")
+        if ea["rules"] == eb["rules"]:
+            # equal as JSON, not as text (-0.0 and 0.0, escapes): show where
+            at = next(i for i, (x, y) in enumerate(zip(a + "\0", b + "\0"))
+                      if x != y)
+            print(f"{results_path}: rules text differs at {at}:\n"
+                  f"  eval:   {a[max(0, at - 160):at + 80]!r}\n"
+                  f"  stream: {b[max(0, at - 160):at + 80]!r}")
     return 0 if ok else 1
 
 

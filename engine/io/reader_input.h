@@ -5,7 +5,7 @@
  *
  * The unconsumed bytes are buf[start, end). tw_input_fill() moves them to
  * the front, grows the buffer when it is full, and reads more. There are
- * always TW_JSON_PADDING readable bytes after `end`, as simdjson needs.
+ * always TW_JSON_PADDING zero bytes after `end`, as simdjson needs.
  *
  * Ownership: the tw_input (a caller-owned struct) owns buf and the zlib
  * handle; tw_input_close() releases both.

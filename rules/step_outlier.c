@@ -1210,15 +1210,6 @@ static int durations_whole_us(const double *v, size_t n)
 #define DUR_US 1u
 #define DUR_PACKED 2u
 
-static size_t sv_bytes(int64_t v)
-{
-    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-    size_t n = 1;
-    for (u >>= 7; u != 0; u >>= 7)
-        n++;
-    return n;
-}
-
 static void put_durations(tw_ser *w, const double *v, size_t n)
 {
     unsigned form = durations_whole_us(v, n) ? DUR_US : DUR_F64;
@@ -1226,7 +1217,7 @@ static void put_durations(tw_ser *w, const double *v, size_t n)
     size_t varints = 0;
     for (size_t i = 0; i < n && form == DUR_US; i++) {
         int64_t us = (int64_t)llrint(v[i] * 1e6);
-        varints += sv_bytes(us);
+        varints += tw_ser_sv_len(us);
         lo = us < lo ? us : lo;
         hi = us > hi ? us : hi;
     }
@@ -1235,7 +1226,7 @@ static void put_durations(tw_ser *w, const double *v, size_t n)
         /* |us| < 2^53: hi - lo fits */
         width = tw_bitpack_width((uint64_t)(hi - lo));
         if (width <= TW_BITPACK_MAX_WIDTH &&
-            sv_bytes(lo) + 1 + tw_bitpack_bytes(n, width) < varints)
+            tw_ser_sv_len(lo) + 1 + tw_bitpack_bytes(n, width) < varints)
             form = DUR_PACKED;
     }
     tw_ser_u8(w, (uint8_t)form);

@@ -11,6 +11,7 @@
 #include "ckpt_codec.h"
 #include "grow.h"
 #include "trainwatch/bitpack.h"
+#include "trainwatch/ser.h" /* tw_ser_sv_len: tw_ckw_iv writes the same varint */
 
 typedef struct series_window {
     double *ring; /* cap values; NULL when no rule windows this metric */
@@ -233,15 +234,6 @@ static void put_value(tw_ckw *c, double v, int hundredths)
         tw_ckw_f64(c, v);
 }
 
-static size_t iv_len(int64_t v)
-{
-    uint64_t u = ((uint64_t)v << 1) ^ (v < 0 ? UINT64_MAX : 0);
-    size_t n = 1;
-    for (u >>= 7; u != 0; u >>= 7)
-        n++;
-    return n;
-}
-
 /* WIN_PACKED when it is smaller than WIN_HUNDREDTHS for s's kept values
  * (all exact hundredths), with their smallest and the width. */
 static unsigned choose_packed(const series_window *s, int64_t *base,
@@ -252,7 +244,7 @@ static unsigned choose_packed(const series_window *s, int64_t *base,
     for (uint32_t i = 0; i < s->filled; i++) {
         int64_t k = 0;
         tw_exact_hundredths(ring_at(s, i), &k);
-        varints += iv_len(k);
+        varints += tw_ser_sv_len(k);
         lo = k < lo ? k : lo;
         hi = k > hi ? k : hi;
     }
@@ -261,7 +253,7 @@ static unsigned choose_packed(const series_window *s, int64_t *base,
     /* |k| < 1e17: hi - lo fits */
     *base = lo;
     *width = tw_bitpack_width((uint64_t)(hi - lo));
-    size_t packed = iv_len(lo) + 1 + tw_bitpack_bytes(s->filled, *width);
+    size_t packed = tw_ser_sv_len(lo) + 1 + tw_bitpack_bytes(s->filled, *width);
     return *width <= TW_BITPACK_MAX_WIDTH && packed < varints ? WIN_PACKED
                                                               : WIN_HUNDREDTHS;
 }

@@ -135,21 +135,6 @@ static uint64_t zigzag(int64_t v)
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
-/* Bytes of tw_ser_uv(u). */
-static size_t uv_len(uint64_t u)
-{
-    size_t n = 1;
-    for (u >>= 7; u != 0; u >>= 7)
-        n++;
-    return n;
-}
-
-/* Bytes of tw_ser_sv(v). */
-static size_t sv_len(int64_t v)
-{
-    return uv_len(zigzag(v));
-}
-
 /* The i-th oldest value's integer parts in the exact form `form` (1 or 2):
  * hundredths (or hundredths of the sum) h, and the ulps (form 2). */
 static void ring_parts(const tw_dring *r, uint32_t i, unsigned form,
@@ -231,14 +216,14 @@ void tw_dring_save_avg(const tw_dring *r, tw_ser *s, uint32_t divisor)
     for (uint32_t i = 0; i < r->len && form != RING_F64; i++) {
         int64_t h, ulps;
         ring_parts(r, i, form, div, &h, &ulps);
-        varint_bytes +=
-            sv_len(h - prev) + (form == RING_AVG ? sv_len(ulps) : 0);
+        varint_bytes += tw_ser_sv_len(h - prev) +
+                        (form == RING_AVG ? tw_ser_sv_len(ulps) : 0);
         if (i > 0 && h == prev) {
             run_len++;
         } else {
             if (i > 0)
-                run_bytes += uv_len(run_len - 1);
-            run_bytes += sv_len(h - prev);
+                run_bytes += tw_ser_uv_len(run_len - 1);
+            run_bytes += tw_ser_sv_len(h - prev);
             nruns++;
             run_len = 1;
         }
@@ -250,10 +235,11 @@ void tw_dring_save_avg(const tw_dring *r, tw_ser *s, uint32_t divisor)
     unsigned width = 0, uwidth = tw_bitpack_width(umax);
     if (form != RING_F64 && r->len > 0) {
         width = tw_bitpack_width((uint64_t)(hmax - hmin));
-        size_t packed = sv_len(hmin) + 1 + tw_bitpack_bytes(r->len, width);
+        size_t packed =
+            tw_ser_sv_len(hmin) + 1 + tw_bitpack_bytes(r->len, width);
         if (form == RING_AVG)
             packed += 1 + tw_bitpack_bytes(r->len, uwidth);
-        run_bytes += uv_len(run_len - 1) + uv_len(nruns);
+        run_bytes += tw_ser_uv_len(run_len - 1) + tw_ser_uv_len(nruns);
         size_t best = varint_bytes;
         if (width <= TW_BITPACK_MAX_WIDTH && packed < best) {
             form = form == RING_HUNDREDTHS ? RING_PACKED : RING_PACKED_AVG;

@@ -417,17 +417,6 @@ static inline int64_t tw_countmap_key_int_(double k, int mode, double quantum,
     return h;
 }
 
-static inline size_t tw_countmap_sv_len_(int64_t v)
-{
-    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-    size_t n = 1;
-    while (u >= 0x80) {
-        u >>= 7;
-        n++;
-    }
-    return n;
-}
-
 /* The first exact mode that fits every key; else NEAR_HUNDREDTHS when it
  * fits and is shorter than the f64 bits. */
 static inline int tw_countmap_key_mode_(const tw_countmap *m)
@@ -452,8 +441,8 @@ static inline int tw_countmap_key_mode_(const tw_countmap *m)
         int64_t h = tw_countmap_key_int_(k, near, 0.0, &ok);
         if (!ok)
             return TW_COUNTMAP_KEYS_F64;
-        bytes += tw_countmap_sv_len_(h - prev) +
-                 tw_countmap_sv_len_(tw_countmap_residual_(
+        bytes += tw_ser_sv_len(h - prev) +
+                 tw_ser_sv_len(tw_countmap_residual_(
                      k, tw_countmap_key_of_(h, near, 0.0)));
         prev = h;
     }

@@ -50,6 +50,9 @@ static inline void tw_ser_f64(tw_ser *s, double v);
 static inline void tw_ser_str(tw_ser *s, const char *str); /* NULL allowed */
 static inline void tw_ser_uv(tw_ser *s, uint64_t v);       /* varint */
 static inline void tw_ser_sv(tw_ser *s, int64_t v);        /* zigzag varint */
+/* Bytes tw_ser_uv / tw_ser_sv write for v (to choose a compact form). */
+static inline size_t tw_ser_uv_len(uint64_t v);
+static inline size_t tw_ser_sv_len(int64_t v);
 static inline int tw_ser_ok(const tw_ser *s);
 
 static inline void tw_deser_init(tw_deser *d, const void *data, size_t len);
@@ -142,6 +145,19 @@ static inline void tw_ser_uv(tw_ser *s, uint64_t v)
 static inline void tw_ser_sv(tw_ser *s, int64_t v)
 {
     tw_ser_uv(s, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static inline size_t tw_ser_uv_len(uint64_t v)
+{
+    size_t n = 1;
+    for (v >>= 7; v != 0; v >>= 7)
+        n++;
+    return n;
+}
+
+static inline size_t tw_ser_sv_len(int64_t v)
+{
+    return tw_ser_uv_len(((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
 static inline void tw_ser_str(tw_ser *s, const char *str)

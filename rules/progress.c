@@ -30,7 +30,10 @@
  *
  * One violation per stall episode (first rank over its timeout until every
  * rank makes progress again); the episode's picture (ranks, sections,
- * last events) is refreshed while it lasts and kept after it clears.
+ * roles, kind) is refreshed while it lasts, frozen once it starts to
+ * recover (fewer ranks stalled than in the picture: the ranks of a
+ * collective hang resume one by one, and the last would look behind the
+ * first) and kept after it clears.
  * Offline (`eval`) the scan end is the clock.
  *
  * Memory: O(ranks x (2 + MAX_SECTIONS) x RING) doubles.
@@ -412,16 +415,21 @@ static int pg_wallclock(void *state, const tw_wallclock *wc,
     }
     if (wc->last_system_arrival_us > s->last_system_us)
         s->last_system_us = wc->last_system_arrival_us;
-    int stalled = 0;
+    size_t stalled = 0, pictured = 0;
     judged now;
     for (size_t i = 0; i < s->nranks; i++) {
-        rank_judge(s, &s->ranks[i], wc->now_us, &now);
-        stalled |= now.silent_s > now.timeout_s;
+        const rank *k = &s->ranks[i];
+        rank_judge(s, k, wc->now_us, &now);
+        stalled += now.silent_s > now.timeout_s;
+        pictured += k->silent_s > k->timeout_s;
     }
     s->last_now_us = wc->now_us;
     out->condition_met = 0;
-    if (stalled) {
-        /* the episode's picture, refreshed while it lasts and kept after */
+    /* The episode's picture, refreshed while it lasts and kept after; not
+     * while it recovers (fewer ranks stalled than pictured): ranks resume
+     * one by one, and the last to resume would look behind the first. */
+    int refresh = !s->active || stalled >= pictured;
+    if (stalled > 0 && refresh) {
         for (size_t i = 0; i < s->nranks; i++) {
             rank *k = &s->ranks[i];
             rank_judge(s, k, wc->now_us, &now);
@@ -430,6 +438,8 @@ static int pg_wallclock(void *state, const tw_wallclock *wc,
             memcpy(k->where, now.where, sizeof(k->where));
         }
         assign_roles(s);
+    }
+    if (stalled > 0) {
         if (!s->active) {
             s->active = 1;
             s->episode_us = wc->now_us;

@@ -41,8 +41,10 @@ PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
     --capture-dir "$WORK/cap" --port "$PORT" --hang-at 20 --hung-rank 1 \
     --hang-seconds 20 >"$WORK/train.out" 2>"$WORK/train.err" &
 TRAIN_PID=$!
-wait_for 90 grep -q '^hanging' "$WORK/train.out" || fail "never hung"
-[ "$(grep -c '^ready' "$WORK/train.out")" = 2 ] || fail "control not ready on both ranks"
+wait_for 240 grep -q '^hanging' "$WORK/train.out" || fail "never hung: $(cat "$WORK/train.out")"
+[ "$(grep -c '^ready' "$WORK/train.out")" = 2 ] ||
+    fail "control not ready on both ranks: $(cat "$WORK/train.out")"
+grep '^ready' "$WORK/train.out"
 T0=$(date +%s.%N)
 printf '{"type":"capture_request","request_id":"coll-1","job":"coll","rule":"Manual","alert_id":"coll-1","ranks":"all","steps":3,"what":["trace","stacks"],"wait_s":5}\n' |
     kcat -b "$BOOTSTRAP" -P -t trainwatch.control -k coll || fail "kcat -P"

@@ -122,7 +122,8 @@ static void test_progress_behind_and_waiting(void **st)
     rt_env_free(e);
 }
 
-/* Every rank silent alike (no section, within tolerance): together. */
+/* Every rank silent alike (no section, within tolerance): together; it
+ * stays so while they resume one by one. */
 static void test_progress_together(void **st)
 {
     (void)st;
@@ -139,6 +140,41 @@ static void test_progress_together(void **st)
     assert_string_equal(
         json_string_value(rt_jget(rep, "Details", "kind", NULL)), "together");
     assert_string_equal(role_of(rep, "r2"), "stopped");
+    json_decref(rep);
+
+    /* they resume one by one: r0 and r2 go on while r1 is still silent;
+     * the episode stays a collective hang (r1 is not behind them) */
+    nodes[0] = rank_node("r0", "Step:ModeKeys.TRAIN", 14.0, 10, TW_MODE_TRAIN);
+    nodes[2] = rank_node("r2", "Step:ModeKeys.TRAIN", 14.0, 10, TW_MODE_TRAIN);
+    wc.now_us = S(14.2);
+    assert_int_equal(wall(e, &wc)->condition_met, 0);
+    rep = rt_report(e);
+    assert_true(json_is_true(rt_jget(rep, "Details", "active", NULL)));
+    assert_string_equal(
+        json_string_value(rt_jget(rep, "Details", "kind", NULL)), "together");
+    assert_string_equal(role_of(rep, "r1"), "stopped");
+    json_decref(rep);
+    nodes[1] = rank_node("r1", "Step:ModeKeys.TRAIN", 14.5, 10, TW_MODE_TRAIN);
+    wc.now_us = S(15);
+    const tw_scan_result *r = wall(e, &wc);
+    assert_int_equal(r->violations, 1);
+    rep = rt_report(e);
+    assert_false(json_is_true(rt_jget(rep, "Details", "active", NULL)));
+    assert_string_equal(
+        json_string_value(rt_jget(rep, "Details", "kind", NULL)), "together");
+    json_decref(rep);
+
+    /* a new episode where only r1 stops: behind, pictured afresh */
+    nodes[0] = rank_node("r0", "Step:ModeKeys.TRAIN", 20.0, 16, TW_MODE_TRAIN);
+    nodes[2] = rank_node("r2", "Step:ModeKeys.TRAIN", 20.0, 16, TW_MODE_TRAIN);
+    wc.now_us = S(20.2);
+    r = wall(e, &wc);
+    assert_int_equal(r->condition_met, 1);
+    assert_int_equal(r->violations, 2);
+    rep = rt_report(e);
+    assert_string_equal(
+        json_string_value(rt_jget(rep, "Details", "kind", NULL)), "behind");
+    assert_string_equal(role_of(rep, "r1"), "behind");
     json_decref(rep);
     rt_env_free(e);
 }

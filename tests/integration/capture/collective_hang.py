@@ -35,8 +35,14 @@ def rank_main(rank, a):
     hook = trainwatch.Hook(job=a.job, brokers=a.brokers, rank=rank,
                            world_size=2, host="algo-1", flush_interval=0.2,
                            capture_dir=a.capture_dir, handle_sigterm=False)
-    if hook._control is not None and hook._control.ready.wait(60):
-        print(f"ready {rank}", flush=True)
+    # the group join can take long on a loaded machine (an ASan broker
+    # beside other tests): wait for it rather than race the request
+    t0 = time.monotonic()
+    if hook._control is not None and hook._control.ready.wait(150):
+        print(f"ready {rank} after {time.monotonic() - t0:.1f} s", flush=True)
+    else:
+        print(f"not ready {rank} after {time.monotonic() - t0:.1f} s",
+              flush=True)
     model = torch.nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(8, 16), torch.randn(8, 1)

@@ -90,6 +90,7 @@ typedef struct bs_hist {
 typedef struct bs_cpu_node {
     bs_hist h;
     tw_dmap scan_sums; /* this scan: timestamp -> CPU sum (double bits) */
+    size_t last;       /* scan_sums' entry of the last sample (a cache) */
     uint32_t det_seq;  /* order of Details[node]; BS_NOSEQ             */
     tw_box box;        /* Details[node]["cpu"]                          */
 } bs_cpu_node;
@@ -279,6 +280,7 @@ static int bs_cpu_node_add(bs *r, const char *node, uint32_t *idx)
     bs_cpu_node *c = &r->cpu[*idx];
     c->det_seq = BS_NOSEQ;
     tw_dmap_init(&c->scan_sums);
+    c->last = 0;
     return bs_hist_init(r, &c->h);
 }
 
@@ -368,9 +370,20 @@ static int bs_ingest(bs *r, const tw_scan *scan)
         if (tw_namemap_add(&r->cores, scan->series[smp->series].name, &core,
                            NULL) != TW_OK)
             return TW_ERR;
-        uint64_t *slot = tw_dmap_put(&r->cpu[cn].scan_sums, smp->ts, 0, NULL);
-        if (slot == NULL)
-            return TW_ERR;
+        /* a sample's cores come together, at one timestamp */
+        tw_dmap *sums = &r->cpu[cn].scan_sums;
+        uint64_t *slot;
+        if (r->cpu[cn].last < sums->n &&
+            sums->ent[r->cpu[cn].last].key == smp->ts) {
+            slot = &sums->ent[r->cpu[cn].last].val; /* what put would find */
+        } else {
+            slot = tw_dmap_put(sums, smp->ts, 0, NULL);
+            if (slot == NULL)
+                return TW_ERR;
+            r->cpu[cn].last =
+                (size_t)((const char *)slot - (const char *)sums->ent) /
+                sizeof(tw_dmap_entry);
+        }
         double sum;
         memcpy(&sum, slot, sizeof(sum));
         sum += smp->value;

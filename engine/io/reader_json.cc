@@ -1,7 +1,9 @@
 // reader_json.cc - simdjson (On-Demand API) behind the C API of
-// reader_json.h. Nothing here allocates per call except the args vector,
-// which is reused; exceptions never cross the C boundary.
+// reader_json.h, after the plain fast paths of reader_plain.cc. Nothing
+// here allocates per call except the args vector, which is reused;
+// exceptions never cross the C boundary.
 #include "reader_json.h"
+#include "reader_plain.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -24,12 +26,20 @@ static_assert(TW_JSON_PADDING == simdjson::SIMDJSON_PADDING,
 
 struct tw_json_parser {
     od::parser parser;
+    bool general_only = false; // tests: simdjson alone (no reader_plain)
+    uint64_t plain_lines = 0;  // system lines reader_plain read
+    uint64_t plain_events = 0; // array elements reader_plain read
+    tw_plain::ts_cache ts;     // the system lines' last Timestamp
     std::vector<tw_json_arg> args;
     std::string scratch; // NUL-terminated copy of a number for strtod
 };
 
 namespace
 {
+
+using tw_plain::id_of_text;
+using tw_plain::plain_cursor;
+using tw_plain::plain_number;
 
 tw_json_str slice(std::string_view s)
 {
@@ -70,6 +80,13 @@ bool written_integral(std::string_view tok)
 bool read_number(tw_json_parser *p, od::value &v, tw_json_num *out)
 {
     *out = tw_json_num{};
+    // The token itself first: simdjson 3.0.1's get_number() gives 0 for a
+    // float of 19 or more significant digits (98845033.991821717514).
+    std::string_view tok = trim_right(v.raw_json_token());
+    plain_cursor c{tok.data(), tok.data() + tok.size()};
+    if (plain_number(c, out) && c.p == c.end)
+        return true;
+    *out = tw_json_num{};
     od::number n;
     if (v.get_number().get(n) == simdjson::SUCCESS) {
         out->present = 1;
@@ -85,13 +102,14 @@ bool read_number(tw_json_parser *p, od::value &v, tw_json_num *out)
             out->d = static_cast<double>(n.get_uint64());
             return true;
         case od::number_type::floating_point_number:
-            out->d = n.get_double();
+            // out of from_chars' range (underflow): strtod's ±0, as Python
+            p->scratch.assign(tok.data(), tok.size());
+            out->d = std::strtod(p->scratch.c_str(), nullptr);
             return true;
         }
         return false;
     }
     // Integers beyond 64 bits: the double of the text, as Python's float().
-    std::string_view tok = trim_right(v.raw_json_token());
     if (tok.empty() || !(tok[0] == '-' || (tok[0] >= '0' && tok[0] <= '9')))
         return false;
     p->scratch.assign(tok.data(), tok.size());
@@ -101,23 +119,6 @@ bool read_number(tw_json_parser *p, od::value &v, tw_json_num *out)
         return false;
     out->present = 1;
     out->integral = written_integral(tok) ? 1 : 0;
-    return true;
-}
-
-// A string holding a decimal int64.
-bool id_of_text(std::string_view s, int64_t *out)
-{
-    if (s.empty() || s.size() > 20)
-        return false;
-    char buf[24];
-    std::memcpy(buf, s.data(), s.size());
-    buf[s.size()] = '\0';
-    char *end = nullptr;
-    errno = 0;
-    long long x = std::strtoll(buf, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = static_cast<int64_t>(x);
     return true;
 }
 
@@ -233,6 +234,11 @@ int parse_sysline(tw_json_parser *p, const char *buf, size_t len, size_t cap,
                   tw_json_sysline *out, const char **reason)
 {
     *out = tw_json_sysline{};
+    if (!p->general_only && tw_plain::sysline(p->ts, buf, len, out)) {
+        p->plain_lines++;
+        return TW_OK;
+    }
+    *out = tw_json_sysline{};
     bool has_type = false, has_dim = false, has_node = false, has_ts = false;
     od::document doc;
     od::object obj;
@@ -284,14 +290,14 @@ int parse_sysline(tw_json_parser *p, const char *buf, size_t len, size_t cap,
                 return TW_ERR;
             }
         } else if (key == "Timestamp") {
-            if (v.get_double().get(out->timestamp) != simdjson::SUCCESS) {
-                tw_json_num ts;
-                if (!read_number(p, v, &ts)) {
-                    *reason = "field \"Timestamp\" is not a number";
-                    return TW_ERR;
-                }
-                out->timestamp = ts.d;
+            // not get_double(): simdjson 3.0.1 misreads long mantissas
+            // (0.72645363972107098029 as 0.173...)
+            tw_json_num ts;
+            if (!read_number(p, v, &ts)) {
+                *reason = "field \"Timestamp\" is not a number";
+                return TW_ERR;
             }
+            out->timestamp = ts.d;
             has_ts = true;
         }
     }
@@ -467,19 +473,30 @@ int parse_event_array(tw_json_parser *p, const char *buf, size_t len,
 {
     stop->state = TW_JSON_AT_ELEMENT;
     stop->at = 1; // after the '['
+    size_t resume = 0;
+    if (!p->general_only) {
+        bool done = false;
+        int rc = tw_plain::event_array(p->args, buf, len, fn, ud, stop, &resume,
+                                       &done, &p->plain_events);
+        if (rc != TW_OK || done)
+            return rc;
+    }
     od::document doc;
     od::array arr;
     if (p->parser.iterate(buf, len, cap).get(doc) != simdjson::SUCCESS ||
         doc.get_array().get(arr) != simdjson::SUCCESS)
-        return TW_OK; // nothing taken: the caller scans it all
+        return TW_OK; // no more taken: the caller scans the rest
     for (auto eres : arr) {
         od::value v;
         const char *loc = nullptr;
         od::object obj;
         if (std::move(eres).get(v) != simdjson::SUCCESS ||
-            v.current_location().get(loc) != simdjson::SUCCESS ||
-            v.get_object().get(obj) != simdjson::SUCCESS)
+            v.current_location().get(loc) != simdjson::SUCCESS)
             return TW_OK; // the caller's scan reports it
+        if (static_cast<size_t>(loc - buf) < resume)
+            continue; // the plain walk took it
+        if (v.get_object().get(obj) != simdjson::SUCCESS)
+            return TW_OK; // likewise
         tw_json_event ev{};
         const char *reason = nullptr;
         if (parse_event_members(p, obj, &ev, &reason) != TW_OK)
@@ -512,6 +529,21 @@ extern "C" tw_json_parser *tw_json_parser_new(void)
 extern "C" void tw_json_parser_free(tw_json_parser *p)
 {
     delete p;
+}
+
+extern "C" void tw_json_parser_set_general_only(tw_json_parser *p, int on)
+{
+    p->general_only = on != 0;
+}
+
+extern "C" uint64_t tw_json_parser_plain_lines(const tw_json_parser *p)
+{
+    return p->plain_lines;
+}
+
+extern "C" uint64_t tw_json_parser_plain_events(const tw_json_parser *p)
+{
+    return p->plain_events;
 }
 
 extern "C" int tw_json_parse_sysline(tw_json_parser *p, const char *buf,

@@ -52,6 +52,13 @@ typedef struct tw_json_parser tw_json_parser;
 tw_json_parser *tw_json_parser_new(void);
 void tw_json_parser_free(tw_json_parser *p);
 
+/* Tests: nonzero turns the plain fast paths off (tw_json_parse_sysline's
+ * and tw_json_parse_event_array's), so that simdjson reads everything. */
+void tw_json_parser_set_general_only(tw_json_parser *p, int on);
+/* How many lines / array elements the plain fast paths read. */
+uint64_t tw_json_parser_plain_lines(const tw_json_parser *p);
+uint64_t tw_json_parser_plain_events(const tw_json_parser *p);
+
 /* One system metrics line, RULES.md §1.2. */
 typedef struct tw_json_sysline {
     tw_json_str type;

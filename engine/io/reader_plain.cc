@@ -17,10 +17,11 @@ namespace
 
 // (These walk a local pointer: bytes read through a char pointer may
 // alias the cursor, so c.p itself would be stored per byte.)
+// JSON whitespace.
 void plain_ws(plain_cursor &c)
 {
     const char *q = c.p;
-    while (q < c.end && (*q == ' ' || *q == '\t'))
+    while (q < c.end && (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r'))
         q++;
     c.p = q;
 }
@@ -243,35 +244,25 @@ bool sysline(ts_cache &ts, const char *buf, size_t len, tw_json_sysline *out)
         !plain_key(c, "Timestamp") ||
         !plain_timestamp(ts, c, &out->timestamp) || !plain_sep(c, '}'))
         return false;
-    while (c.p < c.end &&
-           (*c.p == ' ' || *c.p == '\t' || *c.p == '\r' || *c.p == '\n'))
-        c.p++;
+    plain_ws(c);
     return c.p == c.end;
 }
 
 namespace
 {
 
-void plain_ws_json(plain_cursor &c)
-{
-    const char *q = c.p;
-    while (q < c.end && (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r'))
-        q++;
-    c.p = q;
-}
-
 // A member's key and its ':'.
 bool plain_member_key(plain_cursor &c, std::string_view *key)
 {
     tw_json_str k;
-    plain_ws_json(c);
+    plain_ws(c);
     if (!plain_string(c, &k))
         return false;
-    plain_ws_json(c);
+    plain_ws(c);
     if (c.p == c.end || *c.p != ':')
         return false;
     c.p++;
-    plain_ws_json(c);
+    plain_ws(c);
     *key = std::string_view(k.ptr, k.len);
     return true;
 }
@@ -279,7 +270,7 @@ bool plain_member_key(plain_cursor &c, std::string_view *key)
 // After a member: 1 at ',' (another follows), 0 at '}', -1 otherwise.
 int plain_member_end(plain_cursor &c)
 {
-    plain_ws_json(c);
+    plain_ws(c);
     if (c.p == c.end)
         return -1;
     char ch = *c.p++;
@@ -326,7 +317,7 @@ bool plain_args(std::vector<tw_json_arg> &args, plain_cursor &c,
         return false;
     c.p++;
     args.clear();
-    plain_ws_json(c);
+    plain_ws(c);
     if (c.p < c.end && *c.p == '}') {
         c.p++;
         out->has_args = 1;
@@ -367,7 +358,7 @@ bool plain_event(std::vector<tw_json_arg> &args, plain_cursor &c,
     if (c.p == c.end || *c.p != '{')
         return false;
     c.p++;
-    plain_ws_json(c);
+    plain_ws(c);
     bool args_seen = false;
     if (c.p < c.end && *c.p == '}') {
         c.p++;
@@ -461,7 +452,7 @@ int event_array(std::vector<tw_json_arg> &args, const char *buf, size_t len,
     if (c.p == c.end || *c.p != '[')
         return TW_OK;
     c.p++;
-    plain_ws_json(c);
+    plain_ws(c);
     if (c.p < c.end && *c.p == ']')
         return TW_OK; // empty: simdjson's walk decides
     for (;;) {
@@ -470,7 +461,7 @@ int event_array(std::vector<tw_json_arg> &args, const char *buf, size_t len,
         tw_json_event ev{};
         if (!plain_event(args, c, &ev))
             return TW_OK;
-        plain_ws_json(c);
+        plain_ws(c);
         if (c.p == c.end || (*c.p != ',' && *c.p != ']'))
             return TW_OK;
         size_t next = static_cast<size_t>(c.p - buf);
@@ -485,7 +476,7 @@ int event_array(std::vector<tw_json_arg> &args, const char *buf, size_t len,
             return TW_OK;
         }
         c.p++;
-        plain_ws_json(c);
+        plain_ws(c);
     }
 }
 

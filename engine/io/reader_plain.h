@@ -48,7 +48,7 @@ bool plain_number(plain_cursor &c, tw_json_num *out);
 bool id_of_text(std::string_view s, int64_t *out);
 
 // One system line (RULES.md §1.2) with the agent's six keys in its order
-// (Type, Name, Dimension, Value, NodeId, Timestamp), spaces or tabs around
+// (Type, Name, Dimension, Value, NodeId, Timestamp), JSON whitespace around
 // ':' and ','. true: *out filled, its strings point into buf.
 bool sysline(ts_cache &ts, const char *buf, size_t len, tw_json_sysline *out);
 

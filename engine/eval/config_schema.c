@@ -165,6 +165,11 @@ static const tw_key_spec schema[] = {
          "memory (in the process; optional snapshot file) or redis"),
     DUR(TW_SECTION_STATE, "checkpoint_interval", "1s", 0,
         "at most one checkpoint per partition per interval"),
+    INT(TW_SECTION_STATE, "checkpoint_slice_bytes", "262144", 0,
+        (int64_t)1 << 30,
+        "after a scan a job's windows and rule state go to the store in "
+        "slices of this size, one per checkpoint; a restore before the "
+        "last slice runs those scans again (0 = whole, at once)"),
     DUR(TW_SECTION_STATE, "finished_ttl", "7d", SEC,
         "how long tombstones of finished jobs and sent-action ids are kept"),
     PATH(TW_SECTION_STATE, "snapshot", "/var/lib/trainwatch/state.snap",

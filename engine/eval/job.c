@@ -178,6 +178,13 @@ void tw_job_free(tw_job *j)
     free(j->order);
     free(j->csegs);
     free(j->dsegs);
+    free(j->pend);
+    for (size_t i = 0; i < j->nretired; i++)
+        tw_batch_free(j->retired[i].batch);
+    free(j->retired);
+    tw_buf_free(j->snap);
+    tw_job_restore_drop_(j);
+    free(j->stale);
     free(j->series);
     free(j->nodes);
     for (size_t i = 0; i < j->nproducers; i++)
@@ -233,9 +240,24 @@ static int run_wallclock_rules(tw_job *j, int64_t now_us, int offline)
     return changed;
 }
 
+/* A restored job runs its pending scans again before anything else
+ * (job_state.c, deferred state); the daemon does it right after loading. */
+static int restored(tw_job *j)
+{
+    if (!j->replay_due)
+        return TW_OK;
+    char err[512];
+    if (tw_job_restore_end(j, err, sizeof(err)) != TW_OK) {
+        tw_log(TW_LOG_ERROR, "%s", err);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
 void tw_job_wallclock(tw_job *j, int64_t now_us)
 {
-    if (j->wallclock == NULL || j->cfg.wall_now == NULL || j->finished)
+    if (j->wallclock == NULL || j->cfg.wall_now == NULL || j->finished ||
+        restored(j) != TW_OK)
         return;
     /* Saved when what it shows changed (a finding, a status): a quiet
      * call's bookkeeping rides with the next scan's checkpoint, so a
@@ -782,6 +804,10 @@ static void buffer_tight(tw_job *j, chunk *c)
 
 int tw_job_ingest(tw_job *j, tw_batch *b)
 {
+    if (restored(j) != TW_OK) {
+        tw_batch_free(b);
+        return TW_ERR;
+    }
     j->stats.batches++;
     j->core_changes++;
     const char *node = b->node != NULL ? b->node : "";
@@ -1071,12 +1097,13 @@ static int tensor_in_scan(const tw_job *j, uint64_t k, int64_t t,
  * arrival) order; *n receives their count. */
 static int select_tensors(tw_job *j, uint64_t k, int64_t start_us,
                           int64_t end_us, int start_inclusive, int final,
-                          size_t *n)
+                          uint64_t cutoff, size_t *n)
 {
     size_t nt = 0;
     for (size_t i = 0; i < j->nchunks; i++) {
         const chunk *c = &j->chunks[i];
-        if (c->max_tensor_us == INT64_MIN || c->min_tensor_us > end_us)
+        if (c->arrival >= cutoff || c->max_tensor_us == INT64_MIN ||
+            c->min_tensor_us > end_us)
             continue;
         const tw_batch *b = c->batch;
         if (tw_grow(&j->tensor_order, &j->tensor_order_cap, nt + b->ntensors,
@@ -1105,8 +1132,13 @@ static int select_tensors(tw_job *j, uint64_t k, int64_t start_us,
     return TW_OK;
 }
 
-static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
-                    int start_inclusive, int final)
+/* The inputs of scan k: the buffered batches with an arrival number below
+ * `cutoff` (UINT64_MAX: all; a replay: those the scan first saw), their
+ * samples, events and tensors in the scan's window, in the reference's
+ * order, in the job's scan buffers. *scan gets all but the dictionary. */
+static int scan_assemble(tw_job *j, uint64_t k, int64_t start_us,
+                         int64_t end_us, int start_inclusive, int final,
+                         uint64_t cutoff, tw_scan *scan)
 {
     int64_t start_ns = start_us * 1000, end_ns = end_us * 1000;
     size_t nsel = 0;
@@ -1117,8 +1149,8 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     /* System samples, in (file, node, arrival) order. */
     for (size_t i = 0; i < j->nchunks; i++) {
         chunk *c = &j->chunks[i];
-        if (c->max_ns != INT64_MIN && c->min_ns <= end_ns &&
-            c->max_ns >= start_ns)
+        if (c->arrival < cutoff && c->max_ns != INT64_MIN &&
+            c->min_ns <= end_ns && c->max_ns >= start_ns)
             j->order[nsel++] = c;
     }
     if (nsel > 1)
@@ -1157,8 +1189,8 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     nsel = 0;
     for (size_t i = 0; i < j->nchunks; i++) {
         chunk *c = &j->chunks[i];
-        if (c->max_end_us != INT64_MIN && c->min_start_us <= end_us &&
-            c->max_end_us >= start_us)
+        if (c->arrival < cutoff && c->max_end_us != INT64_MIN &&
+            c->min_start_us <= end_us && c->max_end_us >= start_us)
             j->order[nsel++] = c;
     }
     if (nsel > 1)
@@ -1183,29 +1215,104 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     }
 
     size_t nt = 0;
-    if (select_tensors(j, k, start_us, end_us, start_inclusive, final, &nt) !=
-        TW_OK)
+    if (select_tensors(j, k, start_us, end_us, start_inclusive, final, cutoff,
+                       &nt) != TW_OK)
         return TW_ERR;
 
+    memset(scan, 0, sizeof(*scan));
+    scan->index = k;
+    scan->start_us = start_us;
+    scan->end_us = end_us;
+    scan->first_timestamp_us = j->first_us;
+    scan->rule_clock_us = start_us;
+    scan->samples = j->scan_samples;
+    scan->nsamples = ns;
+    scan->events = j->scan_events;
+    scan->nevents = ne;
+    scan->windows = j->windows;
+    scan->final = final;
+    scan->tensors = j->scan_tensors;
+    scan->ntensors = nt;
+    return TW_OK;
+}
+
+/* Releases the batches (arrival below `cutoff`) nothing after scan k can
+ * select: samples before the next scan's start (end_ns, which is
+ * inclusive there) and events that end before it. A segmented job keeps a
+ * batch no save has written yet (j->retired): a replay of scan k would
+ * need it. */
+static int scan_release(tw_job *j, uint64_t k, int64_t end_us,
+                        int start_inclusive, int final, uint64_t cutoff)
+{
+    int64_t end_ns = end_us * 1000;
+    /* only once the store holds a core, and not past the bound (a store
+     * that stays down): the next save then writes the state whole */
+    int retire = j->segmented && j->seg_next != 0 && !j->force_whole;
+    if (retire && j->nretired > TW_JOB_RETIRED_MAX) {
+        for (size_t i = 0; i < j->nretired; i++)
+            tw_batch_free(j->retired[i].batch);
+        j->nretired = 0;
+        j->force_whole = 1;
+        retire = 0;
+    }
+    if (retire &&
+        tw_grow((void **)&j->retired, &j->retired_cap,
+                j->nretired + j->nchunks + 1, sizeof(chunk), 16) != TW_OK)
+        return TW_ERR;
+    size_t kept = 0;
+    for (size_t i = 0; i < j->nchunks; i++) {
+        chunk *c = &j->chunks[i];
+        int sys_done = c->max_ns == INT64_MIN || c->max_ns < end_ns;
+        int fw_done = c->max_end_us == INT64_MIN || c->max_end_us < end_us;
+        int tensors_done = c->max_tensor_us < end_us || final;
+        if (!start_inclusive) {
+            sys_done = c->max_ns == INT64_MIN || c->max_ns <= end_ns;
+            fw_done = c->max_end_us == INT64_MIN || c->max_end_us <= end_us;
+        }
+        if (j->cfg.tick_us <= 0)
+            tensors_done = c->max_tensor_us <= end_us || final;
+        if (c->arrival < cutoff && sys_done && fw_done && tensors_done) {
+            tw_job_chunk_released_(j, c, k + 1);
+            if (retire && c->seg == 0) {
+                c->released_by = k + 1;
+                j->retired[j->nretired++] = *c;
+            } else
+                tw_batch_free(c->batch);
+        } else
+            j->chunks[kept++] = *c;
+    }
+    j->nchunks = kept;
+    return TW_OK;
+}
+
+static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
+                    int start_inclusive, int final)
+{
     tw_scan scan;
-    memset(&scan, 0, sizeof(scan));
-    scan.index = k;
-    scan.start_us = start_us;
-    scan.end_us = end_us;
-    scan.first_timestamp_us = j->first_us;
-    scan.rule_clock_us = start_us;
+    if (scan_assemble(j, k, start_us, end_us, start_inclusive, final,
+                      UINT64_MAX, &scan) != TW_OK)
+        return TW_ERR;
     scan.series = j->series;
     scan.nseries = j->nseries;
     scan.nodes = j->nodes;
     scan.nnodes = j->nnodes;
-    scan.samples = j->scan_samples;
-    scan.nsamples = ns;
-    scan.events = j->scan_events;
-    scan.nevents = ne;
-    scan.windows = j->windows;
-    scan.final = final;
-    scan.tensors = j->scan_tensors;
-    scan.ntensors = nt;
+    /* what a restore needs to run it again (job_state.c) */
+    pend_scan ps = {k,
+                    start_us,
+                    end_us,
+                    j->arrivals,
+                    j->nseries,
+                    j->nnodes,
+                    (uint8_t)(start_inclusive != 0),
+                    (uint8_t)(final != 0)};
+    j->last_scan = ps;
+    j->has_last_scan = 1;
+    if (j->segmented && j->seg_next != 0 && !j->force_whole) {
+        if (tw_grow((void **)&j->pend, &j->pend_cap, j->npend + 1,
+                    sizeof(*j->pend), 8) != TW_OK)
+            return TW_ERR;
+        j->pend[j->npend++] = ps;
+    }
     j->core_changes++;
     j->rules_changes++;
     j->windows_changes++;
@@ -1222,29 +1329,38 @@ static int run_scan(tw_job *j, uint64_t k, int64_t start_us, int64_t end_us,
     j->stats.scans++;
     if (j->on_scan != NULL)
         j->on_scan(j->on_scan_ud, j, &scan);
+    return scan_release(j, k, end_us, start_inclusive, final, UINT64_MAX);
+}
 
-    /* Release batches nothing later can select: samples before the next
-     * scan's start (end_ns, which is inclusive there) and events that end
-     * before it. */
-    size_t kept = 0;
-    for (size_t i = 0; i < j->nchunks; i++) {
-        chunk *c = &j->chunks[i];
-        int sys_done = c->max_ns == INT64_MIN || c->max_ns < end_ns;
-        int fw_done = c->max_end_us == INT64_MIN || c->max_end_us < end_us;
-        int tensors_done = c->max_tensor_us < end_us || final;
-        if (!start_inclusive) {
-            sys_done = c->max_ns == INT64_MIN || c->max_ns <= end_ns;
-            fw_done = c->max_end_us == INT64_MIN || c->max_end_us <= end_us;
-        }
-        if (j->cfg.tick_us <= 0)
-            tensors_done = c->max_tensor_us <= end_us || final;
-        if (sys_done && fw_done && tensors_done) {
-            tw_job_chunk_released_(j, c);
-            tw_batch_free(c->batch);
-        } else
-            j->chunks[kept++] = *c;
+int tw_job_replay_(tw_job *j)
+{
+    for (size_t p = 0; p < j->npend; p++) {
+        const pend_scan *ps = &j->pend[p];
+        TW_ASSERT(ps->nseries <= j->nseries && ps->nnodes <= j->nnodes);
+        tw_scan scan;
+        if (scan_assemble(j, ps->k, ps->start_us, ps->end_us,
+                          ps->start_inclusive, ps->final, ps->cutoff,
+                          &scan) != TW_OK)
+            return TW_ERR;
+        scan.series = j->series;
+        scan.nseries = (size_t)ps->nseries;
+        scan.nodes = j->nodes;
+        scan.nnodes = (size_t)ps->nnodes;
+        if (tw_windows_feed_scan(j->windows, &scan) != TW_OK)
+            return TW_ERR;
+        for (size_t r = 0; r < j->nrules; r++)
+            if (tw_job_rule_deferred_(j, r))
+                tw_rule_scan(j->rules[r], &scan);
+        if (scan_release(j, ps->k, ps->end_us, ps->start_inclusive, ps->final,
+                         ps->cutoff) != TW_OK)
+            return TW_ERR;
     }
-    j->nchunks = kept;
+    /* batches the last scan released but a kept segment brought back */
+    if (j->has_last_scan) {
+        const pend_scan *ls = &j->last_scan;
+        return scan_release(j, ls->k, ls->end_us, ls->start_inclusive,
+                            ls->final, ls->cutoff);
+    }
     return TW_OK;
 }
 
@@ -1279,6 +1395,8 @@ int tw_job_advance(tw_job *j, int64_t watermark_us)
 {
     if (j->finished)
         return TW_OK;
+    if (restored(j) != TW_OK)
+        return TW_ERR;
     if (!j->first_fixed && j->first_candidate_us == 0)
         return TW_OK; /* nothing seen yet */
     int64_t first = j->first_fixed ? j->first_us : j->first_candidate_us;
@@ -1328,6 +1446,8 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
 {
     if (j->finished)
         return TW_OK;
+    if (restored(j) != TW_OK)
+        return TW_ERR;
     j->core_changes++;
     j->rules_changes++;
     /* gaps are reported once, when the finish begins */
@@ -1387,8 +1507,11 @@ int tw_job_finish(tw_job *j, int64_t latest_us)
     }
     for (size_t r = 0; r < j->nrules; r++)
         tw_rule_finish(j->rules[r]);
+    j->windows_changes++; /* the rules' state, for the deferred snapshot */
+    /* a finished job's next save stores its whole state: no scan is
+     * replayed after it, so nothing needs the batches */
     for (size_t i = 0; i < j->nchunks; i++) {
-        tw_job_chunk_released_(j, &j->chunks[i]);
+        tw_job_chunk_released_(j, &j->chunks[i], j->next_scan);
         tw_batch_free(j->chunks[i].batch);
     }
     j->nchunks = 0;

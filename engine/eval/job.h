@@ -219,6 +219,18 @@ size_t tw_job_memory(const tw_job *j); /* bytes of buffered batches + windows */
  * plus the rules, as tests and tools expect. */
 void tw_job_set_segmented(tw_job *j);
 
+/* Deferred state (segmented jobs): after a scan the windows and the rules
+ * without a wall-clock hook change for every node, so a save does not
+ * write them at once. It starts a snapshot of them and writes it in
+ * "state.<id>.<i>" slices of `bytes` (0, the default: whole), one slice
+ * per save; the save that writes the last one commits it. Until then the
+ * core lists the scans run since the stored snapshot and the store keeps
+ * the batches they saw, so a restore runs those scans again (feeding the
+ * windows and those rules only; tw_job_restore_end). A full save, the
+ * first save, a finished job, or a snapshot more than 8 scans behind
+ * write a fresh snapshot whole. */
+void tw_job_set_slice_bytes(tw_job *j, size_t bytes);
+
 /* Called once per part by tw_job_save. `part` is "core", "rule.<i>" or,
  * segmented, one of the parts above; data NULL (len 0) means the part is
  * gone: remove it from the store. Data is valid only during the call; the
@@ -250,6 +262,15 @@ int tw_job_save(tw_job *j, int only_dirty, tw_job_part_fn emit, void *ud,
  * error the job stays safe to use and free, but should be discarded. */
 int tw_job_restore_part(tw_job *j, const char *part, const void *data,
                         size_t len, char *err, size_t errlen);
+
+/* After the last part: puts a segmented job's state snapshot together and
+ * runs the scans since it again. Called by itself at the job's next use
+ * (ingest, advance, finish, wall clock, save); the daemon calls it right
+ * after loading, to report errors there. TW_OK at once for other jobs.
+ * Errors (a missing or inconsistent slice, a dictionary too short for a
+ * scan, out of memory) name the job and part; the job should be
+ * discarded. */
+int tw_job_restore_end(tw_job *j, char *err, size_t errlen);
 
 /* The metric kind of a series from its strings (RULES.md §1.2 table). */
 tw_metric tw_metric_classify(const char *type, const char *name,

@@ -32,6 +32,7 @@ typedef struct chunk {
      * batch's arena, batch->nsamples 0. NULL: the samples are unpacked. */
     const uint8_t *packed;
     size_t packed_len, npacked;
+    uint64_t released_by; /* retired (job_state.c): 1 + its releasing scan */
 } chunk;
 
 static inline size_t chunk_nsamples(const chunk *c)
@@ -45,7 +46,26 @@ static inline size_t chunk_nsamples(const chunk *c)
 typedef struct chunk_seg {
     uint64_t seq;
     size_t live;
+    uint64_t released_by; /* 1 + the newest scan that released one of its
+                             batches (0: none): a replay may need it */
 } chunk_seg;
+
+/* A scan run since the stored snapshot of the scan-fed state (deferred
+ * state, job_state.c): what a restore needs to run it again over the
+ * same batches. */
+typedef struct pend_scan {
+    uint64_t k;
+    int64_t start_us, end_us;
+    uint64_t cutoff; /* the job's arrivals when it ran: it saw batches
+                        with a lower arrival number only */
+    uint64_t nseries, nnodes;
+    uint8_t start_inclusive, final;
+} pend_scan;
+
+/* Where a segmented job's stored scan-fed state (windows and the rules
+ * without a wall-clock hook) is: none yet (fresh), in "state.<gen>.<i>"
+ * slices, or in "windows" and "rule.<i>" parts (version 5 checkpoints). */
+enum { SNAP_NONE = 0, SNAP_SLICES = 1, SNAP_LEGACY = 2 };
 
 typedef struct dict_seg {
     uint64_t seq;
@@ -53,6 +73,9 @@ typedef struct dict_seg {
 } dict_seg;
 
 #define SEQ_WINDOW 4096
+/* Released batches a segmented job keeps for a replay (job_state.c,
+ * deferred state) before it gives up and writes the state whole. */
+#define TW_JOB_RETIRED_MAX 65536u
 
 /* A producer of events (system or framework node) for the watermark. */
 typedef struct producer {
@@ -164,6 +187,45 @@ struct tw_job {
     size_t windows_series;            /* series it was saved with        */
     uint64_t windows_changes;         /* scans fed to the windows, and   */
     uint64_t windows_saved_changes;   /* their count at the last save    */
+
+    /* Deferred state (segmented jobs, job_state.c): after a scan the
+     * windows and the scan-fed rules change for every node at once, so
+     * they are saved as one snapshot written in slices of slice_bytes
+     * over the next saves. Until its last slice lands, the store keeps the
+     * previous snapshot and every batch the scans since then saw; a
+     * restore runs those scans again (tw_job_replay_). */
+    size_t slice_bytes;    /* 0: a snapshot is written whole      */
+    int snap_kind;         /* SNAP_*: the stored snapshot         */
+    uint64_t snap_id;      /* its parts' id                       */
+    uint64_t snap_gen;     /* scans reflected in it               */
+    uint64_t snap_nslices; /* its "state.<id>.<i>" parts          */
+    uint64_t snap_last_id; /* highest id used or seen             */
+    pend_scan *pend;       /* scans run since snap_gen, in order  */
+    /* the last scan closed: a restore releases what it released, even
+     * from a kept segment (else a restored job buffers them again) */
+    pend_scan last_scan;
+    int has_last_scan;
+    size_t npend, pend_cap;
+    int force_whole;   /* pend or retired incomplete: the next
+                          save writes a snapshot whole        */
+    tw_buf *snap;      /* the snapshot being written, or NULL */
+    size_t snap_slice; /* its slice size                      */
+    uint64_t snap_next_id, snap_next_gen, snap_next_n;
+    uint64_t snap_next_changes; /* windows_changes when it was built */
+    uint64_t snap_next_sent;    /* slices of it in the store         */
+    uint64_t snap_next_tried;   /* slices of it emitted at all       */
+    /* batches released by a scan before any save wrote them: a replay
+     * of that scan needs them, so the next save writes them (owned) */
+    chunk *retired;
+    size_t nretired, retired_cap;
+    /* restore: slices of the stored snapshot as they arrive (owned),
+     * leftover slices of an unfinished one to remove at the next save,
+     * and whether the pending scans still have to be run again */
+    uint8_t **rs_slice;
+    size_t *rs_slice_len;
+    char (*stale)[48];
+    size_t nstale, stale_cap;
+    int replay_due;
 };
 
 /* Dictionary access for restore: the same paths ingest takes, so the maps,
@@ -176,7 +238,16 @@ producer *tw_job_producer_get_(tw_job *j, const char *kind, const char *node);
 /* p->newest_us := t when newer, and the watermark with it. TW_ERR: OOM. */
 int tw_job_producer_newest_(tw_job *j, producer *p, int64_t t);
 /* job.c calls this for every buffered batch it releases (job_state.c):
- * the batch's checkpoint segment loses one live batch. */
-void tw_job_chunk_released_(tw_job *j, const chunk *c);
+ * the batch's checkpoint segment loses one live batch; `scans` is 1 + the
+ * index of the scan that released it. */
+void tw_job_chunk_released_(tw_job *j, const chunk *c, uint64_t scans);
+/* Runs the pending scans again over the restored batches, feeding the
+ * windows and the rules without a wall-clock hook only (job.c): the state
+ * the restored snapshot lacks. TW_ERR: out of memory. */
+int tw_job_replay_(tw_job *j);
+/* 1 when rule i's state is part of the deferred snapshot (job_state.c). */
+int tw_job_rule_deferred_(const tw_job *j, size_t i);
+/* Frees what a restore collected and did not use (job_state.c). */
+void tw_job_restore_drop_(tw_job *j);
 
 #endif /* TW_JOB_INTERNAL_H */

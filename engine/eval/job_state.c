@@ -53,6 +53,26 @@
  * A segment's seq is below the core's next seq, and dictionary segments
  * must arrive in order without a gap (their first index is checked).
  *
+ * Deferred state (version 6 core): the windows and every rule without a
+ * wall-clock hook are one snapshot, written in "state.<id>.<i>" slices
+ * (magic "TWJS": uv id, uv i, uv slice count, uv snapshot length, then
+ * bytes [i * size, ...) of the snapshot). The snapshot is entries of
+ * u8 kind (0 windows, 1 rule), uv rule index, uv length, then a sealed
+ * "windows" or "rule.<i>" blob as above (the windows with the series of
+ * their day: a restore leaves later series empty). The core appends
+ * u8 snapshot kind (0 none yet, 1 slices, 2 version 5 parts: "windows"
+ * and "rule.<i>"), uv id, uv scans in it (gen), uv slice count, uv n
+ * pending scans = the scans since gen, each uv index, iv start, iv end
+ * (µs), uv cutoff (the job's arrival count then: it saw the batches
+ * below it), uv series, uv nodes, u8 flags (1 start inclusive, 2 final);
+ * then u8 1 + the last scan closed as such a record, or u8 0. A restore
+ * puts the snapshot together, runs the pending scans again over the
+ * restored batches (job.c, tw_job_replay_), and releases what the last
+ * scan released. Slices of another id are removed by the next save. A
+ * "chunks.<seq>" part stays while a pending scan released one of its
+ * batches, and batches a scan released before any save wrote them are
+ * written by the next save for the same reason (j->retired).
+ *
  * Restoring the core runs its parser twice: a check pass that reads the
  * whole blob and changes nothing (the aggregator part is restored into a
  * scratch tw_windows), then an apply pass over the same bytes that can only
@@ -81,6 +101,7 @@
 #define DICT_MAGIC 0x444a5754u  /* "TWJD" */
 #define WIN_MAGIC 0x574a5754u   /* "TWJW" */
 #define CHUNK_MAGIC 0x424a5754u /* "TWJB" */
+#define SNAP_MAGIC 0x534a5754u  /* "TWJS" */
 /* Version 2 appends the data-loss record (job_loss.h) to "core"; version 3
  * the buffered debugging tensors and their counters; version 4 writes the
  * buffered samples and events compactly (see the head comment). Older
@@ -88,6 +109,14 @@
 #define STATE_VERSION 4u
 #define STATE_VERSION_MIN 1u
 #define SEG_VERSION 5u /* segmented core and its parts */
+/* Version 6: the segmented core also says where the scan-fed state is and
+ * lists the scans run since ("deferred state" below); "state.<id>.<i>"
+ * slices hold it. */
+#define DEFER_VERSION 6u
+#define SLICES_MAX (1u << 20)
+/* A snapshot this many scans behind is written whole at the next save. */
+#define PEND_MAX 8u
+
 #define HEADER_BYTES 20u
 #define CKPT_KEEP_BYTES (256u * 1024u)
 
@@ -153,6 +182,7 @@ static int unseal(const char *part, const void *data, size_t len,
                  : magic == RULE_MAGIC ? "job rule"
                  : magic == DICT_MAGIC ? "job dictionary"
                  : magic == WIN_MAGIC  ? "job windows"
+                 : magic == SNAP_MAGIC ? "job state slice"
                                        : "job batches");
         return TW_ERR;
     }
@@ -160,12 +190,15 @@ static int unseal(const char *part, const void *data, size_t len,
     /* the segment parts exist from version 5 on; core and rules from 1 */
     unsigned vmin = magic == CORE_MAGIC || magic == RULE_MAGIC
                         ? STATE_VERSION_MIN
-                        : SEG_VERSION;
-    if (version < vmin || version > SEG_VERSION) {
+                    : magic == SNAP_MAGIC ? DEFER_VERSION
+                                          : SEG_VERSION;
+    unsigned vmax = magic == CORE_MAGIC || magic == SNAP_MAGIC ? DEFER_VERSION
+                                                               : SEG_VERSION;
+    if (version < vmin || version > vmax) {
         snprintf(err, errlen,
                  "checkpoint part '%s': version %u, this engine reads "
                  "versions %u to %u",
-                 part, version, vmin, SEG_VERSION);
+                 part, version, vmin, vmax);
         return TW_ERR;
     }
     if (get_le(d + 6, 2) != 0) {
@@ -470,8 +503,27 @@ static void put_producers(tw_ckw *w, const tw_job *j)
     }
 }
 
+static void put_scan(tw_ckw *w, const pend_scan *ps)
+{
+    tw_ckw_uv(w, ps->k);
+    tw_ckw_iv(w, ps->start_us);
+    tw_ckw_iv(w, ps->end_us);
+    tw_ckw_uv(w, ps->cutoff);
+    tw_ckw_uv(w, ps->nseries);
+    tw_ckw_uv(w, ps->nnodes);
+    tw_ckw_u8(w, (uint8_t)(ps->start_inclusive | (ps->final << 1)));
+}
+
+/* What a segmented core says of the deferred snapshot after a save. */
+typedef struct snap_view {
+    int kind;
+    uint64_t id, gen, nslices;
+    size_t pend_from; /* j->pend[pend_from..npend): the scans since gen */
+} snap_view;
+
 /* seg_next: the segmented core's next seq (0: a whole version 4 core) */
-static int build_core(tw_job *j, tw_buf *b, uint64_t seg_next)
+static int build_core(tw_job *j, tw_buf *b, uint64_t seg_next,
+                      const snap_view *sv)
 {
     static const uint8_t zero[HEADER_BYTES];
     tw_ckw w = {b, 0};
@@ -511,9 +563,20 @@ static int build_core(tw_job *j, tw_buf *b, uint64_t seg_next)
         tw_job_loss_save(&j->loss, &w);
         tw_ckw_uv(&w, j->stats.tensors);
         tw_ckw_uv(&w, j->stats.late_tensors);
+        TW_ASSERT(sv != NULL);
+        tw_ckw_u8(&w, (uint8_t)sv->kind);
+        tw_ckw_uv(&w, sv->id);
+        tw_ckw_uv(&w, sv->gen);
+        tw_ckw_uv(&w, sv->nslices);
+        tw_ckw_uv(&w, j->npend - sv->pend_from);
+        for (size_t i = sv->pend_from; i < j->npend; i++)
+            put_scan(&w, &j->pend[i]);
+        tw_ckw_u8(&w, (uint8_t)(j->has_last_scan != 0));
+        if (j->has_last_scan)
+            put_scan(&w, &j->last_scan);
         if (w.failed)
             return TW_ERR;
-        seal(b, CORE_MAGIC, SEG_VERSION);
+        seal(b, CORE_MAGIC, DEFER_VERSION);
         return TW_OK;
     }
 
@@ -575,7 +638,8 @@ static int build_rule(tw_job *j, size_t i, tw_buf *b)
 int tw_job_dirty(const tw_job *j)
 {
     return j->core_changes != j->core_saved ||
-           j->rules_changes != j->rules_saved;
+           j->rules_changes != j->rules_saved ||
+           (j->segmented && (j->snap != NULL || j->nstale > 0 || j->npend > 0));
 }
 
 void tw_job_set_segmented(tw_job *j)
@@ -583,7 +647,17 @@ void tw_job_set_segmented(tw_job *j)
     j->segmented = 1;
 }
 
-void tw_job_chunk_released_(tw_job *j, const chunk *c)
+void tw_job_set_slice_bytes(tw_job *j, size_t bytes)
+{
+    j->slice_bytes = bytes;
+}
+
+int tw_job_rule_deferred_(const tw_job *j, size_t i)
+{
+    return !tw_rule_has_wallclock(j->rules[i]);
+}
+
+void tw_job_chunk_released_(tw_job *j, const chunk *c, uint64_t scans)
 {
     if (c->seg == 0)
         return;
@@ -592,6 +666,8 @@ void tw_job_chunk_released_(tw_job *j, const chunk *c)
         if (j->csegs[i].seq == c->seg) {
             TW_ASSERT(j->csegs[i].live > 0);
             j->csegs[i].live--;
+            if (scans > j->csegs[i].released_by)
+                j->csegs[i].released_by = scans;
             return;
         }
     TW_ASSERT(!"a buffered batch names a segment the job does not track");
@@ -643,13 +719,15 @@ static int build_windows(tw_job *j, tw_buf *b)
 }
 
 /* "chunks.<seq>": the buffered batches whose seg is `match` (0: the
- * unsaved ones, about to become segment seq). */
-static int build_chunks(tw_job *j, tw_buf *b, uint64_t seq, uint64_t match)
+ * unsaved ones, about to become segment seq), then `extra` (released
+ * batches a replay still needs). */
+static int build_chunks(tw_job *j, tw_buf *b, uint64_t seq, uint64_t match,
+                        const chunk *extra, size_t nextra)
 {
     static const uint8_t zero[HEADER_BYTES];
     tw_ckw w = {b, 0};
     tw_ckw_bytes(&w, zero, sizeof(zero));
-    size_t n = 0;
+    size_t n = nextra;
     for (size_t i = 0; i < j->nchunks; i++)
         n += j->chunks[i].seg == match;
     tw_ckw_uv(&w, seq);
@@ -657,9 +735,65 @@ static int build_chunks(tw_job *j, tw_buf *b, uint64_t seq, uint64_t match)
     for (size_t i = 0; i < j->nchunks && !w.failed; i++)
         if (j->chunks[i].seg == match)
             put_batch_chunk(&w, &j->chunks[i], 1);
+    for (size_t i = 0; i < nextra && !w.failed; i++)
+        put_batch_chunk(&w, &extra[i], 1);
     if (w.failed)
         return TW_ERR;
     seal(b, CHUNK_MAGIC, SEG_VERSION);
+    return TW_OK;
+}
+
+/* The scan-fed state as one snapshot: entries of u8 kind (0 the windows,
+ * 1 a rule), uv rule index, uv length and the sealed "windows" or
+ * "rule.<i>" blob; the windows first, then the rules without a wall-clock
+ * hook in order. */
+static int build_snapshot(tw_job *j, tw_buf *out)
+{
+    tw_buf *one = tw_buf_new();
+    if (one == NULL)
+        return TW_ERR;
+    tw_ckw w = {out, 0};
+    int rc = build_windows(j, one);
+    for (size_t i = 0; i <= j->nrules && rc == TW_OK; i++) {
+        if (i > 0) {
+            if (!tw_job_rule_deferred_(j, i - 1))
+                continue;
+            tw_buf_clear(one);
+            if (build_rule(j, i - 1, one) != TW_OK) {
+                rc = TW_ERR;
+                break;
+            }
+        }
+        tw_ckw_u8(&w, i > 0);
+        tw_ckw_uv(&w, i > 0 ? i - 1 : 0);
+        tw_ckw_uv(&w, tw_buf_len(one));
+        tw_ckw_bytes(&w, tw_buf_data(one), tw_buf_len(one));
+        if (w.failed)
+            rc = TW_ERR;
+    }
+    tw_buf_free(one);
+    return rc;
+}
+
+/* The i-th of n "state.<id>.<i>" slices of j->snap: uv id, uv i, uv n,
+ * uv the snapshot's length, then its bytes [i * size, (i + 1) * size). */
+static int build_slice(tw_job *j, tw_buf *b, uint64_t i)
+{
+    static const uint8_t zero[HEADER_BYTES];
+    size_t total = tw_buf_len(j->snap);
+    size_t from = (size_t)i * j->snap_slice;
+    size_t to = total - from < j->snap_slice ? total : from + j->snap_slice;
+    TW_ASSERT(i < j->snap_next_n && from < total);
+    tw_ckw w = {b, 0};
+    tw_ckw_bytes(&w, zero, sizeof(zero));
+    tw_ckw_uv(&w, j->snap_next_id);
+    tw_ckw_uv(&w, i);
+    tw_ckw_uv(&w, j->snap_next_n);
+    tw_ckw_uv(&w, total);
+    tw_ckw_bytes(&w, tw_buf_data(j->snap) + from, to - from);
+    if (w.failed)
+        return TW_ERR;
+    seal(b, SNAP_MAGIC, DEFER_VERSION);
     return TW_OK;
 }
 
@@ -711,17 +845,48 @@ static int emit_removal(save_run *sr, const char *part)
     return TW_OK;
 }
 
-static int save_rules(save_run *sr)
+/* The "rule.<i>" parts: every rule, or (only_wallclock, segmented jobs)
+ * those outside the deferred snapshot. */
+static int save_rules(save_run *sr, int only_wallclock)
 {
     tw_job *j = sr->j;
     char part[32];
     for (size_t i = 0; i < j->nrules; i++) {
+        if (only_wallclock && tw_job_rule_deferred_(j, i))
+            continue;
         snprintf(part, sizeof(part), "rule.%zu", i);
         if (emit_built(sr, part, build_rule(j, i, j->ckpt),
                        tw_rule_name(j->rules[i])) != TW_OK)
             return TW_ERR;
     }
     return TW_OK;
+}
+
+/* Removes slices [0, n) of snapshot id. */
+static int remove_slices(save_run *sr, uint64_t id, uint64_t n)
+{
+    char part[48];
+    for (uint64_t i = 0; i < n; i++) {
+        snprintf(part, sizeof(part), "state.%llu.%llu", (unsigned long long)id,
+                 (unsigned long long)i);
+        if (emit_removal(sr, part) != TW_OK)
+            return TW_ERR;
+    }
+    return TW_OK;
+}
+
+static void drop_snapshot(tw_job *j)
+{
+    tw_buf_free(j->snap);
+    j->snap = NULL;
+    j->snap_next_sent = j->snap_next_tried = j->snap_next_n = 0;
+}
+
+static void free_retired(tw_job *j)
+{
+    for (size_t i = 0; i < j->nretired; i++)
+        tw_batch_free(j->retired[i].batch);
+    j->nretired = 0;
 }
 
 /* A whole version 4 core; segments left by a segmented past (a restore)
@@ -731,7 +896,7 @@ static int save_whole(save_run *sr, int core, int rules)
     tw_job *j = sr->j;
     char part[48];
     if (core &&
-        emit_built(sr, "core", build_core(j, j->ckpt, 0), NULL) != TW_OK)
+        emit_built(sr, "core", build_core(j, j->ckpt, 0, NULL), NULL) != TW_OK)
         return TW_ERR;
     if (core) {
         for (size_t i = 0; i < j->ndsegs; i++) {
@@ -748,53 +913,118 @@ static int save_whole(save_run *sr, int core, int rules)
         }
         if (j->windows_saved && emit_removal(sr, "windows") != TW_OK)
             return TW_ERR;
+        if (j->snap_kind == SNAP_SLICES &&
+            remove_slices(sr, j->snap_id, j->snap_nslices) != TW_OK)
+            return TW_ERR;
+        for (size_t i = 0; i < j->nstale; i++)
+            if (emit_removal(sr, j->stale[i]) != TW_OK)
+                return TW_ERR;
     }
-    if (rules && save_rules(sr) != TW_OK)
+    if (rules && save_rules(sr, 0) != TW_OK)
         return TW_ERR;
     if (core) {
         j->ndsegs = j->ncsegs = 0;
         j->nodes_saved = j->series_saved = 0;
         j->windows_saved = 0;
+        j->snap_kind = SNAP_NONE;
+        j->nstale = 0;
         for (size_t i = 0; i < j->nchunks; i++)
             j->chunks[i].seg = 0;
     }
     return TW_OK;
 }
 
+/* Segmented: the deferred snapshot. A save after scans starts one of the
+ * scan-fed state (build_snapshot) and writes one slice of it per save;
+ * the save that writes the last slice commits it: the core then names it,
+ * and the previous snapshot, the scans it covers and the batches only
+ * they needed leave the store. A full save, the first save, a finished
+ * job, or a snapshot PEND_MAX scans behind write a fresh one whole. */
 static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
 {
     tw_job *j = sr->j;
     uint64_t seq = j->seg_next != 0 ? j->seg_next : 1;
-    size_t unsaved = 0;
+    /* the scan-fed state differs from the stored snapshot: scans ran
+     * since it (a restored job replayed them) or the rules finished */
+    int state_dirty =
+        j->windows_changes != j->windows_saved_changes || j->npend > 0;
+    int whole = !only_dirty || j->seg_next == 0 || j->finished ||
+                j->force_whole || j->npend > PEND_MAX || j->slice_bytes == 0;
+    int fresh = !only_dirty || (state_dirty && (whole || j->snap == NULL));
+    /* a fresh snapshot replaces one in progress; its slices go */
+    uint64_t drop_id = 0, drop_n = 0;
+    if (fresh && j->snap != NULL) {
+        drop_id = j->snap_next_id;
+        drop_n = j->snap_next_tried;
+        drop_snapshot(j);
+    }
+    if (fresh) {
+        if ((j->snap = tw_buf_new()) == NULL ||
+            build_snapshot(j, j->snap) != TW_OK) {
+            drop_snapshot(j);
+            snprintf(sr->err, sr->errlen,
+                     "job %s: checkpoint: cannot build the state snapshot "
+                     "(out of memory or a rule failed)",
+                     j->id);
+            return TW_ERR;
+        }
+        size_t total = tw_buf_len(j->snap);
+        j->snap_slice = whole || j->slice_bytes == 0 ? total : j->slice_bytes;
+        j->snap_next_n = (total + j->snap_slice - 1) / j->snap_slice;
+        j->snap_next_id = ++j->snap_last_id;
+        j->snap_next_gen = j->next_scan;
+        j->snap_next_changes = j->windows_changes;
+        j->snap_next_sent = j->snap_next_tried = 0;
+    }
+    /* the slices this save writes: [from, to) */
+    uint64_t from = j->snap != NULL ? j->snap_next_sent : 0, to = from;
+    if (j->snap != NULL)
+        to = whole ? j->snap_next_n : from + 1;
+    int commit = j->snap != NULL && to == j->snap_next_n;
+    snap_view sv = {j->snap_kind, j->snap_id, j->snap_gen, j->snap_nslices, 0};
+    if (commit)
+        sv = (snap_view){SNAP_SLICES, j->snap_next_id, j->snap_next_gen,
+                         j->snap_next_n, 0};
+    while (sv.pend_from < j->npend && j->pend[sv.pend_from].k < sv.gen)
+        sv.pend_from++;
+    TW_ASSERT(sv.gen + (j->npend - sv.pend_from) == j->next_scan ||
+              !commit); /* the pending scans are every scan since */
+
+    /* batches: the new ones, and the released ones a replay still needs */
+    size_t unsaved = 0, keep_retired = 0;
     for (size_t i = 0; i < j->nchunks; i++)
         unsaved += j->chunks[i].seg == 0;
+    for (size_t i = 0; i < j->nretired; i++)
+        if (j->retired[i].released_by > sv.gen)
+            j->retired[keep_retired++] = j->retired[i];
+        else
+            tw_batch_free(j->retired[i].batch);
+    j->nretired = keep_retired;
     int dict_grew = j->nnodes > j->nodes_saved || j->nseries > j->series_saved;
     int dead = 0;
     for (size_t i = 0; i < j->ncsegs; i++)
-        dead |= j->csegs[i].live == 0;
+        dead |= j->csegs[i].live == 0 && j->csegs[i].released_by <= sv.gen;
     /* a failed save may have left its chunks.<seq> in the caller's pending
      * list; with nothing to replace it now, it must be removed */
-    int stale = unsaved == 0 && j->seg_tried == seq;
-    int windows = !only_dirty || !j->windows_saved ||
-                  j->windows_changes != j->windows_saved_changes ||
-                  j->windows_series != j->nseries;
-    uint64_t next = dict_grew || unsaved > 0 ? seq + 1 : seq;
-    if (!core && !rules && !windows && !dead && !stale && next == j->seg_next)
+    int stale = unsaved == 0 && keep_retired == 0 && j->seg_tried == seq;
+    int new_seg = unsaved > 0 || keep_retired > 0;
+    uint64_t next = dict_grew || new_seg ? seq + 1 : seq;
+    if (!core && !rules && from == to && !dead && !stale &&
+        next == j->seg_next && j->nstale == 0)
         return TW_OK;
-    core = core || next != j->seg_next || dead || stale;
+    core = core || next != j->seg_next || dead || stale || commit;
     /* the bookkeeping slots first: after the emits nothing may fail */
     if ((dict_grew && tw_grow((void **)&j->dsegs, &j->dsegs_cap, j->ndsegs + 1,
                               sizeof(*j->dsegs), 8) != TW_OK) ||
-        (unsaved > 0 &&
-         tw_grow((void **)&j->csegs, &j->csegs_cap, j->ncsegs + 1,
-                 sizeof(*j->csegs), 16) != TW_OK)) {
+        (new_seg && tw_grow((void **)&j->csegs, &j->csegs_cap, j->ncsegs + 1,
+                            sizeof(*j->csegs), 16) != TW_OK)) {
         snprintf(sr->err, sr->errlen, "job %s: checkpoint: out of memory",
                  j->id);
         return TW_ERR;
     }
     char part[48];
-    if (core &&
-        emit_built(sr, "core", build_core(j, j->ckpt, next), NULL) != TW_OK)
+    if (core && emit_built(sr, "core", build_core(j, j->ckpt, next, &sv),
+                           NULL) != TW_OK)
         return TW_ERR;
     for (size_t i = 0; !only_dirty && i < j->ndsegs; i++) {
         const dict_seg *d = &j->dsegs[i];
@@ -817,30 +1047,58 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
                        NULL) != TW_OK)
             return TW_ERR;
     }
-    if (windows &&
-        emit_built(sr, "windows", build_windows(j, j->ckpt), NULL) != TW_OK)
-        return TW_ERR;
     for (size_t i = 0; i < j->ncsegs; i++) {
         const chunk_seg *c = &j->csegs[i];
         snprintf(part, sizeof(part), "chunks.%llu", (unsigned long long)c->seq);
-        if (c->live == 0
+        if (c->live == 0 && c->released_by <= sv.gen
                 ? emit_removal(sr, part) != TW_OK
-                : !only_dirty &&
-                      emit_built(sr, part,
-                                 build_chunks(j, j->ckpt, c->seq, c->seq),
-                                 NULL) != TW_OK)
+                : !only_dirty && emit_built(sr, part,
+                                            build_chunks(j, j->ckpt, c->seq,
+                                                         c->seq, NULL, 0),
+                                            NULL) != TW_OK)
             return TW_ERR;
     }
     snprintf(part, sizeof(part), "chunks.%llu", (unsigned long long)seq);
-    if (unsaved > 0) {
+    if (new_seg) {
         j->seg_tried = seq;
-        if (emit_built(sr, part, build_chunks(j, j->ckpt, seq, 0), NULL) !=
-            TW_OK)
+        if (emit_built(
+                sr, part,
+                build_chunks(j, j->ckpt, seq, 0, j->retired, j->nretired),
+                NULL) != TW_OK)
             return TW_ERR;
     } else if (stale && emit_removal(sr, part) != TW_OK) {
         return TW_ERR;
     }
-    if (rules && save_rules(sr) != TW_OK)
+    for (uint64_t i = from; i < to; i++) {
+        snprintf(part, sizeof(part), "state.%llu.%llu",
+                 (unsigned long long)j->snap_next_id, (unsigned long long)i);
+        if (i + 1 > j->snap_next_tried)
+            j->snap_next_tried = i + 1;
+        if (emit_built(sr, part, build_slice(j, j->ckpt, i), NULL) != TW_OK)
+            return TW_ERR;
+    }
+    if (drop_n > 0 && remove_slices(sr, drop_id, drop_n) != TW_OK)
+        return TW_ERR;
+    for (size_t i = 0; i < j->nstale; i++)
+        if (emit_removal(sr, j->stale[i]) != TW_OK)
+            return TW_ERR;
+    if (commit) {
+        if (j->snap_kind == SNAP_SLICES &&
+            remove_slices(sr, j->snap_id, j->snap_nslices) != TW_OK)
+            return TW_ERR;
+        if (j->snap_kind == SNAP_LEGACY) {
+            /* a version 5 checkpoint's parts, now in the snapshot */
+            if (j->windows_saved && emit_removal(sr, "windows") != TW_OK)
+                return TW_ERR;
+            for (size_t i = 0; i < j->nrules; i++) {
+                snprintf(part, sizeof(part), "rule.%zu", i);
+                if (tw_job_rule_deferred_(j, i) &&
+                    emit_removal(sr, part) != TW_OK)
+                    return TW_ERR;
+            }
+        }
+    }
+    if (rules && save_rules(sr, 1) != TW_OK)
         return TW_ERR;
 
     /* every emit went through: the store will hold what was written */
@@ -852,19 +1110,35 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
     }
     size_t kept = 0;
     for (size_t i = 0; i < j->ncsegs; i++)
-        if (j->csegs[i].live > 0)
+        if (j->csegs[i].live > 0 || j->csegs[i].released_by > sv.gen)
             j->csegs[kept++] = j->csegs[i];
     j->ncsegs = kept;
-    if (unsaved > 0) {
+    if (new_seg) {
+        uint64_t released_by = 0;
+        for (size_t i = 0; i < j->nretired; i++)
+            if (j->retired[i].released_by > released_by)
+                released_by = j->retired[i].released_by;
         for (size_t i = 0; i < j->nchunks; i++)
             if (j->chunks[i].seg == 0)
                 j->chunks[i].seg = seq;
-        j->csegs[j->ncsegs++] = (chunk_seg){seq, unsaved};
+        j->csegs[j->ncsegs++] = (chunk_seg){seq, unsaved, released_by};
     }
-    if (windows) {
-        j->windows_saved = 1;
-        j->windows_series = j->nseries;
-        j->windows_saved_changes = j->windows_changes;
+    free_retired(j);
+    j->nstale = 0;
+    if (j->snap != NULL)
+        j->snap_next_sent = to;
+    if (commit) {
+        j->snap_kind = SNAP_SLICES;
+        j->snap_id = sv.id;
+        j->snap_gen = sv.gen;
+        j->snap_nslices = sv.nslices;
+        j->windows_saved = 0;
+        j->windows_saved_changes = j->snap_next_changes;
+        memmove(j->pend, j->pend + sv.pend_from,
+                (j->npend - sv.pend_from) * sizeof(*j->pend));
+        j->npend -= sv.pend_from;
+        drop_snapshot(j);
+        j->force_whole = 0;
     }
     j->seg_next = next;
     j->seg_tried = 0;
@@ -874,6 +1148,8 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
 int tw_job_save(tw_job *j, int only_dirty, tw_job_part_fn emit, void *ud,
                 char *err, size_t errlen)
 {
+    if (tw_job_restore_end(j, err, errlen) != TW_OK)
+        return TW_ERR;
     int core = !only_dirty || j->core_changes != j->core_saved;
     int rules = !only_dirty || j->rules_changes != j->rules_saved;
     if (!core && !rules && !j->segmented)
@@ -1548,6 +1824,101 @@ static int clock_fits(int64_t first, uint64_t k, int64_t tick)
     return 1;
 }
 
+/* A scan record (put_scan); 0 when it is bad. */
+static int get_scan(core_pass *cp, pend_scan *ps)
+{
+    tw_ckr *r = &cp->r;
+    ps->k = tw_ckr_uv(r);
+    ps->start_us = tw_ckr_iv(r);
+    ps->end_us = tw_ckr_iv(r);
+    ps->cutoff = tw_ckr_uv(r);
+    ps->nseries = tw_ckr_uv(r);
+    ps->nnodes = tw_ckr_uv(r);
+    uint8_t flags = tw_ckr_u8(r);
+    if (r->why != NULL)
+        return 0;
+    if (flags > 3 || ps->end_us < ps->start_us) {
+        cp->bad = "a scan record with bad flags or times";
+        return 0;
+    }
+    ps->start_inclusive = flags & 1;
+    ps->final = (uint8_t)(flags >> 1);
+    return 1;
+}
+
+/* A segmented core's deferred-state fields (version 6; a version 5 core
+ * has its scan-fed state in "windows" and "rule.<i>" parts). The pending
+ * scans must be every scan since the snapshot's, in order. */
+static void get_snap(core_pass *cp, uint64_t next_scan)
+{
+    tw_ckr *r = &cp->r;
+    tw_job *j = cp->j;
+    if (cp->version < DEFER_VERSION) {
+        if (cp->apply) {
+            j->snap_kind = SNAP_LEGACY;
+            j->snap_gen = next_scan;
+        }
+        return;
+    }
+    uint8_t kind = tw_ckr_u8(r);
+    uint64_t id = tw_ckr_uv(r), gen = tw_ckr_uv(r), nslices = tw_ckr_uv(r);
+    size_t npend = tw_ckr_count(r, 9);
+    if (r->why != NULL)
+        return;
+    if (kind > SNAP_LEGACY ||
+        (kind == SNAP_SLICES ? nslices == 0 || nslices > SLICES_MAX
+                             : nslices != 0)) {
+        cp->bad = "bad state snapshot fields";
+        return;
+    }
+    if (gen > next_scan || npend != next_scan - gen) {
+        cp->bad = "the scans since the state snapshot are not all listed";
+        return;
+    }
+    if (cp->apply && npend > 0 &&
+        tw_grow((void **)&j->pend, &j->pend_cap, npend, sizeof(*j->pend), 8) !=
+            TW_OK) {
+        cp->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < npend; i++) {
+        pend_scan ps;
+        if (!get_scan(cp, &ps))
+            return;
+        if (ps.k != gen + i) {
+            cp->bad = "a scan since the state snapshot is out of order";
+            return;
+        }
+        if (cp->apply)
+            j->pend[i] = ps;
+    }
+    uint8_t has_last = tw_ckr_u8(r);
+    pend_scan last;
+    memset(&last, 0, sizeof(last));
+    if (r->why != NULL || has_last > 1 || (has_last && !get_scan(cp, &last)))
+        return;
+    if (has_last && last.k + 1 != next_scan) { /* none: a version 5 past */
+        cp->bad = "the last scan does not match the clock";
+        return;
+    }
+    if (!cp->apply)
+        return;
+    j->has_last_scan = has_last;
+    j->last_scan = last;
+    j->npend = npend;
+    j->snap_kind = kind;
+    j->snap_id = id;
+    j->snap_last_id = id;
+    j->snap_gen = gen;
+    j->snap_nslices = nslices;
+    if (kind == SNAP_SLICES) {
+        j->rs_slice = calloc((size_t)nslices, sizeof(*j->rs_slice));
+        j->rs_slice_len = calloc((size_t)nslices, sizeof(*j->rs_slice_len));
+        if (j->rs_slice == NULL || j->rs_slice_len == NULL)
+            cp->oom = 1;
+    }
+}
+
 static void core_pass_run(core_pass *cp)
 {
     tw_job *j = cp->j;
@@ -1647,6 +2018,13 @@ static void core_pass_run(core_pass *cp)
         const uint8_t *wdata = tw_ckr_bytes(r, wlen);
         if (r->why != NULL)
             return;
+        tw_ckr wr;
+        tw_ckr_init(&wr, wdata, wlen);
+        if (tw_ckr_uv(&wr) != cp->nseries) { /* whole: every series */
+            cp->bad = "the windows hold another number of series than the "
+                      "dictionary";
+            return;
+        }
         if (tw_windows_restore(cp->apply ? j->windows : cp->check, wdata, wlen,
                                0, cp->detail, sizeof(cp->detail)) != TW_OK) {
             cp->bad = cp->detail;
@@ -1670,6 +2048,11 @@ static void core_pass_run(core_pass *cp)
         if (r->why != NULL)
             return;
     }
+    if (cp->version >= SEG_VERSION) {
+        get_snap(cp, next_scan);
+        if (core_failed(cp))
+            return;
+    }
     if (tw_ckr_left(r) != 0) {
         tw_ckr_fail(r, "trailing bytes");
         return;
@@ -1690,6 +2073,8 @@ static void core_pass_run(core_pass *cp)
     j->stats = st;
     j->arrivals = arrivals;
     j->seg_next = cp->seg_next;
+    if (cp->version >= SEG_VERSION)
+        j->replay_due = 1; /* tw_job_restore_end: the snapshot, the scans */
 }
 
 /* Runs `run` over a part's payload twice: a check pass that changes
@@ -1863,45 +2248,53 @@ static int restore_dict(tw_job *j, const char *part, uint64_t seq,
     return TW_OK;
 }
 
-static int restore_windows(tw_job *j, const void *data, size_t len, char *err,
+/* The aggregator windows from a "windows" blob: a version 5 part
+ * (in_snapshot 0: once, with every series of the dictionary) or the state
+ * snapshot's (the series it was saved with; newer ones stay empty). */
+static int restore_windows(tw_job *j, const char *part, const void *data,
+                           size_t len, int in_snapshot, char *err,
                            size_t errlen)
 {
     const uint8_t *payload;
     size_t n;
     unsigned version;
-    if (unseal("windows", data, len, WIN_MAGIC, &payload, &n, &version, err,
+    if (unseal(part, data, len, WIN_MAGIC, &payload, &n, &version, err,
                errlen) != TW_OK)
         return TW_ERR;
     tw_ckr r;
     tw_ckr_init(&r, payload, n);
     uint64_t nseries = tw_ckr_uv(&r);
     if (r.why != NULL) {
-        snprintf(err, errlen, "checkpoint part 'windows': %s", r.why);
+        snprintf(err, errlen, "checkpoint part '%s': %s", part, r.why);
         return TW_ERR;
     }
-    if (j->seg_next == 0 || j->windows_saved) {
-        snprintf(err, errlen, "checkpoint part 'windows': %s",
+    if (!in_snapshot &&
+        (j->seg_next == 0 || j->windows_saved || j->snap_kind != SNAP_LEGACY)) {
+        snprintf(err, errlen, "checkpoint part '%s': %s", part,
                  j->windows_saved ? "restored twice"
-                                  : "no segmented (version 5) 'core' was "
-                                    "restored before it");
+                 : j->seg_next == 0
+                     ? "no segmented (version 5) 'core' was restored before it"
+                     : "the core keeps the windows in its state snapshot "
+                       "(a part left from an older save)");
         return TW_ERR;
     }
-    if (nseries != j->nseries) {
+    if (in_snapshot ? nseries > j->nseries : nseries != j->nseries) {
         snprintf(err, errlen,
-                 "checkpoint part 'windows': saved with %llu series, the job "
+                 "checkpoint part '%s': saved with %llu series, the job "
                  "has %zu (a dictionary segment is missing)",
-                 (unsigned long long)nseries, j->nseries);
+                 part, (unsigned long long)nseries, j->nseries);
         return TW_ERR;
     }
     char why[256];
     if (tw_windows_restore(j->windows, r.p, tw_ckr_left(&r), 1, why,
                            sizeof(why)) != TW_OK) {
-        snprintf(err, errlen, "checkpoint part 'windows': %s", why);
+        snprintf(err, errlen, "checkpoint part '%s': %s", part, why);
         return TW_ERR;
     }
-    j->windows_saved = 1;
-    j->windows_series = j->nseries;
-    j->windows_saved_changes = j->windows_changes;
+    if (!in_snapshot) {
+        j->windows_saved = 1;
+        j->windows_series = j->nseries;
+    }
     return TW_OK;
 }
 
@@ -1932,7 +2325,7 @@ static int restore_chunks(tw_job *j, const char *part, uint64_t seq,
     }
     for (size_t i = before; i < j->nchunks; i++)
         j->chunks[i].seg = seq;
-    j->csegs[j->ncsegs++] = (chunk_seg){seq, j->nchunks - before};
+    j->csegs[j->ncsegs++] = (chunk_seg){seq, j->nchunks - before, 0};
     return TW_OK;
 }
 
@@ -1948,6 +2341,232 @@ static int segment_name(const char *part, const char *prefix, uint64_t *n)
         return 0;
     *n = strtoull(d, NULL, 10);
     return 1;
+}
+
+/* "state.<id>.<i>", both decimals without leading zeros. */
+static int state_name(const char *part, uint64_t *id, uint64_t *i)
+{
+    if (strncmp(part, "state.", 6) != 0)
+        return 0;
+    const char *a = part + 6;
+    size_t na = strspn(a, "0123456789");
+    if (na == 0 || na > 19 || a[na] != '.' || (a[0] == '0' && na > 1))
+        return 0;
+    const char *b = a + na + 1;
+    size_t nb = strspn(b, "0123456789");
+    if (nb == 0 || nb > 19 || b[nb] != '\0' || (b[0] == '0' && nb > 1))
+        return 0;
+    *id = strtoull(a, NULL, 10);
+    *i = strtoull(b, NULL, 10);
+    return 1;
+}
+
+static int restore_rule(tw_job *j, const char *part, size_t idx,
+                        const void *data, size_t len, char *err, size_t errlen);
+
+/* A slice of the state snapshot: kept until tw_job_restore_end puts the
+ * snapshot together. A slice of another snapshot (one a crash left
+ * unfinished, or replaced) is checked, then removed at the next save. */
+static int restore_slice(tw_job *j, const char *part, uint64_t id, uint64_t idx,
+                         const void *data, size_t len, char *err, size_t errlen)
+{
+    const uint8_t *payload;
+    size_t n;
+    unsigned version;
+    if (unseal(part, data, len, SNAP_MAGIC, &payload, &n, &version, err,
+               errlen) != TW_OK)
+        return TW_ERR;
+    tw_ckr r;
+    tw_ckr_init(&r, payload, n);
+    uint64_t pid = tw_ckr_uv(&r), pi = tw_ckr_uv(&r), pn = tw_ckr_uv(&r),
+             total = tw_ckr_uv(&r);
+    if (r.why != NULL || pid != id || pi != idx || pi >= pn ||
+        tw_ckr_left(&r) == 0 || tw_ckr_left(&r) > total) {
+        snprintf(err, errlen, "checkpoint part '%s': %s", part,
+                 r.why != NULL ? r.why
+                               : "its header does not match its name or size");
+        return TW_ERR;
+    }
+    if (j->seg_next == 0) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': no segmented 'core' was restored "
+                 "before it",
+                 part);
+        return TW_ERR;
+    }
+    if (j->snap_kind != SNAP_SLICES || id != j->snap_id) {
+        if (tw_grow((void **)&j->stale, &j->stale_cap, j->nstale + 1,
+                    sizeof(*j->stale), 8) != TW_OK) {
+            snprintf(err, errlen, "checkpoint part '%s': out of memory", part);
+            return TW_ERR;
+        }
+        snprintf(j->stale[j->nstale++], sizeof(j->stale[0]), "%s", part);
+        if (id > j->snap_last_id)
+            j->snap_last_id = id;
+        return TW_OK;
+    }
+    if (pn != j->snap_nslices || j->rs_slice[idx] != NULL) {
+        snprintf(err, errlen, "checkpoint part '%s': %s", part,
+                 pn != j->snap_nslices
+                     ? "the core names another number of slices"
+                     : "restored twice");
+        return TW_ERR;
+    }
+    size_t body = tw_ckr_left(&r);
+    /* the total travels in every slice: each must agree (checked at the
+     * end, with the lengths summed) */
+    uint8_t *copy = malloc(body + sizeof(uint64_t));
+    if (copy == NULL) {
+        snprintf(err, errlen, "checkpoint part '%s': out of memory", part);
+        return TW_ERR;
+    }
+    memcpy(copy, &total, sizeof(total));
+    memcpy(copy + sizeof(total), r.p, body);
+    j->rs_slice[idx] = copy;
+    j->rs_slice_len[idx] = body;
+    return TW_OK;
+}
+
+void tw_job_restore_drop_(tw_job *j)
+{
+    for (uint64_t i = 0; j->rs_slice != NULL && i < j->snap_nslices; i++)
+        free(j->rs_slice[i]);
+    free(j->rs_slice);
+    free(j->rs_slice_len);
+    j->rs_slice = NULL;
+    j->rs_slice_len = NULL;
+}
+
+/* The snapshot's entries into the windows and the rules. */
+static int restore_snapshot(tw_job *j, const uint8_t *p, size_t n, char *err,
+                            size_t errlen)
+{
+    char part[48];
+    snprintf(part, sizeof(part), "state.%llu", (unsigned long long)j->snap_id);
+    int windows = 0;
+    uint8_t *ruled = calloc(j->nrules + 1, 1);
+    if (ruled == NULL) {
+        snprintf(err, errlen, "checkpoint part '%s': out of memory", part);
+        return TW_ERR;
+    }
+    tw_ckr r;
+    tw_ckr_init(&r, p, n);
+    int rc = TW_OK;
+    while (rc == TW_OK && tw_ckr_left(&r) > 0) {
+        uint8_t kind = tw_ckr_u8(&r);
+        uint64_t idx = tw_ckr_uv(&r);
+        size_t len = tw_ckr_count(&r, 1);
+        const uint8_t *blob = tw_ckr_bytes(&r, len);
+        if (r.why != NULL) {
+            snprintf(err, errlen, "checkpoint part '%s': %s at byte %zu", part,
+                     r.why, tw_ckr_offset(&r));
+            rc = TW_ERR;
+        } else if (kind == 0 && !windows) {
+            windows = 1;
+            rc = restore_windows(j, part, blob, len, 1, err, errlen);
+        } else if (kind == 1 && idx < j->nrules && !ruled[idx] &&
+                   tw_job_rule_deferred_(j, (size_t)idx)) {
+            ruled[idx] = 1;
+            rc = restore_rule(j, part, (size_t)idx, blob, len, err, errlen);
+        } else {
+            snprintf(err, errlen,
+                     "checkpoint part '%s': an entry of kind %u for rule %llu "
+                     "is repeated or unknown",
+                     part, kind, (unsigned long long)idx);
+            rc = TW_ERR;
+        }
+    }
+    for (size_t i = 0; rc == TW_OK && i < j->nrules; i++)
+        if (tw_job_rule_deferred_(j, i) && !ruled[i]) {
+            snprintf(err, errlen,
+                     "checkpoint part '%s': rule %zu (%s) is missing from it",
+                     part, i, tw_rule_name(j->rules[i]));
+            rc = TW_ERR;
+        }
+    if (rc == TW_OK && !windows) {
+        snprintf(err, errlen, "checkpoint part '%s': the windows are missing",
+                 part);
+        rc = TW_ERR;
+    }
+    free(ruled);
+    return rc;
+}
+
+int tw_job_restore_end(tw_job *j, char *err, size_t errlen)
+{
+    if (!j->replay_due)
+        return TW_OK;
+    if (j->snap_kind == SNAP_SLICES) {
+        uint64_t total = 0, sum = 0;
+        for (uint64_t i = 0; i < j->snap_nslices; i++) {
+            if (j->rs_slice[i] == NULL) {
+                snprintf(err, errlen,
+                         "checkpoint of job %s: part 'state.%llu.%llu' is "
+                         "missing (%llu slices)",
+                         j->id, (unsigned long long)j->snap_id,
+                         (unsigned long long)i,
+                         (unsigned long long)j->snap_nslices);
+                return TW_ERR;
+            }
+            uint64_t t;
+            memcpy(&t, j->rs_slice[i], sizeof(t));
+            if (i > 0 && t != total) {
+                snprintf(err, errlen,
+                         "checkpoint of job %s: the slices of 'state.%llu' "
+                         "disagree on its size",
+                         j->id, (unsigned long long)j->snap_id);
+                return TW_ERR;
+            }
+            total = t;
+            sum += j->rs_slice_len[i];
+        }
+        if (sum != total) {
+            snprintf(err, errlen,
+                     "checkpoint of job %s: the slices of 'state.%llu' hold "
+                     "%llu bytes of %llu",
+                     j->id, (unsigned long long)j->snap_id,
+                     (unsigned long long)sum, (unsigned long long)total);
+            return TW_ERR;
+        }
+        uint8_t *all = malloc(total ? total : 1);
+        if (all == NULL) {
+            snprintf(err, errlen, "checkpoint of job %s: out of memory", j->id);
+            return TW_ERR;
+        }
+        size_t o = 0;
+        for (uint64_t i = 0; i < j->snap_nslices; i++) {
+            memcpy(all + o, j->rs_slice[i] + sizeof(uint64_t),
+                   j->rs_slice_len[i]);
+            o += j->rs_slice_len[i];
+        }
+        int rc = restore_snapshot(j, all, o, err, errlen);
+        free(all);
+        if (rc != TW_OK)
+            return TW_ERR;
+    }
+    tw_job_restore_drop_(j);
+    for (size_t i = 0; i < j->npend; i++)
+        if (j->pend[i].nseries > j->nseries || j->pend[i].nnodes > j->nnodes) {
+            snprintf(err, errlen,
+                     "checkpoint of job %s: scan %llu saw %llu series, the "
+                     "dictionary has %zu (a segment is missing)",
+                     j->id, (unsigned long long)j->pend[i].k,
+                     (unsigned long long)j->pend[i].nseries, j->nseries);
+            return TW_ERR;
+        }
+    j->replay_due = 0;
+    if (tw_job_replay_(j) != TW_OK) {
+        j->replay_due = 1;
+        snprintf(err, errlen,
+                 "checkpoint of job %s: out of memory running its last %zu "
+                 "scan(s) again",
+                 j->id, j->npend);
+        return TW_ERR;
+    }
+    j->core_saved = j->core_changes;
+    j->rules_saved = j->rules_changes;
+    j->windows_saved_changes = j->windows_changes;
+    return TW_OK;
 }
 
 /* ---- restore: rules --------------------------------------------------------
@@ -2029,6 +2648,14 @@ int tw_job_restore_part(tw_job *j, const char *part, const void *data,
                          part, j->nrules);
                 return TW_ERR;
             }
+            if (j->seg_next != 0 && j->snap_kind != SNAP_LEGACY &&
+                tw_job_rule_deferred_(j, (size_t)idx)) {
+                snprintf(err, errlen,
+                         "checkpoint part '%s': the core keeps rule %lu in its "
+                         "state snapshot (a part left from an older save)",
+                         part, idx);
+                return TW_ERR;
+            }
             return restore_rule(j, part, (size_t)idx, data, len, err, errlen);
         }
     }
@@ -2038,10 +2665,14 @@ int tw_job_restore_part(tw_job *j, const char *part, const void *data,
     if (segment_name(part, "chunks.", &seq))
         return restore_chunks(j, part, seq, data, len, err, errlen);
     if (strcmp(part, "windows") == 0)
-        return restore_windows(j, data, len, err, errlen);
+        return restore_windows(j, part, data, len, 0, err, errlen);
+    uint64_t id, i;
+    if (state_name(part, &id, &i))
+        return restore_slice(j, part, id, i, data, len, err, errlen);
     snprintf(err, errlen,
              "checkpoint part '%.64s': unknown part name (expected 'core', "
-             "'rule.<i>', 'dict.<n>', 'windows' or 'chunks.<n>')",
+             "'rule.<i>', 'dict.<n>', 'windows', 'chunks.<n>' or "
+             "'state.<n>.<i>')",
              part);
     return TW_ERR;
 }

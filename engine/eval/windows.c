@@ -347,13 +347,20 @@ static int windows_load(tw_windows *w, const void *data, size_t len,
     tw_ckr r;
     tw_ckr_init(&r, data, len);
     uint64_t n = tw_ckr_uv(&r);
-    if (r.why == NULL && n != w->nseries) {
+    /* fewer series than w: the job's dictionary grew since the save (a
+     * segmented job's state snapshot); the newer series stay empty */
+    if (r.why == NULL && n > w->nseries) {
         snprintf(err, errlen,
                  "windows: checkpoint has %llu series, the job has %zu",
                  (unsigned long long)n, w->nseries);
         return TW_ERR;
     }
-    for (size_t i = 0; i < w->nseries && r.why == NULL; i++) {
+    for (size_t i = (size_t)n; i < w->nseries && r.why == NULL && !apply; i++)
+        if (w->series[i].count != 0) {
+            snprintf(err, errlen, "windows: series %zu already has values", i);
+            return TW_ERR;
+        }
+    for (size_t i = 0; i < (size_t)n && r.why == NULL; i++) {
         series_window *s = &w->series[i];
         uint8_t metric = tw_ckr_u8(&r);
         uint64_t count = tw_ckr_uv(&r);

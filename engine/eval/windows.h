@@ -53,11 +53,12 @@ int tw_windows_stats(const tw_windows *w, uint32_t series,
 int tw_windows_save(const tw_windows *w, tw_buf *out, int compact);
 
 /* Restores what tw_windows_save wrote into `w`, which must already hold the
- * same series (the job re-creates them from its dictionary), with the same
- * requested window sizes, and no value pushed yet. The whole blob is checked
- * before anything is changed: on TW_ERR (truncated, trailing bytes, a series
- * count or metric that differs, more values than the ring holds) `w` is as
- * it was and err says why. */
+ * blob's series (the job re-creates them from its dictionary; any series
+ * beyond them, added since the save, stay empty), with the same requested
+ * window sizes, and no value pushed yet. The whole blob is checked before
+ * anything is changed: on TW_ERR (truncated, trailing bytes, more series
+ * than `w`, a metric that differs, more values than the ring holds) `w` is
+ * as it was and err says why. */
 int tw_windows_restore(tw_windows *w, const void *data, size_t len, int compact,
                        char *err, size_t errlen);
 

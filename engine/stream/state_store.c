@@ -18,6 +18,7 @@ struct tw_store {
     size_t nops, capops;
     int txn_failed; /* an op could not be buffered (out of memory) */
     int64_t checkpoint_interval_us;
+    size_t slice_bytes;
     int64_t finished_ttl_s;
     int64_t pending_check_us, pending_after_us;
     uint64_t requests; /* ping, commit, get, smembers, ttl, claim */
@@ -55,6 +56,8 @@ int tw_store_open(const tw_settings *state, tw_store **out, char *err,
         return TW_ERR;
     }
     s->checkpoint_interval_us = interval;
+    s->slice_bytes = (size_t)tw_schema_int(state, TW_SECTION_STATE,
+                                           "checkpoint_slice_bytes");
     s->finished_ttl_s = ttl_us / 1000000;
     s->pending_check_us =
         tw_schema_duration_us(state, TW_SECTION_STATE, "pending_check");
@@ -104,6 +107,11 @@ const char *tw_store_kind(const tw_store *s)
 int tw_store_durable(const tw_store *s)
 {
     return s->vt->durable(s->impl);
+}
+
+size_t tw_store_checkpoint_slice_bytes(const tw_store *s)
+{
+    return s->slice_bytes;
 }
 
 int64_t tw_store_checkpoint_interval_us(const tw_store *s)

@@ -90,6 +90,9 @@ int tw_store_durable(const tw_store *s);
 /* Settings the daemon uses: state.checkpoint_interval (µs, default 1 s) and
  * state.finished_ttl (seconds, default 7 days). */
 int64_t tw_store_checkpoint_interval_us(const tw_store *s);
+/* state.checkpoint_slice_bytes: a job's state snapshot slices (job.h,
+ * tw_job_set_slice_bytes). */
+size_t tw_store_checkpoint_slice_bytes(const tw_store *s);
 int64_t tw_store_finished_ttl_s(const tw_store *s);
 /* state.pending_check (how often to look for unconfirmed claims) and
  * state.pending_after (how old an unconfirmed claim must be to be

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "checkpoint.h" /* tw_checkpoint_part_cmp */
+#include "ckpt_codec.h" /* a state snapshot's entries */
 #include "job.h"
 #include "job_internal.h" /* series and buffered-batch counts for the figures */
 #include "log.h"
@@ -260,6 +261,37 @@ static void print_subrules(const unsigned char *d, size_t len, size_t nnodes)
     }
 }
 
+/* A whole state snapshot ("state.<id>.0" of one slice, job_state.c):
+ * its entries as the parts they were before snapshots, "windows" and
+ * "rule.<i>", each with its bytes (and ProfilerReport's sub-rules). */
+static void print_snapshot(const unsigned char *d, size_t len, size_t nnodes)
+{
+    tw_ckr r;
+    tw_ckr_init(&r, d + 20, len > 20 ? len - 20 : 0);
+    (void)tw_ckr_uv(&r); /* id */
+    uint64_t i = tw_ckr_uv(&r), n = tw_ckr_uv(&r), total = tw_ckr_uv(&r);
+    if (r.why != NULL || i != 0 || n != 1 || tw_ckr_left(&r) != total) {
+        printf("    (a snapshot in %llu slices: not split)\n",
+               (unsigned long long)n);
+        return;
+    }
+    while (tw_ckr_left(&r) > 0 && r.why == NULL) {
+        uint8_t kind = tw_ckr_u8(&r);
+        uint64_t idx = tw_ckr_uv(&r);
+        size_t blen = tw_ckr_count(&r, 1);
+        const uint8_t *blob = tw_ckr_bytes(&r, blen);
+        if (r.why != NULL)
+            break;
+        char name[32];
+        snprintf(name, sizeof(name), kind == 0 ? "windows" : "rule.%llu",
+                 (unsigned long long)idx);
+        printf("  %-8s %11zu bytes %11.0f bytes/node\n", name, blen,
+               (double)blen / (double)nnodes);
+        if (kind == 1)
+            print_subrules(blob, blen, nnodes);
+    }
+}
+
 static int report(const bench *be, tw_job *j, const char *label)
 {
     char err[1024];
@@ -321,6 +353,8 @@ static int report(const bench *be, tw_job *j, const char *label)
                ref[i].len, (double)ref[i].len / (double)nnodes);
         if (strncmp(ref[i].name, "rule.", 5) == 0)
             print_subrules(ref[i].data, ref[i].len, nnodes);
+        if (strncmp(ref[i].name, "state.", 6) == 0)
+            print_snapshot(ref[i].data, ref[i].len, nnodes);
     }
     if (be->segmented)
         printf("  without the buffered batches (chunks.*): %zu bytes = %.0f "

@@ -12,7 +12,7 @@
 #       [--tick 60s|continuous] [--checkpoint-interval 1s] [--sample 10]
 #       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--realtime]
 #       [--bottleneck-every E] [--init-grace MIN] [--restart-at MIN]
-#       [--keep]
+#       [--slice-bytes N] [--keep]
 #
 # --jobs K splits the nodes over K jobs, each on its own partition of the
 # metrics topic (one job = one key = one partition). --max-lag: unread
@@ -38,6 +38,8 @@
 # `patience` (1000 snapshots; the nodes of a job sample at the same
 # instants, so one snapshot a round: 8.3 event minutes at 500 ms): use
 # --event-minutes 12 or more.
+# --slice-bytes N: state.checkpoint_slice_bytes (default the engine's,
+# 262144; 0 writes a job's windows and rule state whole after each scan).
 # --restart-at MIN: at that event minute run is killed (SIGKILL) and
 # started again; it restores the jobs from Redis (prints the "checkpoint
 # loaded" line: parts, bytes, ms) and the run goes on. The invariants then
@@ -64,7 +66,7 @@ fi
 BUILD=$(cd "$BUILD" && pwd)
 NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
 CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME= BOTTLENECK=10
-GRACE= RESTART=
+GRACE= RESTART= SLICE=
 while [ $# -gt 0 ]; do
     case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -82,6 +84,7 @@ while [ $# -gt 0 ]; do
     --bottleneck-every) BOTTLENECK=$2; shift 2 ;;
     --init-grace) GRACE=$2; shift 2 ;;
     --restart-at) RESTART=$2; shift 2 ;;
+    --slice-bytes) SLICE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "scale.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -109,7 +112,7 @@ trap 'exit 1' INT TERM
 die() { echo "scale: $*" >&2; exit 1; }
 
 echo "scale: $NODES nodes x $GPUS GPUs x $CORES cores at $INTERVAL ms," \
-    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${REALTIME:+, paced as the agents}${GRACE:+, init_grace $GRACE min}"
+    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${SLICE:+, slices of $SLICE bytes}${REALTIME:+, paced as the agents}${GRACE:+, init_grace $GRACE min}"
 tw_redis_start || die "redis"
 tw_broker_start --topic "trainwatch.metrics:$JOBS" || die "broker"
 mkdir -p "$WORK/res"
@@ -124,7 +127,8 @@ engine:
 state:
   store: redis
   checkpoint_interval: $CKPT
-  redis:
+${SLICE:+  checkpoint_slice_bytes: $SLICE
+}  redis:
     port: $REDIS_PORT
 http:
   enabled: true

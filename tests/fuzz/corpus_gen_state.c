@@ -10,8 +10,8 @@
  * later rule forms add only the parts they change (so3-: StepOutlier
  * "SO03"; osub-: BatchSize's CPU ring of averages, LoadBalancing "LBL2",
  * and ProfilerReport holding both; pk-: bit-packed and run-length rings,
- * StepOutlier "SO04", Dataloader "DL02"); seg5- are the segmented parts
- * (version 5) of fuzz_state.h's prelude.
+ * StepOutlier "SO04", Dataloader "DL02"); seg6- are the segmented parts
+ * (version 5, the core 6) of fuzz_state.h's prelude.
  * Run by hand (then prefix the files):
  *   TRAINWATCH_RULES_DIR=build/rules build/tests/corpus_gen_state \
  *       tests/fuzz/corpus/state
@@ -63,8 +63,8 @@ static int write_seed(const gen *g, const char *part, int sealed,
     return TW_OK;
 }
 
-/* The segmented parts of fuzz_state.h's prelude, as seg5-<part>.payload
- * (sealed: selector, 1, payload) and seg5-<part>.stored (the value). */
+/* The segmented parts of fuzz_state.h's prelude, as seg6-<part>.payload
+ * (sealed: selector, 1, payload) and seg6-<part>.stored (the value). */
 static int write_segment_seeds(const gen *g)
 {
     fuzz_prelude p;
@@ -74,15 +74,15 @@ static int write_segment_seeds(const gen *g)
         const char *name;
         uint8_t sel;
         const fuzz_blob *b;
-    } seg[] = {{"windows", FUZZ_SEL_WINDOWS, &p.windows},
+    } seg[] = {{"state.1.0", FUZZ_SEL_STATE, &p.state},
                {"dict.1", FUZZ_SEL_DICT, &p.dict},
                {"chunks.1", FUZZ_SEL_CHUNKS, &p.chunks}};
     int rc = 0;
-    /* the version 5 core only as stored: a sealed core seed is sealed
+    /* the version 6 core only as stored: a sealed core seed is sealed
      * again as versions 1-4 by fuzz_state */
     {
         char path[4096];
-        snprintf(path, sizeof(path), "%s/seg5-core.stored", g->out);
+        snprintf(path, sizeof(path), "%s/seg6-core.stored", g->out);
         FILE *f = fopen(path, "wb");
         uint8_t head[2] = {0, 0};
         if (f == NULL || fwrite(head, 1, 2, f) != 2 ||
@@ -96,7 +96,7 @@ static int write_segment_seeds(const gen *g)
     for (size_t i = 0; i < 3 && rc == 0; i++)
         for (int sealed = 0; sealed <= 1 && rc == 0; sealed++) {
             char path[4096];
-            snprintf(path, sizeof(path), "%s/seg5-%s.%s", g->out, seg[i].name,
+            snprintf(path, sizeof(path), "%s/seg6-%s.%s", g->out, seg[i].name,
                      sealed ? "payload" : "stored");
             FILE *f = fopen(path, "wb");
             if (f == NULL) {

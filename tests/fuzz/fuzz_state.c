@@ -46,25 +46,33 @@ static int count_part(void *ud, const char *part, const void *data, size_t len)
     return TW_OK;
 }
 
-/* A segmented part (selector >= FUZZ_SEL_WINDOWS) after its prelude; a
- * restored job must save again, whole and only-dirty. */
+/* A segmented part (selector >= FUZZ_SEL_STATE) in place of its own in
+ * the prelude; a restored job must finish restoring (the snapshot put
+ * together, its scans run again) and save again, whole and only-dirty. */
 static int restore_segment_once(fuzz_state_setup *su, const char *part,
                                 const uint8_t *blob, size_t len)
 {
     tw_job *j = fuzz_state_segmented_job(su);
     if (j == NULL)
         abort();
+    const struct {
+        const char *name;
+        const fuzz_blob *b;
+    } pre[] = {{"core", &prelude.core},
+               {"dict.1", &prelude.dict},
+               {"state.1.0", &prelude.state}};
     char err[1024];
-    if (tw_job_restore_part(j, "core", prelude.core.data, prelude.core.len, err,
-                            sizeof(err)) != TW_OK ||
-        (strcmp(part, "dict.1") != 0 &&
-         tw_job_restore_part(j, "dict.1", prelude.dict.data, prelude.dict.len,
-                             err, sizeof(err)) != TW_OK)) {
-        fprintf(stderr, "fuzz_state: prelude: %s\n", err);
-        abort();
-    }
+    for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+        if (strcmp(part, pre[i].name) != 0 &&
+            tw_job_restore_part(j, pre[i].name, pre[i].b->data, pre[i].b->len,
+                                err, sizeof(err)) != TW_OK) {
+            fprintf(stderr, "fuzz_state: prelude: %s\n", err);
+            abort();
+        }
     err[0] = '\0';
     int rc = tw_job_restore_part(j, part, blob, len, err, sizeof(err));
+    if (rc == TW_OK)
+        rc = tw_job_restore_end(j, err, sizeof(err));
     if (rc != TW_OK && err[0] == '\0')
         abort();
     if (rc == TW_OK) {
@@ -120,17 +128,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char part[32];
     size_t rule = SIZE_MAX; /* the core: no rule of its own */
     uint32_t magic = data[0] == 0 ? 0x434a5754u : 0x524a5754u;
-    int segment = data[0] >= FUZZ_SEL_WINDOWS;
+    int segment = data[0] >= FUZZ_SEL_STATE;
     if (data[0] == 0) {
         snprintf(part, sizeof(part), "core");
     } else if (segment) {
         snprintf(part, sizeof(part), "%s",
-                 data[0] == FUZZ_SEL_WINDOWS ? "windows"
-                 : data[0] == FUZZ_SEL_DICT  ? "dict.1"
-                                             : "chunks.1");
-        magic = data[0] == FUZZ_SEL_WINDOWS ? 0x574a5754u
-                : data[0] == FUZZ_SEL_DICT  ? 0x444a5754u
-                                            : 0x424a5754u;
+                 data[0] == FUZZ_SEL_STATE  ? "state.1.0"
+                 : data[0] == FUZZ_SEL_DICT ? "dict.1"
+                                            : "chunks.1");
+        magic = data[0] == FUZZ_SEL_STATE  ? 0x534a5754u
+                : data[0] == FUZZ_SEL_DICT ? 0x444a5754u
+                                           : 0x424a5754u;
     } else {
         rule = (size_t)(data[0] - 1) % su->nspecs;
         snprintf(part, sizeof(part), "rule.%zu", rule);
@@ -145,7 +153,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (blob == NULL)
             return 0;
         put_le(blob, magic, 4);
-        put_le(blob + 4, segment ? 5u : 1u + ((data[1] >> 1) & 3u), 2);
+        put_le(blob + 4,
+               data[0] == FUZZ_SEL_STATE ? 6u
+               : segment                 ? 5u
+                                         : 1u + ((data[1] >> 1) & 3u),
+               2);
         put_le(blob + 6, 0, 2);
         put_le(blob + 8, n, 8);
         put_le(blob + 16, (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), body, n),

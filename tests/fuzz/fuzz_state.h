@@ -80,10 +80,11 @@ static inline int fuzz_state_setup_init(fuzz_state_setup *su)
 /* ---- segmented parts (job.h): the prelude --------------------------------
  * A segmented job (the filler rule everywhere) fed one batch of one node
  * with FUZZ_PRELUDE_SERIES series, saved whole: "core" (next seq 2),
- * "dict.1", "windows" and "chunks.1". A fuzzed "dict.1" follows the core;
- * a fuzzed "windows" or "chunks.1" follows the core and "dict.1". */
+ * "dict.1", "state.1.0" (the windows and rules snapshot in one slice) and
+ * "chunks.1". A fuzzed part replaces its own in that set; the job is then
+ * finished restoring (tw_job_restore_end) and saved. */
 #define FUZZ_PRELUDE_SERIES 64
-#define FUZZ_SEL_WINDOWS 253
+#define FUZZ_SEL_STATE 253
 #define FUZZ_SEL_DICT 254
 #define FUZZ_SEL_CHUNKS 255
 
@@ -93,18 +94,18 @@ typedef struct fuzz_blob {
 } fuzz_blob;
 
 typedef struct fuzz_prelude {
-    fuzz_blob core, dict, windows, chunks;
+    fuzz_blob core, dict, state, chunks;
 } fuzz_prelude;
 
 static inline int fuzz_prelude_keep(void *ud, const char *part,
                                     const void *data, size_t len)
 {
     fuzz_prelude *p = ud;
-    fuzz_blob *b = strcmp(part, "core") == 0       ? &p->core
-                   : strcmp(part, "dict.1") == 0   ? &p->dict
-                   : strcmp(part, "windows") == 0  ? &p->windows
-                   : strcmp(part, "chunks.1") == 0 ? &p->chunks
-                                                   : NULL;
+    fuzz_blob *b = strcmp(part, "core") == 0        ? &p->core
+                   : strcmp(part, "dict.1") == 0    ? &p->dict
+                   : strcmp(part, "state.1.0") == 0 ? &p->state
+                   : strcmp(part, "chunks.1") == 0  ? &p->chunks
+                                                    : NULL;
     if (b == NULL || data == NULL)
         return TW_OK; /* the rules */
     free(b->data);
@@ -119,7 +120,7 @@ static inline void fuzz_prelude_free(fuzz_prelude *p)
 {
     free(p->core.data);
     free(p->dict.data);
-    free(p->windows.data);
+    free(p->state.data);
     free(p->chunks.data);
 }
 
@@ -178,8 +179,8 @@ static inline int fuzz_state_prelude(fuzz_state_setup *su, fuzz_prelude *p)
     b = NULL;
     if (tw_job_ingest(j, in) != TW_OK ||
         tw_job_save(j, 0, fuzz_prelude_keep, p, err, sizeof(err)) != TW_OK ||
-        p->core.data == NULL || p->dict.data == NULL ||
-        p->windows.data == NULL || p->chunks.data == NULL)
+        p->core.data == NULL || p->dict.data == NULL || p->state.data == NULL ||
+        p->chunks.data == NULL)
         goto fail;
     tw_job_free(j);
     return 0;

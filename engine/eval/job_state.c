@@ -92,6 +92,7 @@
 #include "grow.h"
 #include "job.h"
 #include "job_internal.h"
+#include "log.h"
 #include "numeric.h"
 #include "sample_pack.h"
 #include "tw_assert.h"
@@ -1134,8 +1135,9 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
         j->snap_nslices = sv.nslices;
         j->windows_saved = 0;
         j->windows_saved_changes = j->snap_next_changes;
-        memmove(j->pend, j->pend + sv.pend_from,
-                (j->npend - sv.pend_from) * sizeof(*j->pend));
+        if (sv.pend_from > 0) /* pend may still be NULL */
+            memmove(j->pend, j->pend + sv.pend_from,
+                    (j->npend - sv.pend_from) * sizeof(*j->pend));
         j->npend -= sv.pend_from;
         drop_snapshot(j);
         j->force_whole = 0;
@@ -2555,6 +2557,11 @@ int tw_job_restore_end(tw_job *j, char *err, size_t errlen)
             return TW_ERR;
         }
     j->replay_due = 0;
+    if (j->npend > 0)
+        tw_log(TW_LOG_INFO,
+               "job %s: %zu scan(s) since its state snapshot (%llu scans) run "
+               "again",
+               j->id, j->npend, (unsigned long long)j->snap_gen);
     if (tw_job_replay_(j) != TW_OK) {
         j->replay_due = 1;
         snprintf(err, errlen,

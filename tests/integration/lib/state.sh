@@ -36,7 +36,7 @@ state_make_job() {
 }
 
 # state_config NAME GROUP RESULTS_DIR [EXTRA YAML]: $WORK/NAME.yaml with the
-# redis store on $REDIS_PORT.
+# redis store on $REDIS_PORT (STATE_SLICE_BYTES: its checkpoint_slice_bytes).
 state_config() {
     mkdir -p "$3"
     cat >"$WORK/$1.yaml" <<YAML
@@ -52,7 +52,8 @@ engine:
 state:
   store: redis
   checkpoint_interval: 200ms
-  redis:
+${STATE_SLICE_BYTES:+  checkpoint_slice_bytes: $STATE_SLICE_BYTES
+}  redis:
     port: $REDIS_PORT
     prefix: "t:"
     retry_initial: 50ms

@@ -1439,6 +1439,7 @@ int tw_job_advance(tw_job *j, int64_t watermark_us)
             j->next_scan++;
         }
     }
+    tw_job_snapshot_early_(j);
     return TW_OK;
 }
 

@@ -247,6 +247,10 @@ void tw_job_chunk_released_(tw_job *j, const chunk *c, uint64_t scans);
 int tw_job_replay_(tw_job *j);
 /* 1 when rule i's state is part of the deferred snapshot (job_state.c). */
 int tw_job_rule_deferred_(const tw_job *j, size_t i);
+/* After scans (job.c, tw_job_advance): a segmented job that writes its
+ * state in slices takes the snapshot now, with the scans' work, so the
+ * checkpoint that follows only writes a slice (job_state.c). */
+void tw_job_snapshot_early_(tw_job *j);
 /* Frees what a restore collected and did not use (job_state.c). */
 void tw_job_restore_drop_(tw_job *j);
 

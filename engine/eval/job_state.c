@@ -935,6 +935,36 @@ static int save_whole(save_run *sr, int core, int rules)
     return TW_OK;
 }
 
+/* Takes the snapshot of the scan-fed state as it is now (j->snap), in
+ * slices of slice_bytes, or one slice (whole). */
+static int start_snapshot(tw_job *j, int whole)
+{
+    drop_snapshot(j);
+    if ((j->snap = tw_buf_new()) == NULL ||
+        build_snapshot(j, j->snap) != TW_OK) {
+        drop_snapshot(j);
+        return TW_ERR;
+    }
+    size_t total = tw_buf_len(j->snap);
+    j->snap_slice = whole || j->slice_bytes == 0 ? total : j->slice_bytes;
+    j->snap_next_n = (total + j->snap_slice - 1) / j->snap_slice;
+    j->snap_next_id = ++j->snap_last_id;
+    j->snap_next_gen = j->next_scan;
+    j->snap_next_changes = j->windows_changes;
+    j->snap_next_sent = j->snap_next_tried = 0;
+    return TW_OK;
+}
+
+void tw_job_snapshot_early_(tw_job *j)
+{
+    if (!j->segmented || j->slice_bytes == 0 || j->seg_next == 0 ||
+        j->force_whole || j->finished || j->finish_begun || j->snap != NULL ||
+        j->npend == 0 || j->npend > PEND_MAX)
+        return;
+    /* on failure the next save builds it, and says why */
+    (void)start_snapshot(j, 0);
+}
+
 /* Segmented: the deferred snapshot. A save after scans starts one of the
  * scan-fed state (build_snapshot) and writes one slice of it per save;
  * the save that writes the last slice commits it: the core then names it,
@@ -959,23 +989,12 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
         drop_n = j->snap_next_tried;
         drop_snapshot(j);
     }
-    if (fresh) {
-        if ((j->snap = tw_buf_new()) == NULL ||
-            build_snapshot(j, j->snap) != TW_OK) {
-            drop_snapshot(j);
-            snprintf(sr->err, sr->errlen,
-                     "job %s: checkpoint: cannot build the state snapshot "
-                     "(out of memory or a rule failed)",
-                     j->id);
-            return TW_ERR;
-        }
-        size_t total = tw_buf_len(j->snap);
-        j->snap_slice = whole || j->slice_bytes == 0 ? total : j->slice_bytes;
-        j->snap_next_n = (total + j->snap_slice - 1) / j->snap_slice;
-        j->snap_next_id = ++j->snap_last_id;
-        j->snap_next_gen = j->next_scan;
-        j->snap_next_changes = j->windows_changes;
-        j->snap_next_sent = j->snap_next_tried = 0;
+    if (fresh && start_snapshot(j, whole) != TW_OK) {
+        snprintf(sr->err, sr->errlen,
+                 "job %s: checkpoint: cannot build the state snapshot "
+                 "(out of memory or a rule failed)",
+                 j->id);
+        return TW_ERR;
     }
     /* the slices this save writes: [from, to) */
     uint64_t from = j->snap != NULL ? j->snap_next_sent : 0, to = from;

@@ -193,10 +193,15 @@ void tw_hist100(const double *v, size_t n, int64_t probs[100],
         double x = v[k];
         if (isnan(x) || x < lo || x > hi)
             continue;
-        long idx = (long)((x - lo) * norm);
+        /* NaN when an end is infinite (a corrupt checkpoint's ends):
+         * such a value goes in no bin */
+        double pos = (x - lo) * norm;
+        if (!isfinite(pos))
+            continue;
+        long idx = (long)pos;
         if (idx == nb)
             idx--;
-        if (x < edges[idx])
+        if (idx > 0 && x < edges[idx])
             idx--;
         else if (idx != nb - 1 && x >= edges[idx + 1])
             idx++;

@@ -88,6 +88,23 @@ static void test_hist100(void **st)
     assert_true(edges[0] == 0.0 && edges[100] == 1.0);
     for (int i = 0; i < 100; i++)
         assert_int_equal(probs[i], 0);
+    /* infinite ends (a corrupt checkpoint's, the state fuzzer found): a
+     * value whose bin position is NaN goes in no bin (it was cast to a
+     * bin index: undefined, on x86 bin 0 by address wrap-around) */
+    double inf[][3] = {{-INFINITY, 1.0, INFINITY},
+                       {-INFINITY, 2.0, 2.0},
+                       {1.0, 2.0, INFINITY},
+                       {-INFINITY, -INFINITY, -INFINITY}};
+    const int64_t binned[] = {0, 0, 2, 0}; /* 1.0 and 2.0 of the third */
+    for (size_t k = 0; k < sizeof(inf) / sizeof(inf[0]); k++) {
+        tw_hist100(inf[k], 3, probs, edges);
+        int64_t total = 0;
+        for (int i = 0; i < 100; i++) {
+            assert_true(probs[i] >= 0);
+            total += probs[i];
+        }
+        assert_int_equal(total, binned[k]);
+    }
 }
 
 static void test_round2(void **st)

@@ -183,10 +183,11 @@ struct tw_job {
     dict_seg *dsegs; /* saved dictionary segments, in order */
     size_t ndsegs, dsegs_cap;
     size_t nodes_saved, series_saved; /* dictionary entries in dsegs    */
-    int windows_saved;                /* "windows" is in the store        */
-    size_t windows_series;            /* series it was saved with        */
-    uint64_t windows_changes;         /* scans fed to the windows, and   */
-    uint64_t windows_saved_changes;   /* their count at the last save    */
+    int windows_saved; /* a version 5 "windows" part is in the store */
+    /* changes of the scan-fed state (scans, the rules' finish), and
+     * their count in the stored snapshot */
+    uint64_t windows_changes;
+    uint64_t windows_saved_changes;
 
     /* Deferred state (segmented jobs, job_state.c): after a scan the
      * windows and the scan-fed rules change for every node at once, so

@@ -2312,10 +2312,8 @@ static int restore_windows(tw_job *j, const char *part, const void *data,
         snprintf(err, errlen, "checkpoint part '%s': %s", part, why);
         return TW_ERR;
     }
-    if (!in_snapshot) {
-        j->windows_saved = 1;
-        j->windows_series = j->nseries;
-    }
+    if (!in_snapshot)
+        j->windows_saved = 1; /* a version 5 part: removed at the commit */
     return TW_OK;
 }
 

@@ -8,7 +8,7 @@ PKGS=(
   build-essential cmake pkg-config git
   librdkafka-dev libhiredis-dev libcurl4-openssl-dev libcmocka-dev
   flatbuffers-compiler libflatbuffers-dev libyaml-dev libjansson-dev
-  libmicrohttpd-dev libsimdjson-dev zlib1g-dev libssl-dev libpcre2-dev
+  libmicrohttpd-dev libsimdjson-dev zlib1g-dev libzstd-dev libssl-dev libpcre2-dev
   prometheus prometheus-alertmanager curl
   chromium
   redis-server kcat python3 python3-aiosmtpd python3-jsonschema valgrind strace

@@ -168,8 +168,15 @@ static const tw_key_spec schema[] = {
     INT(TW_SECTION_STATE, "checkpoint_slice_bytes", "262144", 0,
         (int64_t)1 << 30,
         "after a scan a job's windows and rule state go to the store in "
-        "slices of this size, one per checkpoint; a restore before the "
-        "last slice runs those scans again (0 = whole, at once)"),
+        "slices of this size (before compression), over the next "
+        "checkpoints; a restore before the last slice runs those scans "
+        "again (0 = whole, at once)"),
+    INT(TW_SECTION_STATE, "checkpoint_target_bytes", "2097152", 0,
+        (int64_t)1 << 30,
+        "a job's checkpoint takes as many state slices as fit in this "
+        "many bytes beside its new input, at least one, and at least "
+        "enough to finish the snapshot before the next scan's (0 = one "
+        "slice per checkpoint)"),
     DUR(TW_SECTION_STATE, "finished_ttl", "7d", SEC,
         "how long tombstones of finished jobs and sent-action ids are kept"),
     PATH(TW_SECTION_STATE, "snapshot", "/var/lib/trainwatch/state.snap",

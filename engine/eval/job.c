@@ -183,7 +183,11 @@ void tw_job_free(tw_job *j)
         tw_batch_free(j->retired[i].batch);
     free(j->retired);
     tw_buf_free(j->snap);
+    free(j->snap_off);
     tw_job_restore_drop_(j);
+    for (size_t i = 0; i < j->nunsealed; i++)
+        free(j->unsealed[i]);
+    free(j->unsealed);
     free(j->stale);
     free(j->series);
     free(j->nodes);

@@ -223,13 +223,21 @@ void tw_job_set_segmented(tw_job *j);
  * without a wall-clock hook change for every node, so a save does not
  * write them at once. It starts a snapshot of them and writes it in
  * "state.<id>.<i>" slices of `bytes` (0, the default: whole), one slice
- * per save; the save that writes the last one commits it. Until then the
- * core lists the scans run since the stored snapshot and the store keeps
- * the batches they saw, so a restore runs those scans again (feeding the
- * windows and those rules only; tw_job_restore_end). A full save, the
- * first save, a finished job, or a snapshot more than 8 scans behind
- * write a fresh snapshot whole. */
+ * per save (more with tw_job_set_checkpoint_target); the save that
+ * writes the last one commits it. Until then the core lists the scans run
+ * since the stored snapshot and the store keeps the batches they saw, so
+ * a restore runs those scans again (feeding the windows and those rules
+ * only; tw_job_restore_end). A full save, the first save, a finished job,
+ * or a snapshot more than 8 scans behind write a fresh snapshot whole.
+ * Parts of 4 KiB or more are stored zstd-compressed when that saves an
+ * eighth (a header flag; slices are compressed one by one). */
 void tw_job_set_slice_bytes(tw_job *j, size_t bytes);
+
+/* A save writes as many slices as fit in `bytes` (0, the default: one a
+ * save) beside its other parts, and at least enough that the snapshot is
+ * written within three quarters of the saves the last scan interval had,
+ * so it lands before the next scan's. */
+void tw_job_set_checkpoint_target(tw_job *j, size_t bytes);
 
 /* Called once per part by tw_job_save. `part` is "core", "rule.<i>" or,
  * segmented, one of the parts above; data NULL (len 0) means the part is

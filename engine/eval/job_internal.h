@@ -196,6 +196,8 @@ struct tw_job {
      * previous snapshot and every batch the scans since then saw; a
      * restore runs those scans again (tw_job_replay_). */
     size_t slice_bytes;    /* 0: a snapshot is written whole      */
+    size_t target_bytes;   /* a save's bytes that slices fill up to;
+                              0: one slice per save               */
     int snap_kind;         /* SNAP_*: the stored snapshot         */
     uint64_t snap_id;      /* its parts' id                       */
     uint64_t snap_gen;     /* scans reflected in it               */
@@ -207,10 +209,21 @@ struct tw_job {
     pend_scan last_scan;
     int has_last_scan;
     size_t npend, pend_cap;
-    int force_whole;   /* pend or retired incomplete: the next
-                          save writes a snapshot whole        */
-    tw_buf *snap;      /* the snapshot being written, or NULL */
-    size_t snap_slice; /* its slice size                      */
+    int force_whole; /* pend or retired incomplete: the next
+                        save writes a snapshot whole        */
+    /* the snapshot being written, or NULL: its slices, sealed (and
+     * compressed) when it was taken, slice i at [snap_off[i],
+     * snap_off[i + 1]) */
+    tw_buf *snap;
+    size_t *snap_off;
+    size_t snap_slice; /* its slice size before compression   */
+    uint64_t snap_min; /* slices a save writes at least       */
+    /* pacing: saves between scans, so a snapshot lands before the next
+     * scan's (job_state.c, start_snapshot) */
+    uint64_t pace_scan, pace_saves, saves_per_scan;
+    /* bytes a "chunks.<n>" part took per byte of packed samples at the
+     * last save (compression), in 1/1024ths; 0 = not measured yet */
+    uint64_t chunk_ratio;
     uint64_t snap_next_id, snap_next_gen, snap_next_n;
     uint64_t snap_next_changes; /* windows_changes when it was built */
     uint64_t snap_next_sent;    /* slices of it in the store         */
@@ -227,6 +240,9 @@ struct tw_job {
     char (*stale)[48];
     size_t nstale, stale_cap;
     int replay_due;
+    /* payloads a restore call decompressed (owned; freed as it returns) */
+    uint8_t **unsealed;
+    size_t nunsealed, unsealed_cap;
 };
 
 /* Dictionary access for restore: the same paths ingest takes, so the maps,

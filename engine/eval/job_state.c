@@ -87,6 +87,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "ckpt_codec.h"
 #include "grow.h"
@@ -120,6 +121,17 @@
 
 #define HEADER_BYTES 20u
 #define CKPT_KEEP_BYTES (256u * 1024u)
+/* Header flag: the payload is one zstd frame of the part's real payload,
+ * with its size in the frame header; the CRC covers the stored
+ * (compressed) bytes. A save compresses a part of at least
+ * ZSTD_MIN_PAYLOAD bytes when that saves an eighth; engines before the
+ * flag refuse such a part ("header flags 1 unknown"). */
+#define PART_ZSTD 1u
+#define ZSTD_MIN_PAYLOAD 4096u
+#define ZSTD_LEVEL 1
+/* A compressed part may announce at most this many bytes: a corrupt or
+ * hostile frame header cannot make a restore allocate more. */
+#define PART_RAW_MAX ((uint64_t)1 << 30)
 
 enum {
     CLOCK_FIRST_FIXED = 1,
@@ -150,19 +162,110 @@ static uint64_t get_le(const uint8_t *p, int bytes)
 /* Writes the header in front of the payload already in b (which starts
  * with HEADER_BYTES reserved bytes). The buffer is ours: writing through
  * tw_buf_data's pointer is writing our own heap memory. */
-static void seal(tw_buf *b, uint32_t magic, unsigned version)
+static void seal_flags(tw_buf *b, uint32_t magic, unsigned version,
+                       unsigned flags)
 {
     uint8_t *d = (uint8_t *)(uintptr_t)tw_buf_data(b);
     size_t n = tw_buf_len(b) - HEADER_BYTES;
     put_le(d, magic, 4);
     put_le(d + 4, version, 2);
-    put_le(d + 6, 0, 2);
+    put_le(d + 6, flags, 2);
     put_le(d + 8, n, 8);
     put_le(d + 16, crc_of(d + HEADER_BYTES, n), 4);
 }
 
+static void seal(tw_buf *b, uint32_t magic, unsigned version)
+{
+    seal_flags(b, magic, version, 0);
+}
+
+/* Replaces the sealed part in b by its compressed form (PART_ZSTD) when
+ * that pays; cctx may be NULL (a context for this call only). TW_ERR only
+ * on out of memory; b is then unchanged. */
+static int compress_sealed(tw_buf *b, ZSTD_CCtx *cctx)
+{
+    const uint8_t *d = tw_buf_data(b);
+    size_t n = tw_buf_len(b) - HEADER_BYTES;
+    if (n < ZSTD_MIN_PAYLOAD)
+        return TW_OK;
+    size_t cap = ZSTD_compressBound(n);
+    uint8_t *z = malloc(cap);
+    if (z == NULL)
+        return TW_ERR;
+    size_t zn =
+        cctx != NULL
+            ? ZSTD_compressCCtx(cctx, z, cap, d + HEADER_BYTES, n, ZSTD_LEVEL)
+            : ZSTD_compress(z, cap, d + HEADER_BYTES, n, ZSTD_LEVEL);
+    int rc = TW_OK;
+    if (!ZSTD_isError(zn) && zn < n - n / 8) {
+        uint32_t magic = (uint32_t)get_le(d, 4);
+        unsigned version = (unsigned)get_le(d + 4, 2);
+        static const uint8_t zero[HEADER_BYTES];
+        tw_buf_clear(b);
+        if (tw_buf_append(b, zero, sizeof(zero)) != TW_OK ||
+            tw_buf_append(b, z, zn) != TW_OK)
+            rc = TW_ERR; /* cannot happen: b had room for more */
+        else
+            seal_flags(b, magic, version, PART_ZSTD);
+    }
+    free(z);
+    return rc;
+}
+
+/* The payload of a PART_ZSTD part, decompressed into memory the job keeps
+ * until the restore call returns (tw_job_restore_part / _end). */
+static int inflate_payload(tw_job *j, const char *part, const uint8_t *z,
+                           size_t zn, const uint8_t **payload, size_t *n,
+                           char *err, size_t errlen)
+{
+    unsigned long long raw = ZSTD_getFrameContentSize(z, zn);
+    if (raw == ZSTD_CONTENTSIZE_UNKNOWN || raw == ZSTD_CONTENTSIZE_ERROR) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': compressed payload is not a zstd "
+                 "frame that states its size",
+                 part);
+        return TW_ERR;
+    }
+    if (raw > PART_RAW_MAX) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': compressed payload announces %llu "
+                 "bytes, more than the %llu this engine reads",
+                 part, raw, (unsigned long long)PART_RAW_MAX);
+        return TW_ERR;
+    }
+    uint8_t *out = malloc(raw > 0 ? (size_t)raw : 1);
+    if (out == NULL ||
+        tw_grow((void **)&j->unsealed, &j->unsealed_cap, j->nunsealed + 1,
+                sizeof(*j->unsealed), 4) != TW_OK) {
+        free(out);
+        snprintf(err, errlen, "checkpoint part '%s': out of memory", part);
+        return TW_ERR;
+    }
+    j->unsealed[j->nunsealed++] = out;
+    size_t got = ZSTD_decompress(out, (size_t)raw, z, zn);
+    if (ZSTD_isError(got) || got != raw) {
+        snprintf(err, errlen,
+                 "checkpoint part '%s': compressed payload does not "
+                 "decompress to its %llu bytes (%s)",
+                 part, raw,
+                 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
+        return TW_ERR;
+    }
+    *payload = out;
+    *n = (size_t)raw;
+    return TW_OK;
+}
+
+/* Frees what inflate_payload kept for one restore call. */
+static void unsealed_free(tw_job *j)
+{
+    for (size_t i = 0; i < j->nunsealed; i++)
+        free(j->unsealed[i]);
+    j->nunsealed = 0;
+}
+
 /* Checks a part's header; on success *payload and *n are its payload. */
-static int unseal(const char *part, const void *data, size_t len,
+static int unseal(tw_job *j, const char *part, const void *data, size_t len,
                   uint32_t magic, const uint8_t **payload, size_t *n,
                   unsigned *version_out, char *err, size_t errlen)
 {
@@ -202,7 +305,8 @@ static int unseal(const char *part, const void *data, size_t len,
                  part, version, vmin, vmax);
         return TW_ERR;
     }
-    if (get_le(d + 6, 2) != 0) {
+    unsigned flags = (unsigned)get_le(d + 6, 2);
+    if ((flags & ~PART_ZSTD) != 0) {
         snprintf(err, errlen,
                  "checkpoint part '%s': header flags %u unknown to this engine",
                  part, (unsigned)get_le(d + 6, 2));
@@ -223,9 +327,12 @@ static int unseal(const char *part, const void *data, size_t len,
                  part);
         return TW_ERR;
     }
+    *version_out = version;
+    if (flags & PART_ZSTD)
+        return inflate_payload(j, part, d + HEADER_BYTES, len - HEADER_BYTES,
+                               payload, n, err, errlen);
     *payload = d + HEADER_BYTES;
     *n = len - HEADER_BYTES;
-    *version_out = version;
     return TW_OK;
 }
 
@@ -653,6 +760,11 @@ void tw_job_set_slice_bytes(tw_job *j, size_t bytes)
     j->slice_bytes = bytes;
 }
 
+void tw_job_set_checkpoint_target(tw_job *j, size_t bytes)
+{
+    j->target_bytes = bytes;
+}
+
 int tw_job_rule_deferred_(const tw_job *j, size_t i)
 {
     return !tw_rule_has_wallclock(j->rules[i]);
@@ -776,12 +888,13 @@ static int build_snapshot(tw_job *j, tw_buf *out)
     return rc;
 }
 
-/* The i-th of n "state.<id>.<i>" slices of j->snap: uv id, uv i, uv n,
- * uv the snapshot's length, then its bytes [i * size, (i + 1) * size). */
-static int build_slice(tw_job *j, tw_buf *b, uint64_t i)
+/* The i-th of n "state.<id>.<i>" slices of the snapshot in raw: uv id,
+ * uv i, uv n, uv the snapshot's length, then its bytes [i * size,
+ * (i + 1) * size). */
+static int build_slice(tw_job *j, const tw_buf *raw, tw_buf *b, uint64_t i)
 {
     static const uint8_t zero[HEADER_BYTES];
-    size_t total = tw_buf_len(j->snap);
+    size_t total = tw_buf_len(raw);
     size_t from = (size_t)i * j->snap_slice;
     size_t to = total - from < j->snap_slice ? total : from + j->snap_slice;
     TW_ASSERT(i < j->snap_next_n && from < total);
@@ -791,11 +904,17 @@ static int build_slice(tw_job *j, tw_buf *b, uint64_t i)
     tw_ckw_uv(&w, i);
     tw_ckw_uv(&w, j->snap_next_n);
     tw_ckw_uv(&w, total);
-    tw_ckw_bytes(&w, tw_buf_data(j->snap) + from, to - from);
+    tw_ckw_bytes(&w, tw_buf_data(raw) + from, to - from);
     if (w.failed)
         return TW_ERR;
     seal(b, SNAP_MAGIC, DEFER_VERSION);
     return TW_OK;
+}
+
+/* Bytes of the snapshot's sealed slice i. */
+static size_t slice_len(const tw_job *j, uint64_t i)
+{
+    return j->snap_off[i + 1] - j->snap_off[i];
 }
 
 /* One save's emits from the job's reusable buffer. */
@@ -804,9 +923,25 @@ typedef struct save_run {
     tw_job_part_fn emit;
     void *ud;
     size_t biggest;
+    size_t bytes; /* emitted so far */
     char *err;
     size_t errlen;
 } save_run;
+
+static int emit_bytes(save_run *sr, const char *part, const void *data,
+                      size_t n)
+{
+    if (n > sr->biggest)
+        sr->biggest = n;
+    sr->bytes += n;
+    if (sr->emit(sr->ud, part, data, n) != TW_OK) {
+        snprintf(sr->err, sr->errlen,
+                 "job %s: checkpoint part '%s': the store refused it",
+                 sr->j->id, part);
+        return TW_ERR;
+    }
+    return TW_OK;
+}
 
 /* Emits what a build_* just left in j->ckpt (built: its result); `rule`
  * names the rule of a "rule.<i>" part for the message. */
@@ -821,15 +956,14 @@ static int emit_built(save_run *sr, const char *part, int built,
                  j->id, part, rule ? " " : "", rule ? rule : "");
         return TW_ERR;
     }
-    size_t n = tw_buf_len(j->ckpt);
-    if (n > sr->biggest)
-        sr->biggest = n;
-    if (sr->emit(sr->ud, part, tw_buf_data(j->ckpt), n) != TW_OK) {
+    if (compress_sealed(j->ckpt, NULL) != TW_OK) {
         snprintf(sr->err, sr->errlen,
-                 "job %s: checkpoint part '%s': the store refused it", j->id,
-                 part);
+                 "job %s: checkpoint part '%s': out of memory", j->id, part);
         return TW_ERR;
     }
+    if (emit_bytes(sr, part, tw_buf_data(j->ckpt), tw_buf_len(j->ckpt)) !=
+        TW_OK)
+        return TW_ERR;
     tw_buf_clear(j->ckpt);
     return TW_OK;
 }
@@ -880,6 +1014,8 @@ static void drop_snapshot(tw_job *j)
 {
     tw_buf_free(j->snap);
     j->snap = NULL;
+    free(j->snap_off);
+    j->snap_off = NULL;
     j->snap_next_sent = j->snap_next_tried = j->snap_next_n = 0;
 }
 
@@ -935,24 +1071,91 @@ static int save_whole(save_run *sr, int core, int rules)
     return TW_OK;
 }
 
-/* Takes the snapshot of the scan-fed state as it is now (j->snap), in
- * slices of slice_bytes, or one slice (whole). */
+/* Takes the snapshot of the scan-fed state as it is now, in slices of
+ * slice_bytes, or one slice (whole), each sealed and compressed now
+ * (j->snap), so that a save knows what each slice will write. */
 static int start_snapshot(tw_job *j, int whole)
 {
     drop_snapshot(j);
-    if ((j->snap = tw_buf_new()) == NULL ||
-        build_snapshot(j, j->snap) != TW_OK) {
+    tw_buf *raw = tw_buf_new(), *one = tw_buf_new();
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    int rc = raw != NULL && one != NULL && cctx != NULL &&
+                     (j->snap = tw_buf_new()) != NULL
+                 ? build_snapshot(j, raw)
+                 : TW_ERR;
+    size_t total = rc == TW_OK ? tw_buf_len(raw) : 0;
+    if (rc == TW_OK) {
+        j->snap_slice = whole || j->slice_bytes == 0 ? total : j->slice_bytes;
+        j->snap_next_n = (total + j->snap_slice - 1) / j->snap_slice;
+        j->snap_next_id = j->snap_last_id + 1;
+        if ((j->snap_off =
+                 malloc((j->snap_next_n + 1) * sizeof(*j->snap_off))) == NULL)
+            rc = TW_ERR;
+    }
+    for (uint64_t i = 0; rc == TW_OK && i < j->snap_next_n; i++) {
+        tw_buf_clear(one);
+        j->snap_off[i] = tw_buf_len(j->snap);
+        if (build_slice(j, raw, one, i) != TW_OK ||
+            compress_sealed(one, cctx) != TW_OK ||
+            tw_buf_append(j->snap, tw_buf_data(one), tw_buf_len(one)) != TW_OK)
+            rc = TW_ERR;
+    }
+    tw_buf_free(raw);
+    tw_buf_free(one);
+    ZSTD_freeCCtx(cctx);
+    if (rc != TW_OK) {
         drop_snapshot(j);
         return TW_ERR;
     }
-    size_t total = tw_buf_len(j->snap);
-    j->snap_slice = whole || j->slice_bytes == 0 ? total : j->slice_bytes;
-    j->snap_next_n = (total + j->snap_slice - 1) / j->snap_slice;
-    j->snap_next_id = ++j->snap_last_id;
+    j->snap_off[j->snap_next_n] = tw_buf_len(j->snap);
+    j->snap_last_id = j->snap_next_id;
     j->snap_next_gen = j->next_scan;
     j->snap_next_changes = j->windows_changes;
     j->snap_next_sent = j->snap_next_tried = 0;
     return TW_OK;
+}
+
+/* How many slices from `from` this save writes: one, more while the
+ * save's bytes (`input` so far) stay within target_bytes, and at least
+ * snap_min (pacing); all that are left at most. */
+static uint64_t slices_this_save(tw_job *j, uint64_t from, size_t input)
+{
+    uint64_t left = j->snap_next_n - from, k = 1;
+    TW_ASSERT(from < j->snap_next_n);
+    /* written within three quarters of the saves the last scan interval
+     * had, so it lands before the next scan's snapshot is due */
+    uint64_t pace = j->saves_per_scan * 3 / 4;
+    j->snap_min = pace == 0 ? 1 : (j->snap_next_n + pace - 1) / pace;
+    if (j->target_bytes > 0) {
+        size_t bytes = input + slice_len(j, from);
+        while (k < left && bytes + slice_len(j, from + k) <= j->target_bytes)
+            bytes += slice_len(j, from + k++);
+        if (k < j->snap_min)
+            k = j->snap_min;
+    }
+    return k < left ? k : left;
+}
+
+/* What the new "chunks.<n>" part of this save will take, from its
+ * batches' packed bytes and the last part's compression (events and
+ * unpacked samples at a rough 16 bytes each). */
+static size_t input_estimate(const tw_job *j)
+{
+    size_t raw = 0;
+    for (size_t i = 0; i < j->nchunks; i++) {
+        const chunk *c = &j->chunks[i];
+        if (c->seg == 0)
+            raw += c->packed != NULL
+                       ? c->packed_len
+                       : 16 * (c->batch->nsamples + c->batch->nevents);
+    }
+    for (size_t i = 0; i < j->nretired; i++) {
+        const chunk *c = &j->retired[i];
+        raw += c->packed != NULL
+                   ? c->packed_len
+                   : 16 * (c->batch->nsamples + c->batch->nevents);
+    }
+    return j->chunk_ratio == 0 ? raw : (size_t)(raw * j->chunk_ratio / 1024);
 }
 
 void tw_job_snapshot_early_(tw_job *j)
@@ -975,6 +1178,15 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
 {
     tw_job *j = sr->j;
     uint64_t seq = j->seg_next != 0 ? j->seg_next : 1;
+    if (only_dirty) { /* pacing: the saves of the last scan interval */
+        if (j->next_scan != j->pace_scan) {
+            j->saves_per_scan = j->pace_saves / (j->next_scan - j->pace_scan);
+            j->pace_scan = j->next_scan;
+            j->pace_saves = 0;
+        }
+        j->pace_saves++;
+    }
+
     /* the scan-fed state differs from the stored snapshot: scans ran
      * since it (a restored job replayed them) or the rules finished */
     int state_dirty =
@@ -999,7 +1211,8 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
     /* the slices this save writes: [from, to) */
     uint64_t from = j->snap != NULL ? j->snap_next_sent : 0, to = from;
     if (j->snap != NULL)
-        to = whole ? j->snap_next_n : from + 1;
+        to = whole ? j->snap_next_n
+                   : from + slices_this_save(j, from, input_estimate(j));
     int commit = j->snap != NULL && to == j->snap_next_n;
     snap_view sv = {j->snap_kind, j->snap_id, j->snap_gen, j->snap_nslices, 0};
     if (commit)
@@ -1081,11 +1294,13 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
     snprintf(part, sizeof(part), "chunks.%llu", (unsigned long long)seq);
     if (new_seg) {
         j->seg_tried = seq;
-        if (emit_built(
-                sr, part,
-                build_chunks(j, j->ckpt, seq, 0, j->retired, j->nretired),
-                NULL) != TW_OK)
+        size_t before = sr->bytes, raw = 0;
+        int built = build_chunks(j, j->ckpt, seq, 0, j->retired, j->nretired);
+        raw = tw_buf_len(j->ckpt);
+        if (emit_built(sr, part, built, NULL) != TW_OK)
             return TW_ERR;
+        if (raw > ZSTD_MIN_PAYLOAD) /* what compression kept of it */
+            j->chunk_ratio = (uint64_t)(sr->bytes - before) * 1024 / raw;
     } else if (stale && emit_removal(sr, part) != TW_OK) {
         return TW_ERR;
     }
@@ -1094,7 +1309,8 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
                  (unsigned long long)j->snap_next_id, (unsigned long long)i);
         if (i + 1 > j->snap_next_tried)
             j->snap_next_tried = i + 1;
-        if (emit_built(sr, part, build_slice(j, j->ckpt, i), NULL) != TW_OK)
+        if (emit_bytes(sr, part, tw_buf_data(j->snap) + j->snap_off[i],
+                       slice_len(j, i)) != TW_OK)
             return TW_ERR;
     }
     if (drop_n > 0 && remove_slices(sr, drop_id, drop_n) != TW_OK)
@@ -1180,7 +1396,7 @@ int tw_job_save(tw_job *j, int only_dirty, tw_job_part_fn emit, void *ud,
         return TW_ERR;
     }
     tw_buf_clear(j->ckpt);
-    save_run sr = {j, emit, ud, 0, err, errlen};
+    save_run sr = {j, emit, ud, 0, 0, err, errlen};
     int rc = j->segmented ? save_segmented(&sr, only_dirty, core, rules)
                           : save_whole(&sr, core, rules);
     if (rc == TW_OK) {
@@ -2144,7 +2360,7 @@ static int restore_core(tw_job *j, const void *data, size_t len, char *err,
     const uint8_t *payload;
     size_t n;
     unsigned version;
-    if (unseal("core", data, len, CORE_MAGIC, &payload, &n, &version, err,
+    if (unseal(j, "core", data, len, CORE_MAGIC, &payload, &n, &version, err,
                errlen) != TW_OK)
         return TW_ERR;
     if (j->stats.batches != 0 || j->nseries != 0 || j->nnodes != 0 ||
@@ -2251,7 +2467,7 @@ static int restore_dict(tw_job *j, const char *part, uint64_t seq,
     const uint8_t *payload;
     size_t n;
     unsigned version;
-    if (unseal(part, data, len, DICT_MAGIC, &payload, &n, &version, err,
+    if (unseal(j, part, data, len, DICT_MAGIC, &payload, &n, &version, err,
                errlen) != TW_OK)
         return TW_ERR;
     if (tw_grow((void **)&j->dsegs, &j->dsegs_cap, j->ndsegs + 1,
@@ -2279,7 +2495,7 @@ static int restore_windows(tw_job *j, const char *part, const void *data,
     const uint8_t *payload;
     size_t n;
     unsigned version;
-    if (unseal(part, data, len, WIN_MAGIC, &payload, &n, &version, err,
+    if (unseal(j, part, data, len, WIN_MAGIC, &payload, &n, &version, err,
                errlen) != TW_OK)
         return TW_ERR;
     tw_ckr r;
@@ -2324,7 +2540,7 @@ static int restore_chunks(tw_job *j, const char *part, uint64_t seq,
     const uint8_t *payload;
     size_t n;
     unsigned version;
-    if (unseal(part, data, len, CHUNK_MAGIC, &payload, &n, &version, err,
+    if (unseal(j, part, data, len, CHUNK_MAGIC, &payload, &n, &version, err,
                errlen) != TW_OK)
         return TW_ERR;
     if (tw_grow((void **)&j->csegs, &j->csegs_cap, j->ncsegs + 1,
@@ -2392,7 +2608,7 @@ static int restore_slice(tw_job *j, const char *part, uint64_t id, uint64_t idx,
     const uint8_t *payload;
     size_t n;
     unsigned version;
-    if (unseal(part, data, len, SNAP_MAGIC, &payload, &n, &version, err,
+    if (unseal(j, part, data, len, SNAP_MAGIC, &payload, &n, &version, err,
                errlen) != TW_OK)
         return TW_ERR;
     tw_ckr r;
@@ -2511,7 +2727,7 @@ static int restore_snapshot(tw_job *j, const uint8_t *p, size_t n, char *err,
     return rc;
 }
 
-int tw_job_restore_end(tw_job *j, char *err, size_t errlen)
+static int restore_end(tw_job *j, char *err, size_t errlen)
 {
     if (!j->replay_due)
         return TW_OK;
@@ -2602,7 +2818,7 @@ static int restore_rule(tw_job *j, const char *part, size_t idx,
     const uint8_t *payload;
     size_t n;
     unsigned version;
-    if (unseal(part, data, len, RULE_MAGIC, &payload, &n, &version, err,
+    if (unseal(j, part, data, len, RULE_MAGIC, &payload, &n, &version, err,
                errlen) != TW_OK)
         return TW_ERR;
     tw_ckr r;
@@ -2652,7 +2868,7 @@ static int restore_rule(tw_job *j, const char *part, size_t idx,
     return TW_OK;
 }
 
-int tw_job_restore_part(tw_job *j, const char *part, const void *data,
+static int restore_part(tw_job *j, const char *part, const void *data,
                         size_t len, char *err, size_t errlen)
 {
     if (part == NULL) {
@@ -2699,4 +2915,19 @@ int tw_job_restore_part(tw_job *j, const char *part, const void *data,
              "'state.<n>.<i>')",
              part);
     return TW_ERR;
+}
+
+int tw_job_restore_part(tw_job *j, const char *part, const void *data,
+                        size_t len, char *err, size_t errlen)
+{
+    int rc = restore_part(j, part, data, len, err, errlen);
+    unsealed_free(j);
+    return rc;
+}
+
+int tw_job_restore_end(tw_job *j, char *err, size_t errlen)
+{
+    int rc = restore_end(j, err, errlen);
+    unsealed_free(j);
+    return rc;
 }

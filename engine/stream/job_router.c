@@ -641,6 +641,8 @@ static int tw_router_new_job(tw_router *r, tw_rpart *p, const char *id,
     /* and the scan-fed state in slices, not all of it after each scan */
     tw_job_set_slice_bytes(j->job,
                            tw_store_checkpoint_slice_bytes(r->cfg.store));
+    tw_job_set_checkpoint_target(
+        j->job, tw_store_checkpoint_target_bytes(r->cfg.store));
     if (tw_grow((void **)&p->jobs, &p->jobs_cap, p->njobs + 1, sizeof(*p->jobs),
                 4) != TW_OK) {
         tw_rjob_free(j);

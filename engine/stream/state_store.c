@@ -19,6 +19,7 @@ struct tw_store {
     int txn_failed; /* an op could not be buffered (out of memory) */
     int64_t checkpoint_interval_us;
     size_t slice_bytes;
+    size_t target_bytes;
     int64_t finished_ttl_s;
     int64_t pending_check_us, pending_after_us;
     uint64_t requests; /* ping, commit, get, smembers, ttl, claim */
@@ -58,6 +59,8 @@ int tw_store_open(const tw_settings *state, tw_store **out, char *err,
     s->checkpoint_interval_us = interval;
     s->slice_bytes = (size_t)tw_schema_int(state, TW_SECTION_STATE,
                                            "checkpoint_slice_bytes");
+    s->target_bytes = (size_t)tw_schema_int(state, TW_SECTION_STATE,
+                                            "checkpoint_target_bytes");
     s->finished_ttl_s = ttl_us / 1000000;
     s->pending_check_us =
         tw_schema_duration_us(state, TW_SECTION_STATE, "pending_check");
@@ -112,6 +115,11 @@ int tw_store_durable(const tw_store *s)
 size_t tw_store_checkpoint_slice_bytes(const tw_store *s)
 {
     return s->slice_bytes;
+}
+
+size_t tw_store_checkpoint_target_bytes(const tw_store *s)
+{
+    return s->target_bytes;
 }
 
 int64_t tw_store_checkpoint_interval_us(const tw_store *s)

@@ -93,6 +93,9 @@ int64_t tw_store_checkpoint_interval_us(const tw_store *s);
 /* state.checkpoint_slice_bytes: a job's state snapshot slices (job.h,
  * tw_job_set_slice_bytes). */
 size_t tw_store_checkpoint_slice_bytes(const tw_store *s);
+/* state.checkpoint_target_bytes: the bytes a job's checkpoint fills with
+ * slices (job.h, tw_job_set_checkpoint_target). */
+size_t tw_store_checkpoint_target_bytes(const tw_store *s);
 int64_t tw_store_finished_ttl_s(const tw_store *s);
 /* state.pending_check (how often to look for unconfirmed claims) and
  * state.pending_after (how old an unconfirmed claim must be to be

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zstd.h>
 
 #include "checkpoint.h" /* tw_checkpoint_part_cmp */
 #include "ckpt_codec.h" /* a state snapshot's entries */
@@ -267,12 +268,27 @@ static void print_subrules(const unsigned char *d, size_t len, size_t nnodes)
 static void print_snapshot(const unsigned char *d, size_t len, size_t nnodes)
 {
     tw_ckr r;
-    tw_ckr_init(&r, d + 20, len > 20 ? len - 20 : 0);
+    unsigned char *raw = NULL;
+    size_t pn = len > 20 ? len - 20 : 0;
+    if (len > 20 && d[6] == 1) { /* stored compressed (PART_ZSTD) */
+        unsigned long long rn = ZSTD_getFrameContentSize(d + 20, pn);
+        if (rn < ((unsigned long long)1 << 32) && (raw = malloc(rn + 1)) &&
+            ZSTD_decompress(raw, rn, d + 20, pn) == rn) {
+            printf("    (stored compressed: %zu bytes, %llu before)\n", pn, rn);
+            pn = (size_t)rn;
+        } else {
+            printf("    (compressed, and not readable here)\n");
+            free(raw);
+            return;
+        }
+    }
+    tw_ckr_init(&r, raw != NULL ? raw : d + 20, pn);
     (void)tw_ckr_uv(&r); /* id */
     uint64_t i = tw_ckr_uv(&r), n = tw_ckr_uv(&r), total = tw_ckr_uv(&r);
     if (r.why != NULL || i != 0 || n != 1 || tw_ckr_left(&r) != total) {
         printf("    (a snapshot in %llu slices: not split)\n",
                (unsigned long long)n);
+        free(raw);
         return;
     }
     while (tw_ckr_left(&r) > 0 && r.why == NULL) {
@@ -290,6 +306,7 @@ static void print_snapshot(const unsigned char *d, size_t len, size_t nnodes)
         if (kind == 1)
             print_subrules(blob, blen, nnodes);
     }
+    free(raw);
 }
 
 static int report(const bench *be, tw_job *j, const char *label)

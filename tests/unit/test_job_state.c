@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "checkpoint.h" /* tw_checkpoint_part_cmp: the restore order */
 #include "job.h"
@@ -164,8 +165,9 @@ typedef struct setup {
     size_t nspecs;
     int eval_mode; /* external watermark driven by feed keys, F and L set */
     int segmented; /* tw_job_set_segmented, as the daemon's jobs */
-    size_t slice_bytes; /* segmented: tw_job_set_slice_bytes */
-    size_t save_every;  /* save after every n-th batch (0, 1: each) */
+    size_t slice_bytes;  /* segmented: tw_job_set_slice_bytes */
+    size_t target_bytes; /* segmented: tw_job_set_checkpoint_target */
+    size_t save_every;   /* save after every n-th batch (0, 1: each) */
     /* set when a restore ran scans again / found a dropped snapshot's
      * slices (deferred state) */
     int saw_replay, saw_stale;
@@ -198,6 +200,7 @@ static tw_job *job_new(const setup *su)
     if (su->segmented) {
         tw_job_set_segmented(j);
         tw_job_set_slice_bytes(j, su->slice_bytes);
+        tw_job_set_checkpoint_target(j, su->target_bytes);
     }
     return j;
 }
@@ -296,7 +299,7 @@ static char *results(tw_job *j)
 
 /* ---- a checkpoint store: the newest blob of each part ------------------- */
 
-#define MAX_PARTS 512
+#define MAX_PARTS 4096
 
 typedef struct store {
     char name[MAX_PARTS][32];
@@ -305,7 +308,7 @@ typedef struct store {
     size_t n;
     size_t emitted; /* parts received by the last save */
     size_t emitted_bytes;
-    char emitted_names[4096];
+    char emitted_names[65536];
     int fail_at; /* emit number (1-based) that fails; 0 = none */
 } store;
 
@@ -646,10 +649,12 @@ static void check_preset_ex(const char *preset, uint32_t nodes, double dur,
     }
     /* whole cores (tools, tests), segmented checkpoints (the daemon) with
      * the state snapshot whole, and in slices so small that restores land
-     * while several scans wait for it (they run again) */
-    for (int mode = 0; mode <= 3; mode++) {
+     * while several scans wait for it (they run again); mode 4: several
+     * slices a save, up to a byte target, and paced */
+    for (int mode = 0; mode <= 4; mode++) {
         su.segmented = mode > 0;
         su.slice_bytes = mode >= 2 ? 200 : 0;
+        su.target_bytes = mode == 4 ? 3000 : 0;
         /* saves far apart: scans release batches no save wrote yet */
         su.save_every = mode == 3 ? 20 : 1;
         uint8_t *at = split;
@@ -671,7 +676,8 @@ static void check_preset_ex(const char *preset, uint32_t nodes, double dur,
             fail_msg("%s%s: results differ at byte %zu:\n  want ...%.200s\n"
                      "  got  ...%.200s",
                      preset,
-                     mode == 3   ? " (segmented, sliced, saves 20 apart)"
+                     mode == 4   ? " (segmented, sliced to a byte target)"
+                     : mode == 3 ? " (segmented, sliced, saves 20 apart)"
                      : mode == 2 ? " (segmented, sliced)"
                      : mode == 1 ? " (segmented)"
                                  : "",
@@ -1517,6 +1523,233 @@ static void test_out_of_order_across_checkpoint(void **st)
     stream_free(&s);
 }
 
+/* ---- compressed parts and slices to a byte target ---------------------- */
+
+/* A segmented ProfilerReport job over half of a 2-node healthy job, saved
+ * after each batch (sto), with the given slices and target. */
+static tw_job *half_job(setup *su, stream *s, store *sto, size_t slice,
+                        size_t target, size_t *max_pend)
+{
+    stream_load(s, "healthy", 2, 0, 1, 0, 5);
+    setup_profiler_report(su);
+    su->segmented = 1;
+    su->slice_bytes = slice;
+    su->target_bytes = target;
+    tw_job *j = job_new(su);
+    memset(sto, 0, sizeof(*sto));
+    save(j, 0, sto);
+    *max_pend = 0;
+    for (size_t i = 0; i < s->n / 2; i++) {
+        feed(su, j, s, i);
+        save(j, 1, sto);
+        if (j->npend > *max_pend)
+            *max_pend = j->npend;
+    }
+    return j;
+}
+
+/* The part's payload inflated and sealed again without the flag: what
+ * an engine before compression wrote. Caller frees. */
+static uint8_t *plain_part(const uint8_t *d, size_t len, size_t *out_len)
+{
+    assert_true(len > 20);
+    assert_int_equal(d[6], 1); /* PART_ZSTD */
+    unsigned long long raw = ZSTD_getFrameContentSize(d + 20, len - 20);
+    assert_true(raw < ((unsigned long long)1 << 30));
+    uint8_t *p = malloc(20 + (size_t)raw);
+    assert_non_null(p);
+    memcpy(p, d, 20);
+    p[6] = 0;
+    assert_int_equal(ZSTD_decompress(p + 20, (size_t)raw, d + 20, len - 20),
+                     raw);
+    reseal(p, 20 + (size_t)raw);
+    *out_len = 20 + (size_t)raw;
+    return p;
+}
+
+/* Large parts are stored compressed (header flag 1) and restore to the
+ * same job; the same payload stored plain restores too; a damaged frame,
+ * one announcing more than 1 GiB and an unknown flag are refused, naming
+ * the part. */
+static void test_compressed_parts(void **st)
+{
+    (void)st;
+    setup su;
+    stream s;
+    store sto;
+    size_t max_pend;
+    tw_job *j = half_job(&su, &s, &sto, 256, 0, &max_pend);
+    store full;
+    memset(&full, 0, sizeof(full));
+    save(j, 0, &full);
+    size_t compressed = 0, saved = 0, raw_total = 0;
+    const char *zpart = NULL;
+    for (size_t i = 0; i < full.n; i++) {
+        if (full.data[i][6] != 1)
+            continue;
+        compressed++;
+        size_t plen;
+        uint8_t *p = plain_part(full.data[i], full.len[i], &plen);
+        assert_true(plen > full.len[i] + full.len[i] / 8);
+        saved += plen - full.len[i];
+        raw_total += plen;
+        if (strncmp(full.name[i], "chunks.", 7) == 0 || zpart == NULL)
+            zpart = full.name[i];
+        free(p);
+    }
+    assert_true(compressed > 0);
+    assert_non_null(zpart);
+    print_message("compressed parts: %zu, %zu of %zu bytes saved\n", compressed,
+                  saved, raw_total);
+
+    char *want = results(j);
+    /* the compressed store and the same store with every part plain */
+    store plain;
+    memset(&plain, 0, sizeof(plain));
+    for (size_t i = 0; i < full.n; i++) {
+        size_t plen = full.len[i];
+        uint8_t *p = full.data[i][6] == 1
+                         ? plain_part(full.data[i], full.len[i], &plen)
+                         : NULL;
+        store_put(&plain, full.name[i], p != NULL ? p : full.data[i], plen);
+        free(p);
+    }
+    for (int k = 0; k < 2; k++) {
+        tw_job *r = restore(&su, k == 0 ? &full : &plain);
+        char *got = results(r);
+        assert_string_equal(want, got);
+        free(got);
+        tw_job_free(r);
+    }
+
+    /* damage inside the frame (CRC made right again): named, refused */
+    size_t zlen;
+    const uint8_t *z = store_get(&full, zpart, &zlen);
+    uint8_t *bad = malloc(zlen);
+    assert_non_null(bad);
+    char err[1024];
+    int refused = 0;
+    for (size_t at = 20 + 4; at < zlen; at += zlen / 40 + 1) {
+        tw_job *r = job_new(&su);
+        memcpy(bad, z, zlen);
+        bad[at] ^= 0x5a;
+        reseal(bad, zlen);
+        /* a fresh job: the part's own checks run after the core's */
+        const uint8_t *core;
+        size_t clen;
+        core = store_get(&full, "core", &clen);
+        assert_int_equal(
+            tw_job_restore_part(r, "core", core, clen, err, sizeof(err)),
+            TW_OK);
+        if (tw_job_restore_part(r, zpart, bad, zlen, err, sizeof(err)) !=
+            TW_OK) {
+            refused++;
+            assert_non_null(strstr(err, zpart));
+        }
+        tw_job_free(r);
+    }
+    assert_true(refused > 0);
+
+    /* a frame that announces 2 GiB: refused before any allocation */
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    assert_non_null(cc);
+    assert_false(ZSTD_isError(
+        ZSTD_CCtx_setPledgedSrcSize(cc, (unsigned long long)2 << 30)));
+    uint8_t frame[256];
+    ZSTD_outBuffer ob = {frame, sizeof(frame), 0};
+    ZSTD_inBuffer ib = {"abcd", 4, 0};
+    assert_false(
+        ZSTD_isError(ZSTD_compressStream2(cc, &ob, &ib, ZSTD_e_flush)));
+    ZSTD_freeCCtx(cc);
+    uint8_t bomb[20 + sizeof(frame)];
+    memcpy(bomb, z, 20);
+    memcpy(bomb + 20, frame, ob.pos);
+    reseal(bomb, 20 + ob.pos);
+    tw_job *r = job_new(&su);
+    assert_int_equal(
+        tw_job_restore_part(r, zpart, bomb, 20 + ob.pos, err, sizeof(err)),
+        TW_ERR);
+    assert_non_null(strstr(err, "announces 2147483648 bytes"));
+    assert_non_null(strstr(err, zpart));
+    /* an unknown header flag */
+    memcpy(bad, z, zlen);
+    bad[6] = 3;
+    assert_int_equal(tw_job_restore_part(r, zpart, bad, zlen, err, sizeof(err)),
+                     TW_ERR);
+    assert_non_null(strstr(err, "header flags 3 unknown"));
+    tw_job_free(r);
+
+    free(bad);
+    free(want);
+    store_clear(&plain);
+    store_clear(&full);
+    store_clear(&sto);
+    tw_job_free(j);
+    tw_registry_free(su.reg);
+    stream_free(&s);
+}
+
+/* Slices per save: one without a target; with one, as many as fit beside
+ * the save's other parts; and paced, so a snapshot lands before the next
+ * scan's (without pacing, 64-byte slices one a save fall scans behind). */
+static void test_slices_to_target(void **st)
+{
+    (void)st;
+    size_t most[3] = {0, 0, 0}, pend[3];
+    const size_t target[3] = {0, 16384, 1};
+    for (int mode = 0; mode < 3; mode++) {
+        setup su;
+        stream s;
+        store sto;
+        stream_load(&s, "healthy", 2, 0, 1, 0, 5);
+        setup_profiler_report(&su);
+        su.segmented = 1;
+        su.slice_bytes = 64;
+        su.target_bytes = target[mode];
+        tw_job *j = job_new(&su);
+        memset(&sto, 0, sizeof(sto));
+        save(j, 0, &sto);
+        pend[mode] = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            feed(&su, j, &s, i);
+            save(j, 1, &sto);
+            size_t k = 0, sliced = 0;
+            for (const char *p = sto.emitted_names; (p = strstr(p, "state."));
+                 p++) {
+                char name[32];
+                size_t n = strcspn(p, ",");
+                snprintf(name, sizeof(name), "%.*s", (int)n, p);
+                for (size_t q = 0; q < sto.n; q++)
+                    if (strcmp(sto.name[q], name) == 0) { /* not removed */
+                        sliced += sto.len[q];
+                        k++;
+                    }
+            }
+            if (k > most[mode])
+                most[mode] = k;
+            if (mode == 0)
+                assert_true(k <= 1 || j->snap == NULL); /* or a whole one */
+            /* the slices beyond the first fit in the target (beside the
+             * input the save estimated) */
+            if (mode == 1 && k > 1 && k > j->snap_min)
+                assert_true(sliced <= target[mode]);
+            if (j->npend > pend[mode])
+                pend[mode] = j->npend;
+        }
+        print_message("target %zu: at most %zu slices a save, %zu scans "
+                      "waiting for a snapshot\n",
+                      target[mode], most[mode], pend[mode]);
+        tw_job_free(j);
+        store_clear(&sto);
+        tw_registry_free(su.reg);
+        stream_free(&s);
+    }
+    assert_true(most[1] > 1);
+    /* paced (mode 2) the snapshot keeps up; one slice a save it does not */
+    assert_true(pend[2] <= 2);
+    assert_true(pend[0] > pend[2]);
+}
+
 int main(void)
 {
     tw_log_set_level(TW_LOG_ERROR);
@@ -1529,6 +1762,8 @@ int main(void)
         cmocka_unit_test(test_cpu_bottleneck),
         cmocka_unit_test(test_compact_edge_values),
         cmocka_unit_test(test_segmented_incremental),
+        cmocka_unit_test(test_compressed_parts),
+        cmocka_unit_test(test_slices_to_target),
         cmocka_unit_test(test_replay_skips_later_batches),
         cmocka_unit_test(test_restored_events_share_strings),
         cmocka_unit_test(test_low_gpu_two_nodes),

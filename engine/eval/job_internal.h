@@ -216,8 +216,10 @@ struct tw_job {
      * snap_off[i + 1]) */
     tw_buf *snap;
     size_t *snap_off;
-    size_t snap_slice; /* its slice size before compression   */
-    uint64_t snap_min; /* slices a save writes at least       */
+    size_t snap_slice;     /* its slice size before compression   */
+    uint64_t snap_min;     /* slices a save writes at least       */
+    int64_t snap_taken_us; /* monotonic time it was taken (a log line) */
+    uint64_t snap_saves;   /* saves that wrote its slices           */
     /* pacing: saves between scans, so a snapshot lands before the next
      * scan's (job_state.c, start_snapshot) */
     uint64_t pace_scan, pace_saves, saves_per_scan;

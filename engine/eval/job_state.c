@@ -1,9 +1,10 @@
 /*
  * job_state.c - exact checkpoint/restore of a whole job (job.h, "checkpoints").
  *
- * Every part is   u32 magic | u16 version | u16 0 | u64 payload length |
+ * Every part is   u32 magic | u16 version | u16 flags | u64 payload length |
  *                 u32 CRC-32 of the payload | payload
- * (fixed fields little-endian; the payload in the ckpt_codec.h encoding).
+ * (fixed fields little-endian; the payload in the ckpt_codec.h encoding;
+ * flags 0, or PART_ZSTD: the stored payload is a zstd frame of it).
  *
  * "core" (magic "TWJC", version 1) payload:
  *   str job id; config: iv tick, lateness, idle, u8 external watermark,
@@ -90,6 +91,7 @@
 #include <zstd.h>
 
 #include "ckpt_codec.h"
+#include "clock.h"
 #include "grow.h"
 #include "job.h"
 #include "job_internal.h"
@@ -1108,6 +1110,8 @@ static int start_snapshot(tw_job *j, int whole)
         return TW_ERR;
     }
     j->snap_off[j->snap_next_n] = tw_buf_len(j->snap);
+    j->snap_taken_us = tw_mono_us();
+    j->snap_saves = 0;
     j->snap_last_id = j->snap_next_id;
     j->snap_next_gen = j->next_scan;
     j->snap_next_changes = j->windows_changes;
@@ -1361,9 +1365,19 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
     }
     free_retired(j);
     j->nstale = 0;
-    if (j->snap != NULL)
+    if (j->snap != NULL) {
         j->snap_next_sent = to;
+        j->snap_saves++;
+    }
     if (commit) {
+        tw_log(TW_LOG_DEBUG,
+               "job %s: state snapshot %llu in the store: %llu slice(s), %zu "
+               "bytes, over %llu checkpoint(s), %.3f s after it was taken; "
+               "%zu scan(s) since it",
+               j->id, (unsigned long long)sv.id, (unsigned long long)sv.nslices,
+               tw_buf_len(j->snap), (unsigned long long)j->snap_saves,
+               (double)(tw_mono_us() - j->snap_taken_us) / 1e6,
+               j->npend - sv.pend_from);
         j->snap_kind = SNAP_SLICES;
         j->snap_id = sv.id;
         j->snap_gen = sv.gen;

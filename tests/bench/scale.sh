@@ -12,7 +12,7 @@
 #       [--tick 60s|continuous] [--checkpoint-interval 1s] [--sample 10]
 #       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--realtime]
 #       [--bottleneck-every E] [--init-grace MIN] [--restart-at MIN]
-#       [--slice-bytes N] [--keep]
+#       [--slice-bytes N] [--target-bytes N] [--noise] [--keep]
 #
 # --jobs K splits the nodes over K jobs, each on its own partition of the
 # metrics topic (one job = one key = one partition). --max-lag: unread
@@ -39,7 +39,11 @@
 # instants, so one snapshot a round: 8.3 event minutes at 500 ms): use
 # --event-minutes 12 or more.
 # --slice-bytes N: state.checkpoint_slice_bytes (default the engine's,
-# 262144; 0 writes a job's windows and rule state whole after each scan).
+# 262144; 0 writes a job's windows and rule state whole after each scan);
+# --target-bytes N: state.checkpoint_target_bytes (default the engine's,
+# 2097152; 0: one slice per checkpoint). --noise: the varying part of each
+# value random (bench_scale_producer --noise): the agents' pattern
+# otherwise compresses far better than real utilization does.
 # --restart-at MIN: at that event minute run is killed (SIGKILL) and
 # started again; it restores the jobs from Redis (prints the "checkpoint
 # loaded" line: parts, bytes, ms) and the run goes on. The invariants then
@@ -66,6 +70,7 @@ fi
 BUILD=$(cd "$BUILD" && pwd)
 NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
 CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME= BOTTLENECK=10
+NOISE= TARGET=
 GRACE= RESTART= SLICE=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -81,10 +86,12 @@ while [ $# -gt 0 ]; do
     --max-lag) MAXLAG=$2; shift 2 ;;
     --compression) COMPRESSION=$2; shift 2 ;;
     --realtime) REALTIME=--realtime; shift ;;
+    --noise) NOISE=--noise; shift ;;
     --bottleneck-every) BOTTLENECK=$2; shift 2 ;;
     --init-grace) GRACE=$2; shift 2 ;;
     --restart-at) RESTART=$2; shift 2 ;;
     --slice-bytes) SLICE=$2; shift 2 ;;
+    --target-bytes) TARGET=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "scale.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -112,7 +119,7 @@ trap 'exit 1' INT TERM
 die() { echo "scale: $*" >&2; exit 1; }
 
 echo "scale: $NODES nodes x $GPUS GPUs x $CORES cores at $INTERVAL ms," \
-    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${SLICE:+, slices of $SLICE bytes}${REALTIME:+, paced as the agents}${GRACE:+, init_grace $GRACE min}"
+    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${SLICE:+, slices of $SLICE bytes}${TARGET:+, target $TARGET bytes}${NOISE:+, random values}${REALTIME:+, paced as the agents}${GRACE:+, init_grace $GRACE min}"
 tw_redis_start || die "redis"
 tw_broker_start --topic "trainwatch.metrics:$JOBS" || die "broker"
 mkdir -p "$WORK/res"
@@ -128,6 +135,7 @@ state:
   store: redis
   checkpoint_interval: $CKPT
 ${SLICE:+  checkpoint_slice_bytes: $SLICE
+}${TARGET:+  checkpoint_target_bytes: $TARGET
 }  redis:
     port: $REDIS_PORT
 http:
@@ -162,7 +170,7 @@ start_ns=$(date +%s%N)
 "$PRODUCER" --brokers "$BOOTSTRAP" --group scale --results "$WORK/res" \
     --jobs "$JOBS" --nodes "$NODES" --gpus "$GPUS" --cores "$CORES" \
     --interval-ms "$INTERVAL" --event-minutes "$MINUTES" \
-    --compression "$COMPRESSION" ${MAXLAG:+--max-lag "$MAXLAG"} $REALTIME \
+    --compression "$COMPRESSION" ${MAXLAG:+--max-lag "$MAXLAG"} $REALTIME $NOISE \
     --bottleneck-every "$BOTTLENECK" \
     >"$WORK/producer.out" 2>"$WORK/producer.err" &
 PRODUCER_PID=$!
@@ -273,8 +281,21 @@ if ms:
 else:
     print("checkpoints: n=0")
 if quiet_ms:
-    print("  without a scan since the previous: n=%d ms_p50=%.1f ms_p99=%.1f bytes_p50=%d bytes_p99=%d"
+    print("  without a scan or a state slice since the previous: n=%d ms_p50=%.1f ms_p99=%.1f bytes_p50=%d bytes_p99=%d"
           % (len(quiet_ms), pct(quiet_ms, .5), pct(quiet_ms, .99), pct(quiet_by, .5), pct(quiet_by, .99)))
+# a job's state snapshot whole in the store (DEBUG line, job_state.c): until
+# then a restore runs the scans since the previous snapshot again
+snap = re.compile(r"state snapshot \d+ in the store: (\d+) slice\(s\), (\d+) bytes, over (\d+) checkpoint\(s\), ([0-9.]+) s after it was taken; (\d+) scan")
+sl, sb, sc, ss, sp = [], [], [], [], []
+for path in sys.argv[1:]:
+    for line in open(path, errors="replace"):
+        m = snap.search(line)
+        if m:
+            sl.append(int(m.group(1))); sb.append(int(m.group(2)))
+            sc.append(int(m.group(3))); ss.append(float(m.group(4))); sp.append(int(m.group(5)))
+if ss:
+    print("state snapshots: n=%d slices_p50=%d bytes_p50=%d in_store_after_s_p50=%.1f max=%.1f checkpoints_p50=%d max=%d scans_since_at_landing_max=%d"
+          % (len(ss), pct(sl, .5), pct(sb, .5), pct(ss, .5), max(ss), pct(sc, .5), max(sc), max(sp)))
 PY
 grep '^alerts:' "$WORK/producer.out" | sed 's/^alerts:/alert latency (tick '"$TICK"'):/'
 grep '^alerts not final:' "$WORK/producer.out" | sed 's/^alerts not final:/  not final (as scans run):/'

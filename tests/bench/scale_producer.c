@@ -6,7 +6,7 @@
  *       [--topic T] [--alerts-topic A] [--jobs K] [--nodes N] [--gpus G]
  *       [--cores C] [--interval-ms MS] [--event-minutes M]
  *       [--bottleneck-every E] [--max-lag BYTES] [--compression CODEC]
- *       [--wait-s S] [--realtime]
+ *       [--wait-s S] [--realtime] [--noise]
  *
  * N nodes split over K jobs (job "scale-<k>" to partition k mod the
  * topic's partitions, keyed by its id). Every --interval-ms of event time
@@ -14,7 +14,10 @@
  * encoder (wire.h): per GPU its utilization and memory utilization, per
  * core its utilization and I/O wait, host memory, two network and three
  * I/O series (what `synth` writes per round: 2G + 2C + 6 samples), values
- * in hundredths as an agent reports them. Every E-th node has a CPU
+ * in hundredths as an agent reports them (--noise: the part that varies
+ * drawn at random, as real utilization's low digits are, instead of a
+ * regular pattern that compresses far better than real data). Every
+ * E-th node has a CPU
  * bottleneck (CPU > 90 %, GPU < 10 %), so rules fire and alerts flow.
  * Rounds go out as fast as the engine keeps up: before each message the
  * partition's flow control (replay_flow.h, replay's) waits while more
@@ -64,6 +67,7 @@ typedef struct scale_opts {
     unsigned jobs, nodes, gpus, cores, interval_ms, event_minutes;
     unsigned bottleneck_every, wait_s;
     int realtime; /* round r not before start + r x interval of wall time */
+    int noise;    /* the 0-9.99 part of each value random, not a pattern */
     uint64_t max_lag;
 } scale_opts;
 
@@ -307,6 +311,13 @@ static double sample_value_raw(const scale *s, unsigned n, unsigned r, size_t k)
                      n % o->bottleneck_every == 1u % o->bottleneck_every;
     double wiggle =
         (double)((r * 7u + (unsigned)k * 13u + n * 3u) % 1000u) / 100;
+    if (o->noise) { /* a splitmix64 hash of (n, r, k): 0.00-9.99 */
+        uint64_t z = ((uint64_t)n << 40 ^ (uint64_t)r << 16 ^ (uint64_t)k) +
+                     0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        wiggle = (double)((z ^ (z >> 31)) % 1000u) / 100;
+    }
     size_t gpu_end = 2u * o->gpus, cpu_end = gpu_end + 2u * o->cores;
     if (k < gpu_end)
         return k % 2 == 0
@@ -468,6 +479,7 @@ static void parse_opts(scale_opts *o, int argc, char **argv)
         {"compression", required_argument, NULL, 'z'},
         {"wait-s", required_argument, NULL, 'w'},
         {"realtime", no_argument, NULL, 'R'},
+        {"noise", no_argument, NULL, 'N'},
         {NULL, 0, NULL, 0}};
     *o = (scale_opts){.topic = "trainwatch.metrics",
                       .alerts_topic = "trainwatch.alerts",
@@ -532,6 +544,9 @@ static void parse_opts(scale_opts *o, int argc, char **argv)
             break;
         case 'R':
             o->realtime = 1;
+            break;
+        case 'N':
+            o->noise = 1;
             break;
         default:
             fprintf(stderr, "usage: bench_scale_producer --brokers B --group "

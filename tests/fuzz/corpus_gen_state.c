@@ -11,7 +11,9 @@
  * "SO03"; osub-: BatchSize's CPU ring of averages, LoadBalancing "LBL2",
  * and ProfilerReport holding both; pk-: bit-packed and run-length rings,
  * StepOutlier "SO04", Dataloader "DL02"); seg6- are the segmented parts
- * (version 5, the core 6) of fuzz_state.h's prelude.
+ * (version 5, the core 6) of fuzz_state.h's prelude; zstd- are stored
+ * values of that generation whose header says zstd (parts of 4 KiB or
+ * more, and the state slice).
  * Run by hand (then prefix the files):
  *   TRAINWATCH_RULES_DIR=build/rules build/tests/corpus_gen_state \
  *       tests/fuzz/corpus/state

@@ -1156,6 +1156,25 @@ static void reseal(uint8_t *d, size_t len)
         d[16 + i] = (uint8_t)(crc >> (8 * i));
 }
 
+/* The part's payload inflated and sealed again without the flag: what
+ * an engine before compression wrote. Caller frees. */
+static uint8_t *plain_part(const uint8_t *d, size_t len, size_t *out_len)
+{
+    assert_true(len > 20);
+    assert_int_equal(d[6], 1); /* PART_ZSTD */
+    unsigned long long raw = ZSTD_getFrameContentSize(d + 20, len - 20);
+    assert_true(raw < ((unsigned long long)1 << 30));
+    uint8_t *p = malloc(20 + (size_t)raw);
+    assert_non_null(p);
+    memcpy(p, d, 20);
+    p[6] = 0;
+    assert_int_equal(ZSTD_decompress(p + 20, (size_t)raw, d + 20, len - 20),
+                     raw);
+    reseal(p, 20 + (size_t)raw);
+    *out_len = 20 + (size_t)raw;
+    return p;
+}
+
 /* A mid-stream checkpoint (batches buffered, scans closed) of a
  * ProfilerReport job over a framework-heavy preset. */
 static void midstream(setup *su, stream *s, store *sto, const char *preset,
@@ -1177,6 +1196,16 @@ static void midstream(setup *su, stream *s, store *sto, const char *preset,
     memset(sto, 0, sizeof(*sto));
     save(j, 0, sto);
     tw_job_free(j);
+    /* the parts plain (as before compression), so that the cuts and
+     * flips below reach the parsers, not zstd (test_compressed_parts) */
+    for (size_t i = 0; i < sto->n; i++)
+        if (sto->len[i] > 20 && sto->data[i][6] == 1) {
+            size_t plen;
+            uint8_t *p = plain_part(sto->data[i], sto->len[i], &plen);
+            free(sto->data[i]);
+            sto->data[i] = p;
+            sto->len[i] = plen;
+        }
 }
 
 /* Framing: every truncation of a real mid-stream checkpoint (a
@@ -1546,25 +1575,6 @@ static tw_job *half_job(setup *su, stream *s, store *sto, size_t slice,
             *max_pend = j->npend;
     }
     return j;
-}
-
-/* The part's payload inflated and sealed again without the flag: what
- * an engine before compression wrote. Caller frees. */
-static uint8_t *plain_part(const uint8_t *d, size_t len, size_t *out_len)
-{
-    assert_true(len > 20);
-    assert_int_equal(d[6], 1); /* PART_ZSTD */
-    unsigned long long raw = ZSTD_getFrameContentSize(d + 20, len - 20);
-    assert_true(raw < ((unsigned long long)1 << 30));
-    uint8_t *p = malloc(20 + (size_t)raw);
-    assert_non_null(p);
-    memcpy(p, d, 20);
-    p[6] = 0;
-    assert_int_equal(ZSTD_decompress(p + 20, (size_t)raw, d + 20, len - 20),
-                     raw);
-    reseal(p, 20 + (size_t)raw);
-    *out_len = 20 + (size_t)raw;
-    return p;
 }
 
 /* Large parts are stored compressed (header flag 1) and restore to the

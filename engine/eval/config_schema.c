@@ -171,7 +171,7 @@ static const tw_key_spec schema[] = {
         "slices of this size (before compression), over the next "
         "checkpoints; a restore before the last slice runs those scans "
         "again (0 = whole, at once)"),
-    INT(TW_SECTION_STATE, "checkpoint_target_bytes", "2097152", 0,
+    INT(TW_SECTION_STATE, "checkpoint_target_bytes", "1572864", 0,
         (int64_t)1 << 30,
         "a job's checkpoint takes as many state slices as fit in this "
         "many bytes beside its new input, at least one, and at least "

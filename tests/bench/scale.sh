@@ -41,7 +41,7 @@
 # --slice-bytes N: state.checkpoint_slice_bytes (default the engine's,
 # 262144; 0 writes a job's windows and rule state whole after each scan);
 # --target-bytes N: state.checkpoint_target_bytes (default the engine's,
-# 2097152; 0: one slice per checkpoint). --noise: the varying part of each
+# 1572864; 0: one slice per checkpoint). --noise: the varying part of each
 # value random (bench_scale_producer --noise): the agents' pattern
 # otherwise compresses far better than real utilization does.
 # --restart-at MIN: at that event minute run is killed (SIGKILL) and

@@ -7,8 +7,9 @@
 # results file is byte-identical to an uninterrupted run's and equal to
 # `eval --json`, and the alert topic holds every alert of the uninterrupted
 # run exactly once (ids counted with kcat). The job's windows and rule
-# state go to the store in 4 KB slices (state.checkpoint_slice_bytes), so
-# most crashes land while scans wait for their snapshot: at least one
+# state go to the store in 4 KB slices (state.checkpoint_slice_bytes), one
+# per checkpoint (state.checkpoint_target_bytes 0: no filling, no pacing),
+# so most crashes land while scans wait for their snapshot: at least one
 # restart must run scans again (deferred state, job.h).
 set -u
 BUILD=${1:-${TW_BUILD_DIR:?}}
@@ -47,7 +48,7 @@ state_baseline
 tw_redis_cli flushall >/dev/null
 
 tw_broker_start || fail "broker start"
-STATE_SLICE_BYTES=4096 state_config A crash-group "$WORK/res"
+STATE_SLICE_BYTES=4096 STATE_TARGET_BYTES=0 state_config A crash-group "$WORK/res"
 state_alerts_start "$WORK/alerts.jsonl"
 RUN=0
 start_a() {

@@ -36,7 +36,8 @@ state_make_job() {
 }
 
 # state_config NAME GROUP RESULTS_DIR [EXTRA YAML]: $WORK/NAME.yaml with the
-# redis store on $REDIS_PORT (STATE_SLICE_BYTES: its checkpoint_slice_bytes).
+# redis store on $REDIS_PORT (STATE_SLICE_BYTES: its checkpoint_slice_bytes;
+# STATE_TARGET_BYTES: its checkpoint_target_bytes).
 state_config() {
     mkdir -p "$3"
     cat >"$WORK/$1.yaml" <<YAML
@@ -53,6 +54,7 @@ state:
   store: redis
   checkpoint_interval: 200ms
 ${STATE_SLICE_BYTES:+  checkpoint_slice_bytes: $STATE_SLICE_BYTES
+}${STATE_TARGET_BYTES:+  checkpoint_target_bytes: $STATE_TARGET_BYTES
 }  redis:
     port: $REDIS_PORT
     prefix: "t:"

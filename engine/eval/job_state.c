@@ -1140,25 +1140,24 @@ static uint64_t slices_this_save(tw_job *j, uint64_t from, size_t input)
     return k < left ? k : left;
 }
 
-/* What the new "chunks.<n>" part of this save will take, from its
- * batches' packed bytes and the last part's compression (events and
- * unpacked samples at a rough 16 bytes each). */
+/* A buffered batch's bytes in a "chunks.<n>" part before compression:
+ * its packed samples, or a rough 16 bytes a sample and event. */
+static size_t chunk_bytes_estimate(const chunk *c)
+{
+    return c->packed != NULL ? c->packed_len
+                             : 16 * (c->batch->nsamples + c->batch->nevents);
+}
+
+/* What the new "chunks.<n>" part of this save will take: its batches'
+ * bytes at the last such part's compression. */
 static size_t input_estimate(const tw_job *j)
 {
     size_t raw = 0;
-    for (size_t i = 0; i < j->nchunks; i++) {
-        const chunk *c = &j->chunks[i];
-        if (c->seg == 0)
-            raw += c->packed != NULL
-                       ? c->packed_len
-                       : 16 * (c->batch->nsamples + c->batch->nevents);
-    }
-    for (size_t i = 0; i < j->nretired; i++) {
-        const chunk *c = &j->retired[i];
-        raw += c->packed != NULL
-                   ? c->packed_len
-                   : 16 * (c->batch->nsamples + c->batch->nevents);
-    }
+    for (size_t i = 0; i < j->nchunks; i++)
+        if (j->chunks[i].seg == 0)
+            raw += chunk_bytes_estimate(&j->chunks[i]);
+    for (size_t i = 0; i < j->nretired; i++)
+        raw += chunk_bytes_estimate(&j->retired[i]);
     return j->chunk_ratio == 0 ? raw : (size_t)(raw * j->chunk_ratio / 1024);
 }
 
@@ -1190,7 +1189,6 @@ static int save_segmented(save_run *sr, int only_dirty, int core, int rules)
         }
         j->pace_saves++;
     }
-
     /* the scan-fed state differs from the stored snapshot: scans ran
      * since it (a restored job replayed them) or the rules finished */
     int state_dirty =

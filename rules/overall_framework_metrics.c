@@ -475,15 +475,39 @@ static int write_ops(const tw_host *h, tw_json *j, const fwsm *ops, int totals)
     return TW_OK;
 }
 
+typedef struct share_entry {
+    const char *key;
+    int64_t val;
+} share_entry;
+
+/* Largest share first, then by name: an order that does not depend on
+ * which batch brought a name first (a live stream groups events into
+ * batches unlike the agent's files, so first-seen order differed between
+ * run and eval; the sums are exact integers, so equal in both). */
+static int share_cmp(const void *a, const void *b)
+{
+    const share_entry *x = a, *y = b;
+    if (x->val != y->val)
+        return x->val > y->val ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
 static void write_shares(const tw_host *h, tw_json *j, const fwsm *m)
 {
     double sum = (double)flat_sum(m);
+    share_entry *e = m->n > 0 ? malloc(m->n * sizeof(*e)) : NULL;
+    for (size_t i = 0; e != NULL && i < m->n; i++)
+        e[i] = (share_entry){m->keys[i], m->vals[i]};
+    if (e != NULL)
+        qsort(e, m->n, sizeof(*e), share_cmp);
     h->json_object_begin(j);
-    for (size_t i = 0; i < m->n; i++) {
-        h->json_key(j, m->keys[i]);
-        h->json_double(j, (double)m->vals[i] / sum * 100);
+    for (size_t i = 0; i < m->n; i++) { /* out of memory: first seen */
+        h->json_key(j, e != NULL ? e[i].key : m->keys[i]);
+        h->json_double(j,
+                       (double)(e != NULL ? e[i].val : m->vals[i]) / sum * 100);
     }
     h->json_object_end(j);
+    free(e);
 }
 
 static int ofm_write_key(const ofm_state *s, tw_json *j, int k)

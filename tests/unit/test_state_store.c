@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "clock.h"
 #include "log.h"
 #include "redis_test_util.h"
 #include "state_store.h"
@@ -335,11 +336,14 @@ static void test_claim_pending(void **st)
         assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
         /* nothing claimed before an hour ago */
         taken t = {0};
-        int64_t hour_ago = (int64_t)time(NULL) * 1000 - 3600000;
+        int64_t hour_ago = tw_wall_us() / 1000 - 3600000;
         assert_int_equal(tw_store_ztake(s, "pend", hour_ago, 100, on_taken, &t,
                                         err, sizeof(err)),
                          0);
-        int64_t now_ms = (int64_t)time(NULL) * 1000 + 1000;
+        /* the claims' clock (tw_wall_us): time() may read a coarser one,
+         * a few ms behind, and a claim just after a second's start would
+         * then look newer than "a second later" */
+        int64_t now_ms = tw_wall_us() / 1000 + 1000;
         assert_int_equal(tw_store_ztake(s, "pend", now_ms, 100, on_taken, &t,
                                         err, sizeof(err)),
                          1);
@@ -684,7 +688,7 @@ static void test_checkpoint_unconfirmed(void **st)
             other = open_kv("store", "redis", "redis.port", port_str, NULL);
         }
         reported r = {0};
-        int64_t later = (int64_t)time(NULL) * 1000 + 1000;
+        int64_t later = tw_wall_us() / 1000 + 1000; /* the claims' clock */
         if (other != NULL)
             assert_int_equal(tw_checkpoint_unconfirmed(other, later,
                                                        on_unconfirmed, &r, err,

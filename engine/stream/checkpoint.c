@@ -304,42 +304,72 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* One job's parts as tw_store_get_many hands them over. */
+typedef struct load_ctx {
+    const char *job;
+    const strlist *parts;
+    char *const *keys;
+    tw_checkpoint_part_fn fn;
+    void *ud;
+    char *err;
+    size_t errlen;
+} load_ctx;
+
+static int load_part(void *ud, size_t i, const uint8_t *data, size_t len)
+{
+    load_ctx *c = ud;
+    if (data == NULL) {
+        snprintf(c->err, c->errlen,
+                 "checkpoint: job '%s' lists part '%s' but key '%s' is "
+                 "missing",
+                 c->job, c->parts->v[i], c->keys[i]);
+        return TW_ERR;
+    }
+    int rc = c->fn(c->ud, c->job, c->parts->v[i], data, len);
+    if (rc != TW_OK && c->err[0] == 0)
+        snprintf(c->err, c->errlen,
+                 "checkpoint: restoring job '%s' part '%s' failed", c->job,
+                 c->parts->v[i]);
+    return rc != TW_OK ? TW_ERR : TW_OK;
+}
+
+/* Every part of the job in one pipeline, in restore order: the store sends
+ * the next parts while this one is restored. */
 static int load_job(tw_store *s, const char *job, tw_checkpoint_part_fn fn,
                     void *ud, char *err, size_t errlen)
 {
     char key[KEY_MAX];
     strlist parts = {0};
+    char **keys = NULL;
     if (tw_checkpoint_key_part(key, sizeof(key), job, "parts") != TW_OK)
         return too_long(err, errlen, "job id", job);
     int rc = read_set(s, key, &parts, err, errlen);
-    if (rc == TW_OK && parts.n > 0)
+    if (rc == TW_OK && parts.n > 0) {
         qsort(parts.v, parts.n, sizeof(*parts.v), part_cmp);
+        if ((keys = calloc(parts.n, sizeof(*keys))) == NULL) {
+            snprintf(err, errlen, "checkpoint: out of memory loading job '%s'",
+                     job);
+            rc = TW_ERR;
+        }
+    }
     for (size_t i = 0; i < parts.n && rc == TW_OK; i++) {
         if (tw_checkpoint_key_part(key, sizeof(key), job, parts.v[i]) !=
             TW_OK) {
             rc = too_long(err, errlen, "part name", parts.v[i]);
-            break;
-        }
-        uint8_t *data = NULL;
-        size_t len = 0;
-        int got = tw_store_get(s, key, &data, &len, err, errlen);
-        if (got == 0) {
-            snprintf(err, errlen,
-                     "checkpoint: job '%s' lists part '%s' but key '%s' is "
-                     "missing",
-                     job, parts.v[i], key);
+        } else if ((keys[i] = strdup(key)) == NULL) {
+            snprintf(err, errlen, "checkpoint: out of memory loading job '%s'",
+                     job);
             rc = TW_ERR;
-        } else if (got < 0) {
-            rc = got;
-        } else {
-            rc = fn(ud, job, parts.v[i], data, len);
-            if (rc != TW_OK && err[0] == 0)
-                snprintf(err, errlen,
-                         "checkpoint: restoring job '%s' part '%s' failed", job,
-                         parts.v[i]);
         }
-        free(data);
     }
+    if (rc == TW_OK && parts.n > 0) {
+        load_ctx c = {job, &parts, keys, fn, ud, err, errlen};
+        rc = tw_store_get_many(s, (const char *const *)keys, parts.n, load_part,
+                               &c, err, errlen);
+    }
+    for (size_t i = 0; keys != NULL && i < parts.n; i++)
+        free(keys[i]);
+    free(keys);
     strlist_free(&parts);
     return rc;
 }

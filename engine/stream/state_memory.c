@@ -761,6 +761,24 @@ static int mem_get(void *impl, const char *key, uint8_t **data, size_t *len,
     return 1;
 }
 
+static int mem_get_many(void *impl, const char *const *keys, size_t n,
+                        tw_store_value_fn fn, void *ud, char *err,
+                        size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        mentry *e = key_find(impl, keys[i], NULL);
+        if (e != NULL && e->kind != ENT_STR) {
+            snprintf(err, errlen, "state: key '%s' holds a set, not a value",
+                     keys[i]);
+            return TW_ERR;
+        }
+        int rc = e == NULL ? fn(ud, i, NULL, 0) : fn(ud, i, e->val, e->vlen);
+        if (rc != 0)
+            return rc;
+    }
+    return TW_OK;
+}
+
 static int mem_smembers(void *impl, const char *set, tw_store_member_fn fn,
                         void *ud, char *err, size_t errlen)
 {
@@ -909,8 +927,9 @@ static int mem_durable(const void *impl)
 }
 
 static const tw_store_vtable memory_vtable = {
-    "memory",     mem_close, mem_ping,  mem_retry_in_ms, mem_commit, mem_get,
-    mem_smembers, mem_ttl,   mem_claim, mem_ztake,       mem_durable};
+    "memory",   mem_close, mem_ping,     mem_retry_in_ms,
+    mem_commit, mem_get,   mem_get_many, mem_smembers,
+    mem_ttl,    mem_claim, mem_ztake,    mem_durable};
 
 int tw_store_memory_open(const tw_settings *state, const tw_store_vtable **vt,
                          void **impl, char *err, size_t errlen)

@@ -621,6 +621,134 @@ static int rs_get_unguarded(void *impl, const char *key, uint8_t **data,
     return 1;
 }
 
+static int is_wrongtype(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ERROR &&
+           strncmp(reply->str, "WRONGTYPE ", 10) == 0;
+}
+
+/* One pipelined GET's reply handed to fn: a value, nil, or a hash of
+ * chunks (WRONGTYPE: read with get_chunked, so the pipeline must have
+ * been drained before). */
+static int deliver_reply(rstore *r, const char *key, size_t i,
+                         redisReply *reply, tw_store_value_fn fn, void *ud,
+                         char *err, size_t errlen)
+{
+    if (reply->type == REDIS_REPLY_NIL)
+        return fn(ud, i, NULL, 0);
+    if (reply->type == REDIS_REPLY_STRING)
+        return fn(ud, i, (const uint8_t *)reply->str, reply->len);
+    if (is_wrongtype(reply)) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        int rc = get_chunked(r, key, &data, &len, err, errlen);
+        if (rc == 1)
+            rc = fn(ud, i, data, len);
+        else if (rc == TW_ERR && strstr(err, key) == NULL) {
+            char why[400];
+            snprintf(why, sizeof(why), "%s", err);
+            snprintf(err, errlen, "%s (reading '%s')", why, key);
+        }
+        free(data);
+        return rc;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "GET '%s': %s", key, reply->str);
+        if (transient_error(reply->str))
+            return mark_down(r, msg, err, errlen);
+        snprintf(err, errlen, "state: redis %s: %s", r->where, msg);
+        return TW_ERR;
+    }
+    snprintf(err, errlen, "state: GET '%s': unexpected reply type %d", key,
+             reply->type);
+    return TW_ERR;
+}
+
+/* GETs in flight at once. One at a time, each value waits for a round
+ * trip; all at once, Redis copies every value into its output buffer
+ * first (fresh memory for the whole checkpoint) and writes at most 64 KB
+ * per event. A few keep the server busy while the caller works and its
+ * buffer small (95 MB of parts, measured: 1 at a time ~250 ms, all 172 at
+ * once ~350 ms, 4 at a time ~35-100 ms). */
+enum { GETS_IN_FLIGHT = 4 };
+
+static int append_get(rstore *r, const char *key, char *err, size_t errlen)
+{
+    size_t at = 0, klen;
+    size_t off = scratch_key(r, &at, key, &klen);
+    if (off == (size_t)-1) {
+        snprintf(err, errlen, "state: out of memory");
+        return TW_ERR;
+    }
+    const char *argv[2] = {"GET", r->scratch + off};
+    size_t lens[2] = {3, klen};
+    if (redisAppendCommandArgv(r->c, 2, argv, lens) != REDIS_OK) {
+        snprintf(err, errlen, "state: out of memory queueing a GET");
+        return TW_ERR;
+    }
+    return TW_OK;
+}
+
+static int rs_get_many_unguarded(rstore *r, const char *const *keys, size_t n,
+                                 tw_store_value_fn fn, void *ud, char *err,
+                                 size_t errlen)
+{
+    if (n == 0)
+        return TW_OK;
+    if (ensure_up(r, err, errlen) != TW_OK)
+        return TW_UNAVAILABLE;
+    /* Replies read ahead of the one being handed on: only after a value
+     * stored in chunks, whose HGETs must not queue behind GETs. */
+    redisReply **ahead = NULL;
+    size_t sent = 0, got = 0; /* GETs queued, replies taken */
+    int rc = TW_OK;
+    for (size_t i = 0; i < n && rc == TW_OK; i++) {
+        while (rc == TW_OK && sent < n && sent < i + GETS_IN_FLIGHT)
+            rc = append_get(r, keys[sent++], err, errlen);
+        if (rc != TW_OK)
+            break;
+        redisReply *reply = ahead != NULL ? ahead[i] : NULL;
+        if (reply == NULL) {
+            if ((reply = read_reply(r, err, errlen)) == NULL)
+                break; /* the connection is gone (rc set below) */
+            got++;
+        } else {
+            ahead[i] = NULL;
+        }
+        if (is_wrongtype(reply) && got < sent) {
+            if (ahead == NULL && (ahead = calloc(n, sizeof(*ahead))) == NULL) {
+                snprintf(err, errlen, "state: out of memory");
+                rc = TW_ERR;
+            }
+            for (; rc == TW_OK && got < sent; got++)
+                if ((ahead[got] = read_reply(r, err, errlen)) == NULL)
+                    rc = TW_UNAVAILABLE;
+        }
+        if (rc == TW_OK)
+            rc = deliver_reply(r, keys[i], i, reply, fn, ud, err, errlen);
+        freeReplyObject(reply);
+    }
+    if (r->c == NULL && rc == TW_OK)
+        rc = TW_UNAVAILABLE;
+    if (ahead != NULL) {
+        for (size_t i = 0; i < n; i++)
+            if (ahead[i] != NULL)
+                freeReplyObject(ahead[i]);
+        free(ahead);
+    }
+    /* stopped early: the replies still due keep the connection in step */
+    while (r->c != NULL && got < sent) {
+        char why[256];
+        redisReply *reply = read_reply(r, why, sizeof(why));
+        if (reply == NULL)
+            break;
+        freeReplyObject(reply);
+        got++;
+    }
+    return rc;
+}
+
 static int rs_smembers_unguarded(void *impl, const char *set,
                                  tw_store_member_fn fn, void *ud, char *err,
                                  size_t errlen)
@@ -821,6 +949,16 @@ static int rs_get(void *impl, const char *key, uint8_t **data, size_t *len,
     return rc;
 }
 
+static int rs_get_many(void *impl, const char *const *keys, size_t n,
+                       tw_store_value_fn fn, void *ud, char *err, size_t errlen)
+{
+    pipe_guard g;
+    guard_on(&g);
+    int rc = rs_get_many_unguarded(impl, keys, n, fn, ud, err, errlen);
+    guard_off(&g);
+    return rc;
+}
+
 static int rs_smembers(void *impl, const char *set, tw_store_member_fn fn,
                        void *ud, char *err, size_t errlen)
 {
@@ -870,8 +1008,8 @@ static int rs_durable(const void *impl)
 }
 
 static const tw_store_vtable redis_vtable = {
-    "redis",     rs_close, rs_ping,  rs_retry_in_ms, rs_commit, rs_get,
-    rs_smembers, rs_ttl,   rs_claim, rs_ztake,       rs_durable};
+    "redis",     rs_close,    rs_ping, rs_retry_in_ms, rs_commit, rs_get,
+    rs_get_many, rs_smembers, rs_ttl,  rs_claim,       rs_ztake,  rs_durable};
 
 /* The password from password_env or password_file (never both). */
 static int read_password(const tw_settings *st, rstore *r, char *err,

@@ -249,6 +249,13 @@ int tw_store_get(tw_store *s, const char *key, uint8_t **data, size_t *len,
     return s->vt->get(s->impl, key, data, len, err, errlen);
 }
 
+int tw_store_get_many(tw_store *s, const char *const *keys, size_t n,
+                      tw_store_value_fn fn, void *ud, char *err, size_t errlen)
+{
+    s->requests++;
+    return s->vt->get_many(s->impl, keys, n, fn, ud, err, errlen);
+}
+
 int tw_store_smembers(tw_store *s, const char *set, tw_store_member_fn fn,
                       void *ud, char *err, size_t errlen)
 {

@@ -134,6 +134,17 @@ int tw_store_txn_commit(tw_store *s, char *err, size_t errlen);
  * when key holds a value; 0 when absent; TW_ERR / TW_UNAVAILABLE. */
 int tw_store_get(tw_store *s, const char *key, uint8_t **data, size_t *len,
                  char *err, size_t errlen);
+/* Reads the values of keys[0..n) in one pipeline (Redis: every GET sent
+ * at once, each reply handed on as it arrives, so the server sends the
+ * next values while the caller works on one) and calls fn once per key, in
+ * the keys' order: data NUL-terminated and valid only during the call,
+ * NULL when the key is absent. fn returning non-zero stops the walk and
+ * that value is returned (fn says why itself); else TW_OK, TW_ERR or
+ * TW_UNAVAILABLE. */
+typedef int (*tw_store_value_fn)(void *ud, size_t i, const uint8_t *data,
+                                 size_t len);
+int tw_store_get_many(tw_store *s, const char *const *keys, size_t n,
+                      tw_store_value_fn fn, void *ud, char *err, size_t errlen);
 /* Calls fn once per member of set (in no particular order; member is
  * NUL-terminated and valid only during the call). fn returning non-zero
  * stops the walk and that value is returned. */

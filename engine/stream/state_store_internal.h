@@ -40,6 +40,9 @@ typedef struct tw_store_vtable {
                   size_t errlen);
     int (*get)(void *impl, const char *key, uint8_t **data, size_t *len,
                char *err, size_t errlen);
+    /* fn's non-zero return values are handed back as they are */
+    int (*get_many)(void *impl, const char *const *keys, size_t n,
+                    tw_store_value_fn fn, void *ud, char *err, size_t errlen);
     int (*smembers)(void *impl, const char *set, tw_store_member_fn fn,
                     void *ud, char *err, size_t errlen);
     int (*ttl)(void *impl, const char *key, int64_t *ttl_ms, char *err,

@@ -13,6 +13,7 @@
 #       [--max-lag BYTES] [--compression none|lz4|zstd|...] [--realtime]
 #       [--bottleneck-every E] [--init-grace MIN] [--restart-at MIN]
 #       [--slice-bytes N] [--target-bytes N] [--noise] [--keep]
+#       [--save-checkpoint FILE]
 #
 # --jobs K splits the nodes over K jobs, each on its own partition of the
 # metrics topic (one job = one key = one partition). --max-lag: unread
@@ -48,6 +49,9 @@
 # started again; it restores the jobs from Redis (prints the "checkpoint
 # loaded" line: parts, bytes, ms) and the run goes on. The invariants then
 # count samples in the results files (each sample once across the crash).
+# --save-checkpoint FILE (with --restart-at): right after the SIGKILL,
+# Redis' data (the checkpoint the restart restores) is saved to FILE, an
+# RDB file that tests/bench/restore.sh restores again and again.
 # Prints a table every --sample seconds of wall time (run's RSS and CPU,
 # samples consumed and their rate, consumer lag, checkpoints, Redis
 # memory), then: sustained samples/s, run's CPU seconds per million
@@ -71,7 +75,7 @@ BUILD=$(cd "$BUILD" && pwd)
 NODES=1000 GPUS=8 CORES=96 INTERVAL=500 MINUTES=10 JOBS=1 TICK=60s
 CKPT=1s SAMPLE=10 MAXLAG= COMPRESSION=none KEEP= REALTIME= BOTTLENECK=10
 NOISE= TARGET=
-GRACE= RESTART= SLICE=
+GRACE= RESTART= SLICE= SAVE_CKPT=
 while [ $# -gt 0 ]; do
     case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -92,12 +96,15 @@ while [ $# -gt 0 ]; do
     --restart-at) RESTART=$2; shift 2 ;;
     --slice-bytes) SLICE=$2; shift 2 ;;
     --target-bytes) TARGET=$2; shift 2 ;;
+    --save-checkpoint) SAVE_CKPT=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "scale.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 TW=$BUILD/trainwatch
+# GLIBC_TUNABLES=glibc.malloc.hugetlb=1 in the environment: run's malloc
+# asks for transparent huge pages (README "Memory")
 PRODUCER=$BUILD/tests/bench_scale_producer
 HERE=$(cd "$(dirname "$0")/../integration" && pwd)
 export TRAINWATCH_RULES_DIR=${TRAINWATCH_RULES_DIR:-$BUILD/rules}
@@ -119,7 +126,7 @@ trap 'exit 1' INT TERM
 die() { echo "scale: $*" >&2; exit 1; }
 
 echo "scale: $NODES nodes x $GPUS GPUs x $CORES cores at $INTERVAL ms," \
-    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${SLICE:+, slices of $SLICE bytes}${TARGET:+, target $TARGET bytes}${NOISE:+, random values}${REALTIME:+, paced as the agents}${GRACE:+, init_grace $GRACE min}"
+    "$MINUTES event minutes, $JOBS job(s), tick $TICK, checkpoint every $CKPT${SLICE:+, slices of $SLICE bytes}${TARGET:+, target $TARGET bytes}${NOISE:+, random values}${REALTIME:+, paced as the agents}${GRACE:+, init_grace $GRACE min}, GLIBC_TUNABLES=${GLIBC_TUNABLES:-(none)}"
 tw_redis_start || die "redis"
 tw_broker_start --topic "trainwatch.metrics:$JOBS" || die "broker"
 mkdir -p "$WORK/res"
@@ -203,6 +210,11 @@ restart_run() {
     cpu_killed=$(awk -v a="$(cpu_of "$pid")" -v s="$cpu_start" 'BEGIN{print a - s}')
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
+    if [ -n "$SAVE_CKPT" ]; then
+        tw_redis_cli save >/dev/null && cp "$REDIS_DIR/dump.rdb" "$SAVE_CKPT" ||
+            die "could not save Redis' data to $SAVE_CKPT"
+        echo "saved the checkpoint to restore (Redis' data) to $SAVE_CKPT"
+    fi
     "$TW" run -v --config "$WORK/S.yaml" --brokers "$BOOTSTRAP" \
         >"$WORK/S2.out" 2>"$WORK/S2.err" &
     RUN_PID_S=$!

@@ -1040,6 +1040,123 @@ static void test_redis_chunked_values(void **st)
     assert_non_null(strstr(err, "redis.chunk_bytes"));
 }
 
+/* What tw_store_get_many handed over: "key=value," per call ("key=-,"
+ * when absent), up to stop_at calls (then it returns 7). */
+typedef struct many_seen {
+    const char *const *keys;
+    char text[8192];
+    size_t calls, stop_at;
+} many_seen;
+
+static int many_collect(void *ud, size_t i, const uint8_t *data, size_t len)
+{
+    many_seen *m = ud;
+    size_t at = strlen(m->text);
+    char val[3000];
+    if (data == NULL) {
+        snprintf(val, sizeof(val), "-");
+    } else {
+        /* long values by length and a checksum: the text stays short */
+        unsigned sum = 0;
+        for (size_t k = 0; k < len; k++)
+            sum = sum * 31 + data[k];
+        if (len > 64)
+            snprintf(val, sizeof(val), "%zu:%u", len, sum);
+        else
+            snprintf(val, sizeof(val), "%.*s", (int)len, (const char *)data);
+        assert_int_equal(data[len], 0); /* NUL-terminated */
+    }
+    snprintf(m->text + at, sizeof(m->text) - at, "%s=%s,", m->keys[i], val);
+    m->calls++;
+    return m->calls == m->stop_at ? 7 : 0;
+}
+
+/* Values in the keys' order (more keys than GETs in flight), absent keys,
+ * a value stored in chunks among them (Redis: its HGETs must not mix with
+ * the GETs in flight), a walk stopped early, and the store still in step
+ * afterwards. */
+static void test_get_many(void **st)
+{
+    (void)st;
+    char err[512];
+    uint8_t big[2500];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (uint8_t)(i * 131 + 7);
+    unsigned bigsum = 0;
+    for (size_t k = 0; k < sizeof(big); k++)
+        bigsum = bigsum * 31 + big[k];
+    for (int k = 0; k < 2; k++) {
+        print_message("  store %s\n", kind_name(k));
+        tw_store *s;
+        if (k == 0) {
+            s = open_kind(0);
+        } else {
+            snprintf(port_str, sizeof(port_str), "%d", shared_redis.port);
+            flush_shared();
+            s = open_kv("store", "redis", "redis.port", port_str,
+                        "redis.chunk_bytes", "1024", NULL);
+        }
+        assert_non_null(s);
+        tw_store_txn_begin(s);
+        const char *names[] = {"k0", "k1", "k2", "k3", "k4", "k5", "k6"};
+        for (size_t i = 0; i < 7; i++)
+            if (i != 2)
+                tw_store_txn_put(s, names[i], names[i], 2);
+        tw_store_txn_put(s, "big", big, sizeof(big));
+        tw_store_txn_sadd(s, "aset", "m");
+        assert_int_equal(tw_store_txn_commit(s, err, sizeof(err)), TW_OK);
+        const char *keys[] = {"k0", "k1",  "k2", "big", "k3",
+                              "k4", "big", "k5", "k6"};
+        many_seen m = {.keys = keys};
+        assert_int_equal(
+            tw_store_get_many(s, keys, 9, many_collect, &m, err, sizeof(err)),
+            TW_OK);
+        char want[512];
+        snprintf(want, sizeof(want),
+                 "k0=k0,k1=k1,k2=-,big=2500:%u,k3=k3,k4=k4,big=2500:%u,"
+                 "k5=k5,k6=k6,",
+                 bigsum, bigsum);
+        assert_string_equal(m.text, want);
+        /* stopped at the second value: its return value comes back, and
+         * what was in flight does not leak into the next read */
+        many_seen m2 = {.keys = keys, .stop_at = 2};
+        assert_int_equal(
+            tw_store_get_many(s, keys, 9, many_collect, &m2, err, sizeof(err)),
+            7);
+        assert_string_equal(m2.text, "k0=k0,k1=k1,");
+        uint8_t *d;
+        size_t n;
+        assert_int_equal(tw_store_get(s, "k6", &d, &n, err, sizeof(err)), 1);
+        assert_string_equal((char *)d, "k6");
+        free(d);
+        /* stopped at the value in chunks, with GETs behind it in flight */
+        many_seen m3 = {.keys = keys, .stop_at = 4};
+        assert_int_equal(
+            tw_store_get_many(s, keys, 9, many_collect, &m3, err, sizeof(err)),
+            7);
+        assert_int_equal(tw_store_get(s, "k5", &d, &n, err, sizeof(err)), 1);
+        assert_string_equal((char *)d, "k5");
+        free(d);
+        /* a set where a value should be: an error naming the key */
+        const char *bad[] = {"k0", "aset", "k1"};
+        many_seen m4 = {.keys = bad};
+        assert_int_equal(
+            tw_store_get_many(s, bad, 3, many_collect, &m4, err, sizeof(err)),
+            TW_ERR);
+        assert_non_null(strstr(err, "aset"));
+        assert_int_equal(tw_store_get(s, "k1", &d, &n, err, sizeof(err)), 1);
+        assert_string_equal((char *)d, "k1");
+        free(d);
+        /* nothing asked, nothing called */
+        many_seen m5 = {.keys = keys};
+        assert_int_equal(
+            tw_store_get_many(s, keys, 0, many_collect, &m5, err, sizeof(err)),
+            TW_OK);
+        assert_int_equal(m5.calls, 0);
+        tw_store_close(s);
+    }
+}
+
 static void test_redis_db_prefix(void **st)
 {
     (void)st;
@@ -1244,6 +1361,7 @@ int main(void)
         cmocka_unit_test(test_redis_auth),
         cmocka_unit_test(test_redis_db_prefix),
         cmocka_unit_test(test_redis_chunked_values),
+        cmocka_unit_test(test_get_many),
         cmocka_unit_test(test_redis_outage),
         cmocka_unit_test(test_redis_unreachable),
     };

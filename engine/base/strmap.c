@@ -1,6 +1,7 @@
 /* strmap.c - string -> uint32 hash map (strmap.h). */
 #include "strmap.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,9 +58,8 @@ const char *tw_strmap_key(const tw_strmap *m, const char *key, size_t len)
     return s != NULL ? s->key : NULL;
 }
 
-static int grow(tw_strmap *m)
+static int grow_to(tw_strmap *m, size_t ncap)
 {
-    size_t ncap = m->cap ? m->cap * 2 : 64;
     tw_strmap_slot *ns = calloc(ncap, sizeof(*ns));
     if (ns == NULL)
         return TW_ERR;
@@ -76,6 +76,22 @@ static int grow(tw_strmap *m)
     m->slots = ns;
     m->cap = ncap;
     return TW_OK;
+}
+
+static int grow(tw_strmap *m)
+{
+    return grow_to(m, m->cap ? m->cap * 2 : 64);
+}
+
+int tw_strmap_reserve(tw_strmap *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 64;
+    while (n * 4 > cap * 3) {
+        if (cap > SIZE_MAX / 2 / sizeof(tw_strmap_slot))
+            return TW_ERR;
+        cap *= 2;
+    }
+    return cap > m->cap ? grow_to(m, cap) : TW_OK;
 }
 
 int tw_strmap_put(tw_strmap *m, const char *key, size_t len, uint32_t value)

@@ -31,6 +31,9 @@ int tw_strmap_get(const tw_strmap *m, const char *key, size_t len,
                   uint32_t *value);
 /* Inserts or overwrites. TW_ERR on out-of-memory. */
 int tw_strmap_put(tw_strmap *m, const char *key, size_t len, uint32_t value);
+/* Room for n keys in all without growing again (a restore knows how many
+ * come). TW_ERR on out-of-memory. */
+int tw_strmap_reserve(tw_strmap *m, size_t n);
 /* The copy of `key` the map holds (NULL when absent). */
 const char *tw_strmap_key(const tw_strmap *m, const char *key, size_t len);
 

@@ -1952,6 +1952,10 @@ static void get_series(core_pass *cp)
                     cp->check, (tw_metric)m,
                     tw_windows_requested(j->windows, (tw_metric)m)) != TW_OK)
                 cp->oom = 1;
+    /* the map sized once, not doubled and rehashed on the way */
+    if (cp->apply && n > 0 &&
+        tw_strmap_reserve(&j->series_ids, j->nseries + n) != TW_OK)
+        cp->oom = 1;
     for (size_t i = 0; i < n && !core_failed(cp); i++) {
         uint64_t node = tw_ckr_uv(r);
         const char *t, *nm, *dim;

@@ -72,7 +72,8 @@ static void test_uv_agrees_with_checked(void **st)
             x ^= x >> 7;
             x ^= x << 17;
             /* 7 in 8 bytes continue: long and overlong varints */
-            buf[i] = (uint8_t)((x & 7) != 0 ? (x >> 8) | 0x80 : (x >> 8) & 0x7f);
+            buf[i] =
+                (uint8_t)((x & 7) != 0 ? (x >> 8) | 0x80 : (x >> 8) & 0x7f);
         }
         tw_ckr a, b;
         tw_ckr_init(&a, buf, len);

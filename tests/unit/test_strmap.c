@@ -16,16 +16,18 @@ static void fill_and_check(tw_strmap *m, size_t n)
 {
     char key[32];
     for (size_t i = 0; i < n; i++) {
-        int len = snprintf(key, sizeof(key), "node-%zu\x1f"
-                                             "cpu",
+        int len = snprintf(key, sizeof(key),
+                           "node-%zu\x1f"
+                           "cpu",
                            i);
         assert_int_equal(tw_strmap_put(m, key, (size_t)len, (uint32_t)i),
                          TW_OK);
     }
     assert_int_equal(m->count, n);
     for (size_t i = 0; i < n; i++) {
-        int len = snprintf(key, sizeof(key), "node-%zu\x1f"
-                                             "cpu",
+        int len = snprintf(key, sizeof(key),
+                           "node-%zu\x1f"
+                           "cpu",
                            i);
         uint32_t v = UINT32_MAX;
         assert_int_equal(tw_strmap_get(m, key, (size_t)len, &v), 1);
@@ -44,13 +46,15 @@ static void test_put_get(void **st)
     assert_int_equal(tw_strmap_get(&m, "a", 1, &(uint32_t){0}), 0);
     fill_and_check(&m, 5000);
     /* overwrite keeps one key */
-    assert_int_equal(tw_strmap_put(&m, "node-7\x1f"
-                                       "cpu",
+    assert_int_equal(tw_strmap_put(&m,
+                                   "node-7\x1f"
+                                   "cpu",
                                    10, 99),
                      TW_OK);
     uint32_t v = 0;
-    assert_int_equal(tw_strmap_get(&m, "node-7\x1f"
-                                       "cpu",
+    assert_int_equal(tw_strmap_get(&m,
+                                   "node-7\x1f"
+                                   "cpu",
                                    10, &v),
                      1);
     assert_int_equal(v, 99);

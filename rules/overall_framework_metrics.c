@@ -438,43 +438,6 @@ static void ofm_note_keys(ofm_state *s)
     }
 }
 
-/* filter_events(ops, 2): per operator total over all phases (first-seen
- * order), keep shares > 2 %, renormalise the kept shares to 100. */
-static int write_ops(const tw_host *h, tw_json *j, const fwsm *ops, int totals)
-{
-    fwsm agg;
-    fwsm_init(&agg);
-    for (size_t p = 0; p < ops->n; p++) {
-        const fwsm *child = ops->ptrs[p];
-        for (size_t i = 0; child && i < child->n; i++)
-            if (flat_add(&agg, child->keys[i], child->vals[i]) != TW_OK) {
-                fwsm_free(&agg);
-                return TW_ERR;
-            }
-    }
-    double sum = (double)flat_sum(&agg);
-    double kept = 0.0;
-    for (size_t i = 0; i < agg.n; i++) {
-        double share = (double)agg.vals[i] / sum * 100.0;
-        if (share > 2)
-            kept += share;
-    }
-    h->json_object_begin(j);
-    for (size_t i = 0; i < agg.n; i++) {
-        double share = (double)agg.vals[i] / sum * 100.0;
-        if (!(share > 2))
-            continue;
-        h->json_key(j, agg.keys[i]);
-        if (totals)
-            h->json_int(j, agg.vals[i]);
-        else
-            h->json_double(j, share / kept * 100);
-    }
-    h->json_object_end(j);
-    fwsm_free(&agg);
-    return TW_OK;
-}
-
 typedef struct share_entry {
     const char *key;
     int64_t val;
@@ -492,14 +455,64 @@ static int share_cmp(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
-static void write_shares(const tw_host *h, tw_json *j, const fwsm *m)
+/* m's entries in that order (malloc'd), or NULL when out of memory (the
+ * caller then keeps first-seen order). */
+static share_entry *sorted_entries(const fwsm *m)
 {
-    double sum = (double)flat_sum(m);
     share_entry *e = m->n > 0 ? malloc(m->n * sizeof(*e)) : NULL;
     for (size_t i = 0; e != NULL && i < m->n; i++)
         e[i] = (share_entry){m->keys[i], m->vals[i]};
     if (e != NULL)
         qsort(e, m->n, sizeof(*e), share_cmp);
+    return e;
+}
+
+/* filter_events(ops, 2): per operator total over all phases, keep shares
+ * > 2 %, renormalise the kept shares to 100; listed by share, then name
+ * (share_cmp: the same in run and eval, the kept sum too). */
+static int write_ops(const tw_host *h, tw_json *j, const fwsm *ops, int totals)
+{
+    fwsm agg;
+    fwsm_init(&agg);
+    for (size_t p = 0; p < ops->n; p++) {
+        const fwsm *child = ops->ptrs[p];
+        for (size_t i = 0; child && i < child->n; i++)
+            if (flat_add(&agg, child->keys[i], child->vals[i]) != TW_OK) {
+                fwsm_free(&agg);
+                return TW_ERR;
+            }
+    }
+    share_entry *e = sorted_entries(&agg);
+    double sum = (double)flat_sum(&agg);
+    double kept = 0.0;
+    for (size_t i = 0; i < agg.n; i++) {
+        int64_t v = e != NULL ? e[i].val : agg.vals[i];
+        double share = (double)v / sum * 100.0;
+        if (share > 2)
+            kept += share;
+    }
+    h->json_object_begin(j);
+    for (size_t i = 0; i < agg.n; i++) {
+        int64_t v = e != NULL ? e[i].val : agg.vals[i];
+        double share = (double)v / sum * 100.0;
+        if (!(share > 2))
+            continue;
+        h->json_key(j, e != NULL ? e[i].key : agg.keys[i]);
+        if (totals)
+            h->json_int(j, v);
+        else
+            h->json_double(j, share / kept * 100);
+    }
+    h->json_object_end(j);
+    free(e);
+    fwsm_free(&agg);
+    return TW_OK;
+}
+
+static void write_shares(const tw_host *h, tw_json *j, const fwsm *m)
+{
+    double sum = (double)flat_sum(m);
+    share_entry *e = sorted_entries(m);
     h->json_object_begin(j);
     for (size_t i = 0; i < m->n; i++) { /* out of memory: first seen */
         h->json_key(j, e != NULL ? e[i].key : m->keys[i]);
@@ -579,21 +592,26 @@ static int ofm_write_key(const ofm_state *s, tw_json *j, int k)
         return TW_OK;
     }
     case K_HOROVOD: {
-        double total = (double)flat_sum(&s->horovod);
+        /* by share, then name (share_cmp), as the op lists */
+        const fwsm *m = &s->horovod;
+        share_entry *e = sorted_entries(m);
+        double total = (double)flat_sum(m);
         int64_t kept = 0;
-        for (size_t i = 0; i < s->horovod.n; i++)
-            if (s->horovod.vals[i] > 0 &&
-                (double)s->horovod.vals[i] / total > 0.02)
-                kept += s->horovod.vals[i];
+        for (size_t i = 0; i < m->n; i++) {
+            int64_t v = e != NULL ? e[i].val : m->vals[i];
+            if (v > 0 && (double)v / total > 0.02)
+                kept += v;
+        }
         h->json_object_begin(j);
-        for (size_t i = 0; i < s->horovod.n; i++) {
-            if (!(s->horovod.vals[i] > 0 &&
-                  (double)s->horovod.vals[i] / total > 0.02))
+        for (size_t i = 0; i < m->n; i++) {
+            int64_t v = e != NULL ? e[i].val : m->vals[i];
+            if (!(v > 0 && (double)v / total > 0.02))
                 continue;
-            h->json_key(j, s->horovod.keys[i]);
-            h->json_double(j, (double)s->horovod.vals[i] / (double)kept * 100);
+            h->json_key(j, e != NULL ? e[i].key : m->keys[i]);
+            h->json_double(j, (double)v / (double)kept * 100);
         }
         h->json_object_end(j);
+        free(e);
         return TW_OK;
     }
     default:

@@ -258,6 +258,49 @@ static void test_general_order_canonical(void **state)
     free(text[1]);
 }
 
+/* The CPU operator list and horovod's, like 'general': by share, then
+ * name, whatever order the events came in (integration_hook_legacy's run
+ * and eval once differed in the CPU list's order only). */
+static void test_op_lists_order_canonical(void **state)
+{
+    (void)state;
+    tw_fw_event a[6] = {
+        ev_with(TRAIN, TRAIN, 1.0, 1.4, PY, &step0),
+        ev_with("aten::mul", "cpu_functions", 1.0, 1.01, PY, NULL),
+        ev_with("aten::mm", "cpu_functions", 1.0, 1.05, PY, NULL),
+        ev_with("aten::tanh", "cpu_functions", 1.0, 1.01, PY, NULL),
+        ev_with("negotiate", "NEGOTIATE", 1.3, 1.31, TW_SOURCE_HOROVOD, NULL),
+        ev_with("allreduce", "ALLREDUCE", 1.2, 1.26, TW_SOURCE_HOROVOD, NULL),
+    };
+    tw_fw_event b[6] = {a[0], a[3], a[2], a[1], a[5], a[4]};
+    char *text[2];
+    for (int k = 0; k < 2; k++) {
+        rt_env *e = rt_env_new();
+        assert_int_equal(
+            rt_create(e, "OverallFrameworkMetrics", TW_SEMANTICS_FIXED, NULL),
+            TW_OK);
+        rt_job job;
+        rt_job_init(&job);
+        run(e, &job, 0, k == 0 ? a : b, 6);
+        text[k] = strdup(rt_report_text(e));
+        assert_non_null(text[k]);
+        rt_env_free(e);
+    }
+    assert_string_equal(text[0], text[1]);
+    const char *cpu = strstr(text[0], "\"CPU\": {");
+    assert_non_null(cpu);
+    const char *mm = strstr(cpu, "aten::mm"), *mul = strstr(cpu, "aten::mul"),
+               *tanh_ = strstr(cpu, "aten::tanh");
+    assert_true(mm != NULL && mul != NULL && tanh_ != NULL);
+    assert_true(mm < mul && mul < tanh_);
+    const char *hvd = strstr(text[0], "\"horovod\": {");
+    assert_non_null(hvd);
+    const char *ar = strstr(hvd, "allreduce"), *ng = strstr(hvd, "negotiate");
+    assert_true(ar != NULL && ng != NULL && ar < ng);
+    free(text[0]);
+    free(text[1]);
+}
+
 static void test_checkpoint_equivalence(void **state)
 {
     (void)state;
@@ -308,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_step_without_step_num),
         cmocka_unit_test(test_key_order_over_scans),
         cmocka_unit_test(test_general_order_canonical),
+        cmocka_unit_test(test_op_lists_order_canonical),
         cmocka_unit_test(test_checkpoint_equivalence),
         cmocka_unit_test(test_bad_parameters),
     };
